@@ -1,0 +1,65 @@
+#include "cli.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace xendump::cli {
+
+std::string human_bytes(uint64_t bytes) {
+    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = static_cast<double>(bytes);
+    int u = 0;
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        ++u;
+    }
+    char buf[32];
+    if (u == 0)
+        std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+    else
+        std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+    return buf;
+}
+
+ProgressBar::ProgressBar(std::string label, bool auto_detect)
+    : label_(std::move(label)),
+      enabled_(auto_detect && isatty(STDERR_FILENO) == 1),
+      start_(std::chrono::steady_clock::now()),
+      last_(start_) {}
+
+ProgressBar::~ProgressBar() { finish(); }
+
+void ProgressBar::update(uint64_t done, uint64_t total) {
+    if (!enabled_ || finished_) return;
+    auto now = std::chrono::steady_clock::now();
+    if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    double secs = std::chrono::duration<double>(now - start_).count();
+    double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
+    double pct = total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0;
+    int width = 30;
+    int filled = static_cast<int>(pct / 100.0 * width);
+    std::string bar(static_cast<size_t>(filled), '#');
+    bar.resize(static_cast<size_t>(width), '.');
+    std::string eta = "--";
+    if (rate > 0 && total >= done) {
+        auto left = static_cast<long long>(static_cast<double>(total - done) / rate);
+        char b[32];
+        std::snprintf(b, sizeof b, "%lld:%02lld", left / 60, left % 60);
+        eta = b;
+    }
+    std::fprintf(stderr, "\r%s [%s] %5.1f%% %s/%s %s/s ETA %s\033[K", label_.c_str(), bar.c_str(), pct,
+                 human_bytes(done).c_str(), human_bytes(total).c_str(),
+                 human_bytes(static_cast<uint64_t>(rate)).c_str(), eta.c_str());
+    std::fflush(stderr);
+}
+
+void ProgressBar::finish() {
+    if (!enabled_ || finished_) return;
+    finished_ = true;
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+}
+
+}  // namespace xendump::cli

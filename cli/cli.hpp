@@ -1,0 +1,35 @@
+// Shared by the command-line programs: exit codes, error printing, sizes, and
+// a terminal progress bar (bytes, rate, ETA) that stays silent on a pipe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace xendump::cli {
+
+// Exit codes (documented in every man page's EXIT STATUS).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // the operation failed (or verify found problems)
+inline constexpr int kExitUsage = 2;    // bad command line
+
+std::string human_bytes(uint64_t bytes);  // "1.5 GiB"
+
+class ProgressBar {
+public:
+    // `enabled` false (or stderr not a terminal when `auto_detect`) -> prints nothing.
+    explicit ProgressBar(std::string label, bool auto_detect = true);
+    ~ProgressBar();
+    void update(uint64_t done, uint64_t total);
+    void finish();
+    bool enabled() const { return enabled_; }
+
+private:
+    std::string label_;
+    bool enabled_;
+    bool finished_ = false;
+    std::chrono::steady_clock::time_point start_;
+    std::chrono::steady_clock::time_point last_;
+};
+
+}  // namespace xendump::cli

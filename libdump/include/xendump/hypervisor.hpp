@@ -1,0 +1,111 @@
+// The hypervisor interface: everything the dumper and the service need from
+// Xen, behind one abstract class with two backends, libxenctrl ("xen") and
+// the simulated host ("sim:DIR"). It knows no files.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "xendump/format.hpp"
+
+namespace xendump {
+
+// SHUTDOWN_* of xen/include/public/sched.h.
+enum class ShutdownReason : unsigned {
+    poweroff = 0, reboot = 1, suspend = 2, crash = 3, watchdog = 4, soft_reset = 5
+};
+
+// As xc_domain_getinfolist() gives it.
+struct DomainInfo {
+    uint32_t domid = 0;
+    bool dying = false;
+    bool shutdown = false;
+    ShutdownReason shutdown_reason = ShutdownReason::poweroff;  // valid when shutdown
+    bool paused = false;
+    bool hvm = false;           // HVM or PVH (auto-translated)
+    uint64_t tot_pages = 0;
+    uint64_t max_pages = 0;
+    uint64_t shared_info_frame = 0;  // mfn (PV)
+    uint32_t max_vcpu_id = 0;
+    std::array<uint8_t, 16> handle{};  // uuid
+    bool crashed() const { return shutdown && shutdown_reason == ShutdownReason::crash; }
+};
+
+std::string uuid_to_string(const std::array<uint8_t, 16>& handle);
+
+// A batch of foreign frames mapped read-only. Frames that failed have
+// error(i) != 0 (an errno value) and page(i) must not be read.
+class ForeignMapping {
+public:
+    virtual ~ForeignMapping() = default;
+    virtual size_t count() const = 0;
+    virtual const std::byte* page(size_t i) const = 0;
+    virtual int error(size_t i) const = 0;
+};
+
+// Fires when some domain changed state (shut down, crashed, died); the caller
+// rescans list_domains(). Real host: xenstore's @releaseDomain watch.
+class DomainWatch {
+public:
+    virtual ~DomainWatch() = default;
+    virtual int fd() const = 0;  // pollable for POLLIN
+    // Consumes pending events; returns true when at least one was pending.
+    virtual bool consume() = 0;
+};
+
+class Hypervisor {
+public:
+    virtual ~Hypervisor() = default;
+
+    virtual std::string describe() const = 0;  // "xen" or "sim:/path"
+    virtual std::vector<DomainInfo> list_domains() = 0;
+    virtual std::optional<DomainInfo> domain_info(uint32_t domid) = 0;
+    // Name from xenstore (/local/domain/ID/name); empty when there is none.
+    virtual std::string domain_name(uint32_t domid) = 0;
+    virtual std::optional<uint32_t> find_domain_by_name(std::string_view name);
+    virtual unsigned guest_width(uint32_t domid) = 0;      // xc_domain_get_guest_width: 4 or 8
+    virtual uint64_t maximum_gpfn(uint32_t domid) = 0;     // XENMEM_maximum_gpfn
+    // xc_vcpu_getcontext: the native context (5168 or 2800 bytes), or nullopt
+    // when the vcpu is offline / does not exist.
+    virtual std::optional<std::vector<std::byte>> vcpu_context(uint32_t domid, uint32_t vcpu) = 0;
+    // Maps frames (mfns for PV, gfns for HVM/PVH) read-only, one error per frame.
+    virtual std::unique_ptr<ForeignMapping> map_foreign(uint32_t domid,
+                                                        std::span<const uint64_t> frames) = 0;
+    virtual void pause(uint32_t domid) = 0;
+    virtual void unpause(uint32_t domid) = 0;
+    virtual void destroy(uint32_t domid) = 0;
+    virtual format::XenVersionDesc xen_version() = 0;
+    virtual std::unique_ptr<DomainWatch> watch_domains() = 0;
+};
+
+// "xen" (default) or "sim:DIR". An empty `host` means $XEN_DUMP_HOST, else "xen".
+// Throws Error with one clear line when the host cannot be opened (for "xen":
+// no hypervisor on this machine, or built without libxen).
+std::unique_ptr<Hypervisor> open_hypervisor(std::string_view host = {});
+
+// Pauses a domain for the lifetime of the object; unpauses on every exit path.
+// Does nothing (and records it) when the domain was already paused.
+class PausedDomain {
+public:
+    PausedDomain(Hypervisor& hv, uint32_t domid);
+    ~PausedDomain();
+    PausedDomain(const PausedDomain&) = delete;
+    PausedDomain& operator=(const PausedDomain&) = delete;
+    bool paused_by_us() const noexcept { return ours_; }
+    void release();  // unpause now
+
+private:
+    Hypervisor& hv_;
+    uint32_t domid_;
+    bool ours_ = false;
+};
+
+}  // namespace xendump

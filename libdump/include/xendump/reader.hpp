@@ -1,0 +1,95 @@
+// Reading dump files: v1 files (this project's format) and Xen's own
+// section-only ELF dump-core files (`xl dump-core`). Opened with libelf, an
+// independent path from the writer so each checks the other.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "xendump/dump_spec.hpp"
+#include "xendump/page_source.hpp"
+
+namespace xendump {
+
+enum class FileFormat {
+    v1,      // program headers + sections (this project)
+    xen_elf  // sections only (xl dump-core, Xen >= 3.1)
+};
+
+// A maximal run of consecutive pfns, stored contiguously.
+struct PageRun {
+    uint64_t first_pfn;
+    uint64_t count;
+    uint64_t file_offset;  // of the first page
+    uint64_t first_index;  // table index of the first page
+};
+
+// One failed conformance check (spec §8).
+struct Finding {
+    std::string check;      // short stable name, e.g. "phdr-run-mismatch"
+    std::string structure;  // e.g. "program header [3]"
+    uint64_t offset;        // file offset of that structure
+    std::string message;    // the full sentence
+};
+
+struct VerifyOptions {
+    bool digests = true;
+    std::function<void(uint64_t done, uint64_t total)> on_progress;
+};
+
+class DumpReader {
+public:
+    // Throws Error naming the file and offset when the file cannot be opened
+    // as a dump at all (not ELF, truncated headers, ...).
+    static DumpReader open(const std::filesystem::path& path);
+    DumpReader(DumpReader&&) noexcept;
+    DumpReader& operator=(DumpReader&&) noexcept;
+    ~DumpReader();
+
+    const std::filesystem::path& path() const;
+    FileFormat format() const;
+    uint64_t file_size() const;
+    format::GuestType type() const;    // from magic + NT_XEN_DOMAIN TYPE= when present
+    unsigned guest_width() const;      // 4 (EM_386) or 8
+    uint64_t nr_pages() const;
+    uint64_t page_size() const;
+    const format::HeaderDesc& header() const;
+    const format::XenVersionDesc& xen_version() const;
+    const KeyValues& domain() const;   // empty for xen_elf files
+    std::span<const PageEntry> entries() const;  // ascending pfn; gmfn == pfn for HVM/PVH
+    const std::vector<PageRun>& runs() const;
+    std::vector<VcpuContext> vcpus() const;
+    std::optional<std::vector<std::byte>> shared_info() const;
+    std::optional<std::string> vmcoreinfo() const;
+    std::vector<uint64_t> unreadable_pfns() const;
+    bool has_digests() const;
+    uint64_t pages_offset() const;    // file offset of .xen_pages
+
+    // Page lookups: O(log runs) / O(log pages). Return false for a page not in
+    // the dump (a hole is "not found", never zeros).
+    bool read_page_by_pfn(uint64_t pfn, std::span<std::byte> out) const;
+    bool read_page_by_gmfn(uint64_t gmfn, std::span<std::byte> out) const;
+    std::optional<uint64_t> index_of_pfn(uint64_t pfn) const;
+    std::optional<uint64_t> index_of_gmfn(uint64_t gmfn) const;
+    uint64_t page_offset(uint64_t index) const;
+
+    // Every conformance check of spec §8; empty when the file conforms.
+    std::vector<Finding> verify(const VerifyOptions& options = {}) const;
+
+    // A PageSource over this file's pages (for the converter and tests).
+    std::unique_ptr<PageSource> page_source() const;
+
+    struct Impl;
+
+private:
+    explicit DumpReader(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xendump

@@ -1,0 +1,64 @@
+// The v1 writer. Layout (spec §7): ELF header, program headers, note segment,
+// pages, PFN->GMFN table note, .xen_pfn (HVM/PVH), trailer, .shstrtab, section
+// headers. Writes to a seekable file or streams to a pipe: same bytes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "xendump/dump_spec.hpp"
+#include "xendump/page_source.hpp"
+
+namespace xendump {
+
+struct WriteProgress {
+    uint64_t pages_done = 0;
+    uint64_t pages_total = 0;
+    uint64_t bytes_done = 0;
+    uint64_t bytes_total = 0;
+};
+
+struct WriteOptions {
+    bool digests = true;  // NT_XEN_DIGEST trailer
+    bool sparse = true;   // all-zero pages become holes when the output is seekable
+    std::function<void(const WriteProgress&)> on_progress;  // called per batch
+    const std::atomic<bool>* cancel = nullptr;              // set -> Error("cancelled")
+    // Sees every page once, in pfn order, during the single pass (guest-kernel scanners).
+    std::function<void(uint64_t pfn, std::span<const std::byte> page)> page_observer;
+};
+
+struct WriteResult {
+    uint64_t file_size = 0;
+    uint64_t nr_pages = 0;
+    uint64_t nr_runs = 0;
+    std::vector<uint64_t> unreadable_pfns;
+};
+
+// Offsets of every part of the file, computed before anything is written.
+struct Layout {
+    uint64_t phnum = 0;            // real count (PT_NOTE + runs)
+    uint64_t notes_offset = 0, notes_size = 0;
+    uint64_t pages_offset = 0, pages_size = 0;
+    uint64_t p2m_note_offset = 0, p2m_desc_offset = 0, p2m_desc_size = 0;
+    uint64_t pfn_offset = 0, pfn_size = 0;  // HVM/PVH
+    uint64_t trailer_offset = 0;            // trailer size depends on unreadable pages
+};
+uint64_t expected_file_size(const DumpSpec& spec, std::span<const PageEntry> entries,
+                            bool digests = true);
+
+// Streams the file to `fd` (a pipe is fine: no seeks). When `seekable`, zero
+// pages may become holes. Returns what was written.
+WriteResult write_dump(int fd, bool seekable, const DumpSpec& spec, PageSource& pages,
+                       const WriteOptions& options = {});
+
+// Writes `path` atomically: a temporary in the same directory, fsync, then
+// published under `path` (never replacing an existing file: Error if it
+// exists). On any error or kill nothing appears under `path`.
+WriteResult write_dump_file(const std::filesystem::path& path, const DumpSpec& spec,
+                            PageSource& pages, const WriteOptions& options = {});
+
+}  // namespace xendump

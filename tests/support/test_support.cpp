@@ -1,0 +1,135 @@
+#include "test_support.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace xendump::test {
+
+namespace fs = std::filesystem;
+
+TempDir::TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/xendump-test.XXXXXX";
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+}
+
+fs::path source_root() { return XENDUMP_SOURCE_ROOT; }
+fs::path shared_dir() { return XENDUMP_SHARED_DIR; }
+
+fs::path build_program(const std::string& name) {
+    for (const char* sub : {"ctl", "sim", "convert", "daemon", "bench"}) {
+        fs::path p = fs::path(XENDUMP_BUILD_ROOT) / sub / name;
+        if (fs::exists(p)) return p;
+    }
+    return name;
+}
+
+RunResult run(const std::vector<std::string>& argv_in, const std::vector<std::string>& env) {
+    std::vector<std::string> args = argv_in;
+    if (!args.empty() && args[0].find('/') == std::string::npos) args[0] = build_program(args[0]).string();
+    int out_pipe[2], err_pipe[2];
+    if (pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC)) throw std::runtime_error("pipe");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    std::vector<char*> cargv;
+    for (auto& a : args) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    std::vector<std::string> envs;
+    for (char** e = environ; *e; ++e) envs.emplace_back(*e);
+    for (const auto& kv : env) {
+        auto key = kv.substr(0, kv.find('=') + 1);
+        std::erase_if(envs, [&](const std::string& s) { return s.rfind(key, 0) == 0; });
+        envs.push_back(kv);
+    }
+    std::vector<char*> cenv;
+    for (auto& e : envs) cenv.push_back(e.data());
+    cenv.push_back(nullptr);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, cargv[0], &fa, nullptr, cargv.data(), cenv.data());
+    posix_spawn_file_actions_destroy(&fa);
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    RunResult r;
+    if (rc != 0) {
+        close(out_pipe[0]);
+        close(err_pipe[0]);
+        r.err = std::string("spawn failed: ") + std::strerror(rc);
+        return r;
+    }
+    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    int open_fds = 2;
+    char buf[65536];
+    while (open_fds > 0) {
+        if (poll(fds, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        for (int i = 0; i < 2; ++i) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            ssize_t n = read(fds[i].fd, buf, sizeof buf);
+            if (n <= 0) {
+                close(fds[i].fd);
+                fds[i].fd = -1;
+                --open_fds;
+            } else {
+                (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
+            }
+        }
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    return r;
+}
+
+void fill_pattern_page(uint64_t seed, uint64_t pfn, std::byte* page) {
+    for (size_t i = 0; i < 512; ++i) {
+        uint64_t z = (seed << 52) ^ (pfn << 9) ^ i;
+        z += 0x9e3779b97f4a7c15ULL;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        std::memcpy(page + i * 8, &z, 8);
+    }
+}
+
+PatternPageSource::PatternPageSource(std::vector<PageEntry> entries, uint64_t seed)
+    : entries_(std::move(entries)), seed_(seed) {}
+
+void PatternPageSource::read_pages(size_t first, size_t count, std::span<std::byte> out,
+                                   std::span<uint8_t> unreadable) {
+    for (size_t i = 0; i < count; ++i) {
+        uint64_t pfn = entries_[first + i].pfn;
+        std::byte* page = out.data() + i * 4096;
+        unreadable[i] = 0;
+        if (std::binary_search(unreadable_pfns.begin(), unreadable_pfns.end(), pfn)) {
+            std::memset(page, 0, 4096);
+            unreadable[i] = 1;
+        } else if (std::binary_search(zero_pfns.begin(), zero_pfns.end(), pfn)) {
+            std::memset(page, 0, 4096);
+        } else {
+            fill_pattern_page(seed_, pfn, page);
+        }
+    }
+}
+
+}  // namespace xendump::test

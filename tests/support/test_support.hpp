@@ -1,0 +1,61 @@
+// Helpers shared by the test suites: temporary directories, running programs
+// of the build tree, a PageSource over in-memory pages.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "xendump/page_source.hpp"
+
+namespace xendump::test {
+
+// A fresh directory under $TMPDIR, removed (recursively) on destruction.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+    std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+private:
+    std::filesystem::path path_;
+};
+
+struct RunResult {
+    int exit_code = -1;       // -signal when killed by a signal
+    std::string out;
+    std::string err;
+};
+
+// Runs `argv` (argv[0] resolved via build_program() when it names one of the
+// project's programs), captures stdout and stderr.
+RunResult run(const std::vector<std::string>& argv, const std::vector<std::string>& env = {});
+
+// Path of a program built in this tree, e.g. "xen-dumpctl".
+std::filesystem::path build_program(const std::string& name);
+std::filesystem::path shared_dir();     // ../shared
+std::filesystem::path source_root();
+
+// Deterministic page contents for synthetic sources.
+void fill_pattern_page(uint64_t seed, uint64_t pfn, std::byte* page);
+
+// A PageSource over pages generated from (seed, pfn); zero_pfns read as zeros.
+class PatternPageSource : public PageSource {
+public:
+    PatternPageSource(std::vector<PageEntry> entries, uint64_t seed = 1);
+    std::span<const PageEntry> entries() const override { return entries_; }
+    void read_pages(size_t first, size_t count, std::span<std::byte> out,
+                    std::span<uint8_t> unreadable) override;
+    std::vector<uint64_t> zero_pfns;        // sorted
+    std::vector<uint64_t> unreadable_pfns;  // sorted; read as unreadable
+
+private:
+    std::vector<PageEntry> entries_;
+    uint64_t seed_;
+};
+
+}  // namespace xendump::test
