@@ -1,0 +1,67 @@
+// "Dump a domain": the one code path shared by the one-shot `xen-dumpd
+// --domain` and the service. Discovers the guest's pages through the
+// hypervisor interface, pauses it (RAII), and writes a v1 file.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "xendump/format.hpp"
+#include "xendump/hypervisor.hpp"
+#include "xendump/writer.hpp"
+
+namespace xendump {
+
+struct DumpOptions {
+    bool live = false;  // do not pause; record PAUSED=0
+    format::Reason reason = format::Reason::request;
+    bool digests = true;
+    bool guest_kernel = true;  // look for VMCOREINFO, write NT_PRSTATUS
+    std::function<void(const WriteProgress&)> on_progress;
+    std::function<void(const std::string&)> on_warning;  // guest oddities, unreadable pages
+    const std::atomic<bool>* cancel = nullptr;
+};
+
+struct DumpResult {
+    std::filesystem::path path;  // empty for fd output
+    uint32_t domid = 0;
+    std::string name;
+    std::string uuid;
+    format::GuestType type = format::GuestType::pv;
+    uint64_t nr_pages = 0;
+    uint64_t nr_runs = 0;
+    uint64_t file_size = 0;
+    std::vector<uint64_t> unreadable_pfns;
+    std::vector<std::string> warnings;
+};
+
+// Everything known before the pages are read: used for size checks before a
+// dump starts (the service refuses dumps that cannot fit).
+struct DumpPlan {
+    uint32_t domid = 0;
+    std::string name;
+    uint64_t nr_pages = 0;
+    uint64_t expected_size = 0;
+};
+
+// Resolves "7" or "web01" to a domid. Throws Error when there is no such domain.
+uint32_t resolve_domain(Hypervisor& hv, const std::string& id_or_name);
+
+// The default file name: NAME-DOMID-YYYYMMDDTHHMMSSZ.core (UTC).
+std::string default_dump_name(const std::string& name, uint32_t domid,
+                              std::chrono::system_clock::time_point when);
+
+// Writes the dump of `domid` atomically to `path` (Error if it exists).
+DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesystem::path& path,
+                               const DumpOptions& options = {});
+// Streams the dump to `fd` (a pipe or a file), no seeks unless `seekable`.
+DumpResult dump_domain_to_fd(Hypervisor& hv, uint32_t domid, int fd, bool seekable,
+                             const DumpOptions& options = {});
+
+}  // namespace xendump
