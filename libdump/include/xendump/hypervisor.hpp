@@ -31,6 +31,7 @@ struct DomainInfo {
     ShutdownReason shutdown_reason = ShutdownReason::poweroff;  // valid when shutdown
     bool paused = false;
     bool hvm = false;           // HVM or PVH (auto-translated)
+    bool pvh = false;           // with hvm: a PVH guest (no emulated devices; Xen's arch_config emulation_flags)
     uint64_t tot_pages = 0;
     uint64_t max_pages = 0;
     uint64_t shared_info_frame = 0;  // mfn (PV)
