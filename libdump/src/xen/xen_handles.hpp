@@ -1,0 +1,49 @@
+// RAII owners of the three libxen handles, and a xentoollog logger that keeps
+// libxenctrl quiet: it remembers the last message instead of printing it, so
+// the caller can fold it into one Error line (the library itself would write
+// several lines to stderr when there is no hypervisor).
+#pragma once
+
+#include <cstdarg>
+#include <memory>
+#include <string>
+
+#include <xenctrl.h>
+#include <xenforeignmemory.h>
+#include <xenstore.h>
+#include <xentoollog.h>
+
+namespace xendump::xen {
+
+// Must stay the first member: libxen calls us back with a pointer to `base`.
+struct QuietLogger {
+    xentoollog_logger base;
+    std::string last_message;
+
+    QuietLogger();
+    QuietLogger(const QuietLogger&) = delete;
+    QuietLogger& operator=(const QuietLogger&) = delete;
+};
+
+struct XcCloser {
+    void operator()(xc_interface* xch) const noexcept { xc_interface_close(xch); }
+};
+struct ForeignMemoryCloser {
+    void operator()(xenforeignmemory_handle* fmem) const noexcept { xenforeignmemory_close(fmem); }
+};
+struct XenstoreCloser {
+    void operator()(xs_handle* xsh) const noexcept { xs_close(xsh); }
+};
+
+using XcHandle = std::unique_ptr<xc_interface, XcCloser>;
+using ForeignMemoryHandle = std::unique_ptr<xenforeignmemory_handle, ForeignMemoryCloser>;
+using XenstoreHandle = std::unique_ptr<xs_handle, XenstoreCloser>;
+
+// Memory that libxenstore returns with malloc().
+struct FreeDeleter {
+    void operator()(void* p) const noexcept;
+};
+template <typename T>
+using MallocPtr = std::unique_ptr<T, FreeDeleter>;
+
+}  // namespace xendump::xen
