@@ -1,0 +1,107 @@
+#include "io/sink.hpp"
+
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <vector>
+
+#include "xendump/error.hpp"
+
+namespace xendump::io {
+
+namespace {
+// Written for zero ranges that cannot be holes (pipes, sparse off).
+constexpr size_t kZeroBlock = 1 << 20;
+const std::byte* zero_block() {
+    static const std::vector<std::byte> block(kZeroBlock);
+    return block.data();
+}
+}  // namespace
+
+Sink::Sink(int fd, bool seekable, bool sparse, std::string name)
+    : fd_(fd), seekable_(seekable), name_(std::move(name)) {
+    if (!seekable_) return;
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) throw_errno("cannot stat output", name_);
+    if (sparse && S_ISREG(st.st_mode)) {
+        if (::ftruncate(fd_, 0) != 0) throw_errno("cannot truncate output", name_);
+        holes_ = true;
+    }
+}
+
+void Sink::write(std::span<const std::byte> data) {
+    iovec iov{const_cast<std::byte*>(data.data()), data.size()};
+    writev(std::span<const iovec>(&iov, 1));
+}
+
+void Sink::writev(std::span<const iovec> iov_in) {
+    std::vector<iovec> iov(iov_in.begin(), iov_in.end());
+    size_t i = 0;
+    while (i < iov.size()) {
+        if (iov[i].iov_len == 0) {
+            ++i;
+            continue;
+        }
+        int cnt = static_cast<int>(std::min<size_t>(iov.size() - i, IOV_MAX));
+        ssize_t n = seekable_ ? ::pwritev(fd_, &iov[i], cnt, static_cast<off_t>(pos_))
+                              : ::writev(fd_, &iov[i], cnt);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw_errno("write failed", name_, pos_);
+        }
+        if (n == 0) throw Error("write returned 0", name_, pos_);
+        pos_ += static_cast<uint64_t>(n);
+        auto left = static_cast<size_t>(n);
+        while (i < iov.size() && left >= iov[i].iov_len) left -= iov[i++].iov_len;
+        if (left > 0) {
+            iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + left;
+            iov[i].iov_len -= left;
+        }
+    }
+}
+
+void Sink::zeros(uint64_t n) {
+    if (holes_) {
+        pos_ += n;
+        return;
+    }
+    while (n > 0) {
+        size_t part = static_cast<size_t>(std::min<uint64_t>(n, kZeroBlock));
+        write(std::span<const std::byte>(zero_block(), part));
+        n -= part;
+    }
+}
+
+bool Sink::copy_from(int src_fd, uint64_t src_off, uint64_t n) {
+    if (!seekable_) return false;
+    uint64_t done = 0;
+    while (done < n) {
+        loff_t in = static_cast<loff_t>(src_off + done);
+        loff_t out = static_cast<loff_t>(pos_ + done);
+        ssize_t r = ::copy_file_range(src_fd, &in, fd_, &out, n - done, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            if (done == 0 && (r == 0 || errno == EXDEV || errno == ENOSYS || errno == EINVAL ||
+                              errno == EOPNOTSUPP || errno == EBADF))
+                return false;
+            if (r == 0) throw Error("copy_file_range: source ended early", name_, pos_ + done);
+            throw_errno("copy_file_range failed", name_, pos_ + done);
+        }
+        done += static_cast<uint64_t>(r);
+    }
+    pos_ += n;
+    return true;
+}
+
+void Sink::finish() {
+    if (!holes_) return;
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) throw_errno("cannot stat output", name_);
+    if (static_cast<uint64_t>(st.st_size) < pos_ && ::ftruncate(fd_, static_cast<off_t>(pos_)) != 0)
+        throw_errno("cannot set file size", name_, pos_);
+}
+
+}  // namespace xendump::io

@@ -1,0 +1,42 @@
+// An output that is written strictly front to back: a pipe or a file. The
+// same calls produce the same bytes on both; a file may leave zero ranges as
+// holes (spec §4: holes read as zeros, so the layout does not change).
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace xendump::io {
+
+class Sink {
+public:
+    // `seekable`: positional writes (pwrite) from offset 0, no lseek. Holes are
+    // used only when `sparse` and the fd is a regular file (which is then
+    // truncated to 0 first so that skipped ranges read as zeros).
+    Sink(int fd, bool seekable, bool sparse, std::string name);
+
+    void write(std::span<const std::byte> data);
+    void writev(std::span<const iovec> iov);  // several buffers, one syscall when possible
+    void zeros(uint64_t n);                   // a hole when allowed, else written zeros
+    // Moves `n` bytes from `src_fd` at `src_off` (copy_file_range); returns
+    // false (nothing done) when the kernel cannot, so the caller writes instead.
+    bool copy_from(int src_fd, uint64_t src_off, uint64_t n);
+    void finish();                            // sets the final size after a trailing hole
+
+    uint64_t offset() const noexcept { return pos_; }
+    bool holes() const noexcept { return holes_; }
+    bool positional() const noexcept { return seekable_; }
+
+private:
+    int fd_;
+    bool seekable_;
+    bool holes_ = false;
+    uint64_t pos_ = 0;
+    std::string name_;
+};
+
+}  // namespace xendump::io

@@ -1,0 +1,168 @@
+#include "writer/page_pass.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <future>
+#include <memory>
+
+#include "xendump/error.hpp"
+
+namespace xendump::writer {
+
+namespace {
+
+constexpr uint64_t kPage = format::kPageSize;
+constexpr size_t kMinBatch = 1024;     // 4 MiB
+constexpr size_t kMaxBatch = 16384;    // 64 MiB, twice (double buffering)
+
+struct Batch {
+    size_t first = 0, count = 0;
+    std::vector<std::byte> data;
+    std::vector<uint8_t> unreadable;
+    std::optional<FileRange> range;  // pages were read from here (copy_file_range candidate)
+};
+
+bool is_zero_page(const std::byte* p) {
+    uint64_t head;
+    std::memcpy(&head, p, sizeof head);
+    // The first 8 bytes are zero and every byte equals the one 8 further on.
+    return head == 0 && std::memcmp(p, p + 8, kPage - 8) == 0;
+}
+
+void pread_all(int fd, uint64_t off, std::byte* out, size_t len) {
+    while (len > 0) {
+        ssize_t r = ::pread(fd, out, len, static_cast<off_t>(off));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) throw_errno("cannot read source pages", {}, off);
+        if (r == 0) throw Error("source file ends early", {}, off);
+        out += r;
+        off += static_cast<uint64_t>(r);
+        len -= static_cast<size_t>(r);
+    }
+}
+
+void fill(Batch& b, PageSource& source, bool positional) {
+    const size_t bytes = b.count * kPage;
+    b.range.reset();
+    if (positional) b.range = source.file_range(b.first, b.count);
+    if (b.range) {
+        pread_all(b.range->fd, b.range->offset, b.data.data(), bytes);
+        std::fill_n(b.unreadable.begin(), b.count, 0);
+        return;
+    }
+    std::fill_n(b.unreadable.begin(), b.count, 0);
+    source.read_pages(b.first, b.count, std::span(b.data.data(), bytes), std::span(b.unreadable.data(), b.count));
+}
+
+class ChunkHasher {
+public:
+    explicit ChunkHasher(uint64_t nr_pages) : total_(nr_pages), state_(XXH3_createState(), XXH3_freeState) {
+        if (!state_) throw Error("out of memory (XXH3 state)");
+        XXH3_128bits_reset(state_.get());
+    }
+    // Pages arrive in order; a chunk closes after kDigestChunkPages pages or at the end.
+    void add(const std::byte* pages, size_t count) {
+        while (count > 0) {
+            const size_t room = format::kDigestChunkPages - in_chunk_;
+            const size_t take = std::min(room, count);
+            XXH3_128bits_update(state_.get(), pages, take * kPage);
+            pages += take * kPage;
+            count -= take;
+            in_chunk_ += take;
+            done_ += take;
+            if (in_chunk_ == format::kDigestChunkPages || done_ == total_) {
+                XXH128_canonical_t c;
+                XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state_.get()));
+                digests.push_back(c);
+                XXH3_128bits_reset(state_.get());
+                in_chunk_ = 0;
+            }
+        }
+    }
+    std::vector<XXH128_canonical_t> digests;
+
+private:
+    uint64_t total_, done_ = 0;
+    size_t in_chunk_ = 0;
+    std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state_;
+};
+
+void write_batch(io::Sink& sink, const Batch& b) {
+    const size_t bytes = b.count * kPage;
+    if (b.range && sink.copy_from(b.range->fd, b.range->offset, bytes)) return;
+    if (!sink.holes()) {
+        sink.write(std::span(b.data.data(), bytes));
+        return;
+    }
+    // Alternate runs of data pages (one write each) and zero pages (holes).
+    size_t i = 0;
+    while (i < b.count) {
+        const bool zero = is_zero_page(b.data.data() + i * kPage);
+        size_t j = i + 1;
+        while (j < b.count && is_zero_page(b.data.data() + j * kPage) == zero) ++j;
+        if (zero)
+            sink.zeros((j - i) * kPage);
+        else
+            sink.write(std::span(b.data.data() + i * kPage, (j - i) * kPage));
+        i = j;
+    }
+}
+
+}  // namespace
+
+PassResult write_pages(io::Sink& sink, PageSource& source, const DumpPlan& plan, const WriteOptions& options) {
+    const auto entries = source.entries();
+    const uint64_t n = entries.size();
+    PassResult result;
+    std::optional<ChunkHasher> hasher;
+    if (plan.digest_note_size) hasher.emplace(n);
+
+    const size_t batch_pages = std::clamp(source.preferred_batch(), kMinBatch, kMaxBatch);
+    Batch batches[2];
+    for (auto& b : batches) {
+        b.data.resize(std::min<uint64_t>(batch_pages, std::max<uint64_t>(n, 1)) * kPage);
+        b.unreadable.resize(b.data.size() / kPage);
+    }
+    auto schedule = [&](Batch& b, size_t first) {
+        b.first = first;
+        b.count = static_cast<size_t>(std::min<uint64_t>(batch_pages, n - first));
+        return std::async(std::launch::async, [&b, &source, &sink] { fill(b, source, sink.positional()); });
+    };
+
+    std::future<void> pending;
+    if (n > 0) pending = schedule(batches[0], 0);
+    for (size_t k = 0; pending.valid(); ++k) {
+        Batch& cur = batches[k % 2];
+        pending.get();  // rethrows the source's Error
+        if (options.cancel && options.cancel->load()) throw Error("cancelled");
+        const size_t next = cur.first + cur.count;
+        if (next < n) pending = schedule(batches[(k + 1) % 2], next);
+
+        for (size_t i = 0; i < cur.count; ++i) {
+            std::byte* page = cur.data.data() + i * kPage;
+            const uint64_t pfn = entries[cur.first + i].pfn;
+            if (cur.unreadable[i]) {
+                std::memset(page, 0, kPage);  // §5: stored as zeros, whatever the source left
+                result.unreadable_pfns.push_back(pfn);
+            }
+            if (options.page_observer) options.page_observer(pfn, std::span<const std::byte>(page, kPage));
+        }
+        if (hasher) hasher->add(cur.data.data(), cur.count);
+        write_batch(sink, cur);
+
+        if (options.on_progress) {
+            WriteProgress p;
+            p.pages_done = next;
+            p.pages_total = n;
+            p.bytes_done = sink.offset();
+            p.bytes_total = plan.file_size;
+            options.on_progress(p);
+        }
+    }
+    if (hasher) result.chunk_digests = std::move(hasher->digests);
+    return result;
+}
+
+}  // namespace xendump::writer

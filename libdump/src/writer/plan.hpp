@@ -1,0 +1,55 @@
+// Everything about a v1 file that is known before the first page is read:
+// the offsets of every part (spec §7), the bytes in front of the pages, the
+// section header table and the digests of the note segment and the table.
+#pragma once
+
+#include <xxhash.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "xendump/dump_spec.hpp"
+#include "xendump/page_source.hpp"
+#include "xendump/writer.hpp"
+
+namespace xendump::writer {
+
+// Streaming (spec §1, §5, §7): e_shoff sits in the ELF header, written before
+// any page, yet in §7 order the section header table follows the trailer,
+// whose NT_XEN_UNREADABLE is only known after the last page. So the trailer's
+// size is fixed in advance: after NT_XEN_DIGEST (fixed size) comes a reserved
+// area large enough for NT_XEN_UNREADABLE listing every page (8 bytes a page,
+// half the table's cost) plus one note header. At the end it holds the real
+// NT_XEN_UNREADABLE (when a page was unreadable) followed by one
+// kNtXenPadding note of zeros filling the rest; readers find the trailer
+// through its section and skip the padding note. The zeros are a hole in a
+// sparse file. So the whole layout, the file size and the section headers
+// depend only on the input, and pipe and file output are the same bytes.
+struct DumpPlan {
+    Layout layout;
+    uint64_t nr_runs = 0;
+    std::vector<std::byte> head;  // [0, layout.pages_offset)
+    std::vector<PageEntry> p2m_copy;   // HVM/PVH entries with gmfn forced to pfn, when needed
+    std::span<const PageEntry> p2m;    // the table descriptor's entries
+    std::vector<std::byte> p2m_note_header;
+    uint64_t digest_note_size = 0;     // 0 without digests
+    uint64_t unreadable_area_offset = 0, unreadable_area_size = 0;
+    uint64_t shstrtab_offset = 0;
+    std::vector<std::byte> shstrtab;
+    uint64_t shdr_offset = 0;
+    std::vector<std::byte> shdrs;
+    uint64_t file_size = 0;
+    uint64_t nr_chunks = 0;            // digest chunks over .xen_pages
+    XXH128_canonical_t notes_digest{};
+    XXH128_canonical_t p2m_digest{};
+};
+
+// Validates the input (vcpus, ascending pfns, sizes) and computes the plan.
+DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, bool digests);
+
+// Size of the unreadable area reserved for `nr_pages` pages.
+uint64_t unreadable_area_size(uint64_t nr_pages);
+
+}  // namespace xendump::writer

@@ -1,0 +1,124 @@
+// write_dump / write_dump_file: the plan's head, the page pass, then
+// everything after the pages in §7 order. Every byte goes out front to back
+// through one Sink, so a pipe and a file get the same bytes (see plan.hpp for
+// how the trailer keeps the layout fixed in advance).
+#include <algorithm>
+#include <cstring>
+
+#include "io/sink.hpp"
+#include "writer/notes.hpp"
+#include "writer/page_pass.hpp"
+#include "writer/plan.hpp"
+#include "xendump/error.hpp"
+#include "xendump/fd.hpp"
+#include "xendump/writer.hpp"
+
+namespace xendump {
+
+namespace {
+
+using writer::bytes_of;
+
+void write_pfn_array(io::Sink& sink, std::span<const PageEntry> entries) {
+    constexpr size_t kPart = 65536;
+    std::vector<uint64_t> pfns;
+    pfns.reserve(std::min(entries.size(), kPart));
+    for (size_t i = 0; i < entries.size(); i += kPart) {
+        pfns.clear();
+        for (size_t j = i; j < std::min(entries.size(), i + kPart); ++j) pfns.push_back(entries[j].pfn);
+        sink.write(std::as_bytes(std::span(pfns)));
+    }
+}
+
+void write_trailer(io::Sink& sink, const writer::DumpPlan& plan, const writer::PassResult& pass) {
+    using format::kNameXenCore;
+    if (plan.digest_note_size) {
+        const format::DigestDescHead head{format::kDigestXxh3_128, format::kDigestChunkPages};
+        const uint64_t descsz = plan.digest_note_size - writer::note_header_size(kNameXenCore);
+        sink.write(writer::note_header(kNameXenCore, format::kNtXenDigest, descsz));
+        sink.write(bytes_of(head));
+        sink.write(std::as_bytes(std::span(pass.chunk_digests)));
+        sink.write(bytes_of(plan.notes_digest));
+        sink.write(bytes_of(plan.p2m_digest));
+    }
+    uint64_t used = 0;
+    const auto& bad = pass.unreadable_pfns;
+    if (!bad.empty()) {
+        const uint64_t count = bad.size();
+        const uint64_t descsz = sizeof count + count * sizeof(uint64_t);
+        auto header = writer::note_header(kNameXenCore, format::kNtXenUnreadable, descsz);
+        sink.write(header);
+        sink.write(bytes_of(count));
+        sink.write(std::as_bytes(std::span(bad)));
+        used = header.size() + descsz;
+    }
+    // The rest of the reserved area: one padding note of zeros.
+    const uint64_t pad_desc = plan.unreadable_area_size - used - writer::note_header_size(kNameXenCore);
+    sink.write(writer::note_header(kNameXenCore, format::kNtXenPadding, pad_desc));
+    sink.zeros(pad_desc);
+}
+
+WriteResult write_to(int fd, bool seekable, const std::string& name, const DumpSpec& spec, PageSource& pages,
+                     const WriteOptions& options) {
+    const auto entries = pages.entries();
+    const writer::DumpPlan plan = writer::plan_dump(spec, entries, options.digests);
+    const Layout& L = plan.layout;
+    io::Sink sink(fd, seekable, options.sparse, name);
+
+    sink.write(plan.head);
+    writer::PassResult pass = writer::write_pages(sink, pages, plan, options);
+    if (plan.digest_note_size && pass.chunk_digests.size() != plan.nr_chunks)
+        throw Error("internal error: digest chunk count", name);
+
+    sink.zeros(L.p2m_note_offset - (L.pages_offset + L.pages_size));
+    sink.write(plan.p2m_note_header);
+    sink.write(std::as_bytes(plan.p2m));
+    if (L.pfn_size) write_pfn_array(sink, entries);
+    write_trailer(sink, plan, pass);
+    sink.write(plan.shstrtab);
+    sink.zeros(plan.shdr_offset - sink.offset());
+    sink.write(plan.shdrs);
+    sink.finish();
+    if (sink.offset() != plan.file_size)
+        throw Error("internal error: wrote " + std::to_string(sink.offset()) + " bytes, planned " +
+                        std::to_string(plan.file_size),
+                    name);
+
+    if (options.on_progress) {
+        WriteProgress p;
+        p.pages_done = p.pages_total = entries.size();
+        p.bytes_done = p.bytes_total = plan.file_size;
+        options.on_progress(p);
+    }
+    WriteResult r;
+    r.file_size = plan.file_size;
+    r.nr_pages = entries.size();
+    r.nr_runs = plan.nr_runs;
+    r.unreadable_pfns = std::move(pass.unreadable_pfns);
+    return r;
+}
+
+}  // namespace
+
+uint64_t expected_file_size(const DumpSpec& spec, std::span<const PageEntry> entries, bool digests) {
+    return writer::plan_dump(spec, entries, digests).file_size;
+}
+
+WriteResult write_dump(int fd, bool seekable, const DumpSpec& spec, PageSource& pages,
+                       const WriteOptions& options) {
+    return write_to(fd, seekable, "fd " + std::to_string(fd), spec, pages, options);
+}
+
+WriteResult write_dump_file(const std::filesystem::path& path, const DumpSpec& spec, PageSource& pages,
+                            const WriteOptions& options) {
+    try {
+        AtomicFile file(path);
+        WriteResult r = write_to(file.fd(), true, path.string(), spec, pages, options);
+        file.commit();
+        return r;
+    } catch (const Error& e) {
+        throw e.with_object(path.string());
+    }
+}
+
+}  // namespace xendump

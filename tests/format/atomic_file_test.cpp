@@ -1,0 +1,141 @@
+// Atomic publication: nothing under the final name (nor a leftover
+// temporary) unless the whole file was written and committed.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "dump_check.hpp"
+#include "xendump/error.hpp"
+#include "xendump/fd.hpp"
+#include "xendump/writer.hpp"
+
+namespace xendump::test {
+namespace {
+
+using format::GuestType;
+
+std::vector<uint64_t> first_pfns(uint64_t n) {
+    std::vector<uint64_t> v(n);
+    for (uint64_t i = 0; i < n; ++i) v[i] = i;
+    return v;
+}
+
+// Fails (like a domain that died) after `good_calls` batches.
+class FailingSource : public PatternPageSource {
+public:
+    FailingSource(std::vector<PageEntry> e, int good_calls) : PatternPageSource(std::move(e)), left_(good_calls) {}
+    void read_pages(size_t first, size_t count, std::span<std::byte> out, std::span<uint8_t> bad) override {
+        if (left_-- <= 0) throw Error("domain vanished", "domain 7");
+        PatternPageSource::read_pages(first, count, out, bad);
+    }
+
+private:
+    int left_;
+};
+
+std::string read_text(const std::filesystem::path& p) {
+    std::ifstream in(p);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TEST(AtomicFile, FailingSourceLeavesNothing) {
+    TempDir dir;
+    const DumpSpec spec = make_spec(GuestType::pv, 8, 1);
+    FailingSource source(entries_for(first_pfns(5000), GuestType::pv), 2);
+    EXPECT_THROW(write_dump_file(dir / "dump", spec, source), Error);
+    EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+TEST(AtomicFile, ExistingFinalNameIsAnErrorAndUntouched) {
+    TempDir dir;
+    { std::ofstream(dir / "dump") << "precious"; }
+    const DumpSpec spec = make_spec(GuestType::pv, 8, 1);
+    PatternPageSource source(entries_for(first_pfns(10), GuestType::pv));
+    EXPECT_THROW(write_dump_file(dir / "dump", spec, source), Error);
+    EXPECT_EQ(read_text(dir / "dump"), "precious");
+    size_t entries = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
+    EXPECT_EQ(entries, 1u);
+}
+
+TEST(AtomicFile, NameTakenDuringTheWriteIsNotReplaced) {
+    TempDir dir;
+    AtomicFile f(dir / "x");
+    ASSERT_EQ(::write(f.fd(), "new", 3), 3);
+    { std::ofstream(dir / "x") << "old"; }
+    EXPECT_THROW(f.commit(), Error);
+    EXPECT_EQ(read_text(dir / "x"), "old");
+}
+
+TEST(AtomicFile, UncommittedLeavesNothingCommittedAppearsWithMode0600) {
+    TempDir dir;
+    {
+        AtomicFile f(dir / "a");
+        ASSERT_EQ(::write(f.fd(), "abc", 3), 3);
+        EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+    }
+    EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+    {
+        AtomicFile f(dir / "b");
+        ASSERT_EQ(::write(f.fd(), "abc", 3), 3);
+        f.commit();
+    }
+    EXPECT_EQ(read_text(dir / "b"), "abc");
+    struct stat st {};
+    ASSERT_EQ(::stat((dir / "b").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0600u);
+    size_t entries = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
+    EXPECT_EQ(entries, 1u);
+}
+
+// Blocks forever on its second batch after telling the parent it got there.
+class StallingSource : public PatternPageSource {
+public:
+    StallingSource(std::vector<PageEntry> e, int fd) : PatternPageSource(std::move(e)), fd_(fd) {}
+    void read_pages(size_t first, size_t count, std::span<std::byte> out, std::span<uint8_t> bad) override {
+        if (first > 0) {
+            char c = 'x';
+            if (::write(fd_, &c, 1) != 1) _exit(3);
+            for (;;) ::pause();
+        }
+        PatternPageSource::read_pages(first, count, out, bad);
+    }
+
+private:
+    int fd_;
+};
+
+TEST(AtomicFile, KillDuringTheWriteLeavesNothing) {
+    TempDir dir;
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        ::close(p[0]);
+        try {
+            const DumpSpec spec = make_spec(GuestType::pv, 8, 1);
+            StallingSource source(entries_for(first_pfns(4000), GuestType::pv), p[1]);
+            write_dump_file(dir / "dump", spec, source);
+        } catch (...) {
+        }
+        _exit(2);
+    }
+    ::close(p[1]);
+    char c = 0;
+    ASSERT_EQ(::read(p[0], &c, 1), 1);  // the child is inside the page pass
+    ::close(p[0]);
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(status));
+    EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+}  // namespace
+}  // namespace xendump::test

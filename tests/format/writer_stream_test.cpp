@@ -1,0 +1,202 @@
+// Streaming properties of the writer: pipe output equals file output, holes,
+// progress, observer, cancellation and the copy_file_range path.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+#include "dump_check.hpp"
+#include "xendump/error.hpp"
+#include "xendump/writer.hpp"
+
+namespace xendump::test {
+namespace {
+
+using format::GuestType;
+
+std::vector<std::byte> slurp(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::byte> out(c.size());
+    std::memcpy(out.data(), c.data(), c.size());
+    return out;
+}
+
+// Streams a dump through a real pipe to a reader thread.
+std::vector<std::byte> write_through_pipe(const DumpSpec& spec, PageSource& source, WriteOptions opt = {}) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+    std::vector<std::byte> got;
+    std::thread reader([&] {
+        std::byte buf[65536];
+        for (;;) {
+            ssize_t n = ::read(p[0], buf, sizeof buf);
+            if (n <= 0) break;
+            got.insert(got.end(), buf, buf + n);
+        }
+    });
+    try {
+        write_dump(p[1], false, spec, source, opt);
+    } catch (...) {
+        ::close(p[1]);
+        reader.join();
+        ::close(p[0]);
+        throw;
+    }
+    ::close(p[1]);
+    reader.join();
+    ::close(p[0]);
+    return got;
+}
+
+std::vector<uint64_t> pfns_with_holes(uint64_t count) {
+    std::vector<uint64_t> v;
+    for (uint64_t pfn = 0; v.size() < count; ++pfn)
+        if (pfn % 5 != 3) v.push_back(pfn);
+    return v;
+}
+
+class PipeEqualsFile : public ::testing::TestWithParam<GuestType> {};
+
+TEST_P(PipeEqualsFile, SameBytes) {
+    TempDir dir;
+    const GuestType type = GetParam();
+    const DumpSpec spec = make_spec(type, 8, 2);
+    const auto pfns = pfns_with_holes(2600);
+    PatternPageSource source(entries_for(pfns, type), 3);
+    source.zero_pfns = {pfns[1], pfns[2], pfns[3], pfns[1000], pfns[2599]};
+    source.unreadable_pfns = {pfns[5], pfns[1500]};
+
+    const auto piped = write_through_pipe(spec, source);
+    write_dump_file(dir / "sparse", spec, source);
+    WriteOptions dense;
+    dense.sparse = false;
+    write_dump_file(dir / "dense", spec, source, dense);
+    const auto sparse_bytes = slurp(dir / "sparse");
+    ASSERT_EQ(piped.size(), sparse_bytes.size());
+    EXPECT_TRUE(piped == sparse_bytes) << "pipe output differs from sparse file output";
+    EXPECT_TRUE(piped == slurp(dir / "dense")) << "pipe output differs from dense file output";
+    check_dump(dir / "sparse", spec, source);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, PipeEqualsFile, ::testing::Values(GuestType::pv, GuestType::hvm, GuestType::pvh),
+                         [](const auto& info) { return std::string(format::to_string(info.param)); });
+
+TEST(WriterStream, ZeroPagesBecomeHoles) {
+    TempDir dir;
+    const DumpSpec spec = make_spec(GuestType::hvm, 8, 1);
+    std::vector<uint64_t> pfns;
+    for (uint64_t i = 0; i < 4096; ++i) pfns.push_back(i);
+    PatternPageSource source(entries_for(pfns, GuestType::hvm));
+    source.zero_pfns.assign(pfns.begin() + 16, pfns.end());  // 16 data pages, 4080 zero pages
+    const auto r = write_dump_file(dir / "d", spec, source);
+    struct stat st {};
+    ASSERT_EQ(::stat((dir / "d").c_str(), &st), 0);
+    const uint64_t allocated = static_cast<uint64_t>(st.st_blocks) * 512;
+    EXPECT_EQ(static_cast<uint64_t>(st.st_size), r.file_size);
+    EXPECT_LT(allocated, r.file_size / 2) << "zero pages were written out";
+    check_dump(dir / "d", spec, source);
+
+    WriteOptions dense;
+    dense.sparse = false;
+    write_dump_file(dir / "dense", spec, source, dense);
+    ASSERT_EQ(::stat((dir / "dense").c_str(), &st), 0);
+    EXPECT_GE(static_cast<uint64_t>(st.st_blocks) * 512, pfns.size() * 4096) << "sparse=false left holes";
+}
+
+TEST(WriterStream, ProgressAndObserverSeeEveryPageInOrder) {
+    TempDir dir;
+    const DumpSpec spec = make_spec(GuestType::pv, 8, 1);
+    const auto pfns = pfns_with_holes(3000);
+    PatternPageSource source(entries_for(pfns, GuestType::pv));
+    source.unreadable_pfns = {pfns[10]};
+    std::vector<uint64_t> seen;
+    bool contents_ok = true;
+    std::vector<WriteProgress> progress;
+    WriteOptions opt;
+    opt.page_observer = [&](uint64_t pfn, std::span<const std::byte> page) {
+        const size_t idx = seen.size();
+        seen.push_back(pfn);
+        auto want = expected_page(source, idx);
+        if (page.size() != want.size() || std::memcmp(page.data(), want.data(), want.size()) != 0)
+            contents_ok = false;
+    };
+    opt.on_progress = [&](const WriteProgress& p) { progress.push_back(p); };
+    const auto r = write_dump_file(dir / "d", spec, source, opt);
+    EXPECT_EQ(seen, pfns);
+    EXPECT_TRUE(contents_ok);
+    ASSERT_GE(progress.size(), 3u);  // 3000 pages in batches of at most 1024, then the end
+    for (size_t i = 1; i < progress.size(); ++i) {
+        EXPECT_GE(progress[i].pages_done, progress[i - 1].pages_done);
+        EXPECT_GE(progress[i].bytes_done, progress[i - 1].bytes_done);
+    }
+    EXPECT_EQ(progress.back().pages_done, pfns.size());
+    EXPECT_EQ(progress.back().pages_total, pfns.size());
+    EXPECT_EQ(progress.back().bytes_done, r.file_size);
+    EXPECT_EQ(progress.front().bytes_total, r.file_size);
+}
+
+TEST(WriterStream, CancelStopsWithErrorAndLeavesNoFile) {
+    TempDir dir;
+    const DumpSpec spec = make_spec(GuestType::pv, 8, 1);
+    PatternPageSource source(entries_for(pfns_with_holes(5000), GuestType::pv));
+    std::atomic<bool> cancel{false};
+    WriteOptions opt;
+    opt.cancel = &cancel;
+    opt.on_progress = [&](const WriteProgress&) { cancel = true; };
+    try {
+        write_dump_file(dir / "d", spec, source, opt);
+        FAIL() << "not cancelled";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.message(), "cancelled");
+    }
+    EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+// Pages stored contiguously in a file: the writer may copy_file_range them.
+class FileBackedSource : public PatternPageSource {
+public:
+    FileBackedSource(std::vector<PageEntry> entries, const std::filesystem::path& file, uint64_t base)
+        : PatternPageSource(std::move(entries)), base_(base) {
+        std::vector<std::byte> all(base_);
+        for (size_t i = 0; i < this->entries().size(); ++i) {
+            auto p = expected_page(*this, i);
+            all.insert(all.end(), p.begin(), p.end());
+        }
+        fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd_ < 0 || ::pwrite(fd_, all.data(), all.size(), 0) != static_cast<ssize_t>(all.size()))
+            throw std::runtime_error("cannot write backing file");
+    }
+    ~FileBackedSource() override { ::close(fd_); }
+    std::optional<FileRange> file_range(size_t first, size_t) const override {
+        ++ranges_asked;
+        return FileRange{fd_, base_ + first * 4096};
+    }
+    mutable std::atomic<int> ranges_asked{0};
+
+private:
+    uint64_t base_;
+    int fd_ = -1;
+};
+
+TEST(WriterStream, FileRangeSourceGivesTheSameBytes) {
+    TempDir dir;
+    const DumpSpec spec = make_spec(GuestType::pv, 8, 1);
+    const auto entries = entries_for(pfns_with_holes(2100), GuestType::pv);
+    FileBackedSource ranged(entries, dir / "backing", 8192);
+    PatternPageSource plain(entries);
+    write_dump_file(dir / "ranged", spec, ranged);
+    EXPECT_GT(ranged.ranges_asked.load(), 0);
+    const auto piped = write_through_pipe(spec, plain);
+    EXPECT_TRUE(piped == slurp(dir / "ranged"));
+    check_dump(dir / "ranged", spec, plain);
+}
+
+}  // namespace
+}  // namespace xendump::test
