@@ -1,0 +1,152 @@
+#include "config.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "xendump/error.hpp"
+#include "xendump_config.h"
+
+namespace xendump::daemon {
+
+namespace {
+
+std::string trim(const std::string& s) {
+    const char* ws = " \t\r";
+    auto b = s.find_first_not_of(ws);
+    if (b == std::string::npos) return {};
+    return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+using Setter = std::function<void(Config&, const std::string&)>;
+
+const std::map<std::string, Setter>& setters() {
+    static const std::map<std::string, Setter> table = {
+        {"DumpDir", [](Config& c, const std::string& v) {
+             if (v.empty() || v.front() != '/') throw Error("DumpDir must be an absolute path");
+             c.dump_dir = v;
+         }},
+        {"Host", [](Config& c, const std::string& v) {
+             if (!v.empty() && v != "xen" && !v.starts_with("sim:"))
+                 throw Error("Host must be \"xen\" or \"sim:DIR\"");
+             c.host = v;
+         }},
+        {"ControlSocket", [](Config& c, const std::string& v) {
+             if (v.empty() || v.front() != '/') throw Error("ControlSocket must be an absolute path");
+             c.control_socket = v;
+         }},
+        {"ControlGroup", [](Config& c, const std::string& v) { c.control_group = v; }},
+        {"OnCrash", [](Config& c, const std::string& v) {
+             if (v == "preserve") c.on_crash = OnCrash::preserve;
+             else if (v == "destroy") c.on_crash = OnCrash::destroy;
+             else throw Error("OnCrash must be \"preserve\" or \"destroy\": \"" + v + "\"");
+         }},
+        {"MaxParallel", [](Config& c, const std::string& v) {
+             unsigned n = parse_unsigned(v, 64);
+             if (n == 0) throw Error("MaxParallel must be at least 1");
+             c.max_parallel = n;
+         }},
+        {"MaxUse", [](Config& c, const std::string& v) {
+             if (v.empty() || v == "infinity") c.max_use.reset();
+             else c.max_use = parse_size_limit(v);
+         }},
+        {"KeepFree", [](Config& c, const std::string& v) {
+             if (v.empty() || v == "0") c.keep_free.reset();
+             else c.keep_free = parse_size_limit(v);
+         }},
+        {"KeepPerDomain", [](Config& c, const std::string& v) { c.keep_per_domain = parse_unsigned(v, 1000000); }},
+        {"MaxAge", [](Config& c, const std::string& v) { c.max_age = parse_duration(v); }},
+        {"MinInterval", [](Config& c, const std::string& v) { c.min_interval = parse_duration(v); }},
+        {"Digests", [](Config& c, const std::string& v) { c.digests = parse_bool(v); }},
+    };
+    return table;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    if (!in) throw Error("cannot read configuration file", path.string());
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) throw Error("cannot read configuration file", path.string());
+    return ss.str();
+}
+
+}  // namespace
+
+Config Config::defaults() {
+    Config c;
+    c.dump_dir = XENDUMP_DEFAULT_DUMP_DIR;
+    c.control_socket = XENDUMP_DEFAULT_CONTROL_SOCKET;
+    c.keep_free = SizeLimit{0, 5, true};
+    return c;
+}
+
+std::filesystem::path drop_in_dir(const std::filesystem::path& main_file) {
+    return std::filesystem::path(main_file.string() + ".d");
+}
+
+std::filesystem::path default_config_file() {
+    return std::filesystem::path(XENDUMP_SYSCONFDIR) / "xen-dumpd.conf";
+}
+
+void apply_config_text(Config& config, const std::string& text, const std::string& origin) {
+    // Work on a copy so that a file with a bad line changes nothing.
+    Config next = config;
+    std::istringstream in(text);
+    std::string raw;
+    unsigned line_no = 0;
+    bool in_dump_section = false;
+    auto fail = [&](const std::string& msg) {
+        throw Error(origin + ":" + std::to_string(line_no) + ": " + msg);
+    };
+    while (std::getline(in, raw)) {
+        ++line_no;
+        std::string line = trim(raw);
+        if (line.empty() || line.front() == '#' || line.front() == ';') continue;
+        if (line.front() == '[') {
+            if (line.back() != ']') fail("unterminated section header \"" + line + "\"");
+            std::string section = trim(line.substr(1, line.size() - 2));
+            if (section != "Dump") fail("unknown section [" + section + "] (expected [Dump])");
+            in_dump_section = true;
+            continue;
+        }
+        auto eq = line.find('=');
+        if (eq == std::string::npos) fail("expected KEY=VALUE, got \"" + line + "\"");
+        if (!in_dump_section) fail("KEY=VALUE before the [Dump] section");
+        std::string key = trim(line.substr(0, eq));
+        std::string value = trim(line.substr(eq + 1));
+        auto it = setters().find(key);
+        if (it == setters().end()) fail("unknown key \"" + key + "\"");
+        try {
+            it->second(next, value);
+        } catch (const Error& e) {
+            fail(key + "=: " + e.message());
+        }
+    }
+    config = std::move(next);
+}
+
+Config load_config(const std::filesystem::path& main_file) {
+    Config config = Config::defaults();
+    std::error_code ec;
+    if (std::filesystem::exists(main_file, ec)) apply_config_text(config, read_file(main_file), main_file.string());
+    auto dir = drop_in_dir(main_file);
+    if (std::filesystem::is_directory(dir, ec)) {
+        std::vector<std::filesystem::path> drop_ins;
+        for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+            if (entry.path().extension() == ".conf") drop_ins.push_back(entry.path());
+        std::sort(drop_ins.begin(), drop_ins.end());
+        for (const auto& f : drop_ins) apply_config_text(config, read_file(f), f.string());
+    }
+    return config;
+}
+
+void ConfigOverrides::apply(Config& config) const {
+    if (host) config.host = *host;
+    if (dump_dir) config.dump_dir = *dump_dir;
+    if (control_socket) config.control_socket = *control_socket;
+}
+
+}  // namespace xendump::daemon

@@ -1,0 +1,55 @@
+// The control socket's protocol: a Unix stream socket (default
+// /run/xen-dumpd/control.sock) carrying one JSON object per line each way.
+//
+//   -> {"command":"dump","domain":"web01","live":false,"digests":true}
+//   <- {"event":"queued","id":3}
+//   <- {"event":"started","id":3,"path":"/var/lib/xen/dump/web01-7-....core"}
+//   <- {"event":"progress","id":3,"bytes_done":N,"bytes_total":M}   (repeated)
+//   <- {"event":"finished","id":3,"result":"ok","path":"...","error":""}
+//   -> {"command":"status"}
+//   <- {"event":"status","host":"...","dump_dir":"...","jobs":[{"id":..,"state":"running",...}]}
+//   -> {"command":"cancel","id":3}
+//   <- {"event":"cancelled","id":3}
+//   any error (also "permission denied", checked with SO_PEERCRED):
+//   <- {"event":"error","kind":"permission"|"request"|"mismatch","message":"..."}
+//
+// A dump requester that disconnects before "finished" cancels its dump.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "xendump/fd.hpp"
+
+namespace xendump::daemon {
+
+// A line-oriented JSON connection over a stream socket.
+class JsonLineConnection {
+public:
+    explicit JsonLineConnection(UniqueFd fd) : fd_(std::move(fd)) {}
+    int fd() const { return fd_.get(); }
+    // Throws Error when the peer went away.
+    void send(const nlohmann::json& message);
+    // Waits up to `timeout` (negative: forever) for a line; nullopt on
+    // timeout. Throws Error on EOF, a bad line, or a line over 1 MiB.
+    std::optional<nlohmann::json> receive(std::chrono::milliseconds timeout);
+    // True when the peer closed its end (checked without blocking).
+    bool peer_closed();
+
+private:
+    UniqueFd fd_;
+    std::string buffer_;
+};
+
+// Connects to the service. nullopt when no service listens there (no
+// socket, or a stale one); Error for anything else (e.g. permission).
+std::optional<JsonLineConnection> connect_control(const std::filesystem::path& socket_path);
+
+// Sends one request and returns the first reply (status, cancel, vacuum).
+nlohmann::json control_request(const std::filesystem::path& socket_path, const nlohmann::json& request,
+                               std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+}  // namespace xendump::daemon

@@ -1,0 +1,105 @@
+#include "crash_book.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "xendump/error.hpp"
+#include "xendump/fd.hpp"
+
+namespace xendump::daemon {
+
+CrashBook::CrashBook(std::filesystem::path state_file) : file_(std::move(state_file)) {
+    std::ifstream in(file_);
+    if (!in) return;
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+    try {
+        if (j.is_discarded() || !j.is_object()) throw Error("not a JSON object");
+        for (const auto& h : j.value("handled", nlohmann::json::array()))
+            handled_.insert(CrashKey{h.at("domid").get<uint32_t>(), h.at("uuid").get<std::string>()});
+        for (const auto& [guest, t] : j.value("last_dump", nlohmann::json::object()).items())
+            last_dump_[guest] = t.get<int64_t>();
+        for (const auto& [guest, n] : j.value("skipped", nlohmann::json::object()).items())
+            skipped_[guest] = n.get<unsigned>();
+    } catch (const std::exception& e) {
+        handled_.clear();
+        last_dump_.clear();
+        skipped_.clear();
+        std::error_code ec;
+        std::filesystem::rename(file_, file_.string() + ".bad", ec);
+        load_warning_ = "ignoring damaged state file " + file_.string() + " (" + e.what() + "), kept as .bad";
+    }
+}
+
+std::vector<CrashKey> CrashBook::observe(const std::vector<DomainInfo>& domains) {
+    std::set<CrashKey> crashed_now;
+    for (const auto& d : domains)
+        if (d.crashed() && !d.dying) crashed_now.insert(CrashKey{d.domid, uuid_to_string(d.handle)});
+    bool changed = false;
+    for (auto it = handled_.begin(); it != handled_.end();) {
+        if (!crashed_now.count(*it)) {
+            it = handled_.erase(it);  // the instance ended: a later crash is a new one
+            changed = true;
+        } else {
+            ++it;
+        }
+    }
+    if (changed) save();
+    std::vector<CrashKey> fresh;
+    for (const auto& k : crashed_now)
+        if (!handled_.count(k) && in_progress_.insert(k).second) fresh.push_back(k);
+    return fresh;
+}
+
+void CrashBook::mark_handled(const CrashKey& key) {
+    in_progress_.erase(key);
+    handled_.insert(key);
+    save();
+}
+
+void CrashBook::mark_abandoned(const CrashKey& key) { in_progress_.erase(key); }
+
+bool CrashBook::within_min_interval(const std::string& guest, int64_t now, int64_t interval) {
+    if (interval <= 0) return false;
+    auto it = last_dump_.find(guest);
+    if (it == last_dump_.end() || now - it->second >= interval) return false;
+    ++skipped_[guest];
+    save();
+    return true;
+}
+
+void CrashBook::record_dump_time(const std::string& guest, int64_t now) {
+    last_dump_[guest] = now;
+    save();
+}
+
+unsigned CrashBook::skipped(const std::string& guest) const {
+    auto it = skipped_.find(guest);
+    return it == skipped_.end() ? 0 : it->second;
+}
+
+void CrashBook::save() const {
+    nlohmann::ordered_json j;
+    j["handled"] = nlohmann::json::array();
+    for (const auto& k : handled_) j["handled"].push_back({{"domid", k.domid}, {"uuid", k.uuid}});
+    j["last_dump"] = last_dump_;
+    j["skipped"] = skipped_;
+    std::string text = j.dump(2) + "\n";
+    // AtomicFile refuses to replace, so write a fresh name and rename over.
+    std::filesystem::path tmp = file_.string() + ".new";
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    {
+        AtomicFile f(tmp, 0600);
+        if (::write(f.fd(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+            throw_errno("cannot write state file", tmp.string());
+        f.commit();
+    }
+    if (::rename(tmp.c_str(), file_.c_str()) != 0) throw_errno("cannot replace state file", file_.string());
+}
+
+}  // namespace xendump::daemon

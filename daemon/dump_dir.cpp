@@ -1,0 +1,139 @@
+#include "dump_dir.hpp"
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "config.hpp"
+#include "xendump/error.hpp"
+#include "xendump/fd.hpp"
+
+namespace xendump::daemon {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kDumpSuffix = ".core";
+constexpr std::string_view kSidecarSuffix = ".core.json";
+
+uint64_t disk_bytes(const fs::path& p, int64_t* mtime = nullptr) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) return 0;
+    if (mtime) *mtime = st.st_mtim.tv_sec;
+    return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+
+}  // namespace
+
+void ensure_dump_dir(const fs::path& dir) {
+    std::error_code ec;
+    if (fs::is_directory(dir, ec)) return;
+    fs::create_directories(dir.parent_path(), ec);
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw_errno("cannot create dump directory", dir.string());
+    // mkdir obeys the umask; say exactly what we mean.
+    if (::chmod(dir.c_str(), 0700) != 0) throw_errno("cannot set mode of dump directory", dir.string());
+}
+
+std::vector<DumpEntry> scan_dump_dir(const fs::path& dir) {
+    std::vector<DumpEntry> entries;
+    std::error_code ec;
+    fs::directory_iterator it(dir, ec);
+    if (ec) throw Error("cannot read dump directory: " + ec.message(), dir.string());
+    std::vector<fs::path> names;
+    for (const auto& e : it) names.push_back(e.path());
+    std::sort(names.begin(), names.end());
+    for (const auto& p : names) {
+        std::string n = p.filename().string();
+        if (n.starts_with(".")) continue;
+        DumpEntry entry;
+        if (n.ends_with(kSidecarSuffix)) {
+            entry.sidecar = p;
+            entry.dump = p.string().substr(0, p.string().size() - 5);
+        } else if (n.ends_with(kDumpSuffix)) {
+            entry.dump = p;
+            entry.sidecar = sidecar_path(p);
+            // Counted once, through its sidecar, when it has one.
+            if (std::binary_search(names.begin(), names.end(), entry.sidecar)) continue;
+        } else {
+            continue;
+        }
+        int64_t mtime = 0;
+        entry.bytes_on_disk = disk_bytes(entry.dump, &mtime);
+        int64_t sidecar_mtime = 0;
+        entry.bytes_on_disk += disk_bytes(entry.sidecar, &sidecar_mtime);
+        entry.time = mtime ? mtime : sidecar_mtime;
+        if (fs::exists(entry.sidecar, ec)) {
+            try {
+                entry.info = read_sidecar(entry.sidecar);
+                if (entry.info->start_time) entry.time = entry.info->start_time;
+            } catch (const Error& e) {
+                entry.sidecar_error = e.what();
+            }
+        }
+        entries.push_back(std::move(entry));
+    }
+    std::stable_sort(entries.begin(), entries.end(),
+                     [](const DumpEntry& a, const DumpEntry& b) { return a.time < b.time; });
+    return entries;
+}
+
+std::vector<StoredDump> to_stored(const std::vector<DumpEntry>& entries, const fs::path& in_use) {
+    std::vector<StoredDump> out;
+    for (const auto& e : entries) {
+        StoredDump s;
+        s.id = e.dump.string();
+        if (e.info) s.domain = !e.info->uuid.empty() ? e.info->uuid : e.info->domain_name;
+        else s.domain = e.dump.filename().string();
+        s.time = e.time;
+        s.bytes = e.bytes_on_disk;
+        s.in_use = !in_use.empty() && e.dump == in_use;
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+FilesystemSpace filesystem_space(const fs::path& dir) {
+    struct statvfs sv {};
+    if (::statvfs(dir.c_str(), &sv) != 0) throw_errno("cannot statvfs", dir.string());
+    return FilesystemSpace{static_cast<uint64_t>(sv.f_blocks) * sv.f_frsize,
+                           static_cast<uint64_t>(sv.f_bavail) * sv.f_frsize};
+}
+
+uint64_t remove_dump(const fs::path& id) {
+    uint64_t freed = disk_bytes(id) + disk_bytes(sidecar_path(id));
+    std::error_code ec;
+    fs::remove(id, ec);
+    fs::remove(sidecar_path(id), ec);
+    return freed;
+}
+
+std::vector<std::string> clean_temporaries(const fs::path& dir) {
+    std::vector<std::string> removed;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        std::string n = e.path().filename().string();
+        if (n.starts_with(AtomicFile::kTempPrefix) && fs::remove(e.path(), ec)) removed.push_back(n);
+    }
+    return removed;
+}
+
+fs::path unique_dump_path(const fs::path& dir, const std::string& base_name) {
+    std::string stem = base_name;
+    if (stem.ends_with(kDumpSuffix)) stem.erase(stem.size() - kDumpSuffix.size());
+    std::error_code ec;
+    for (unsigned n = 0; n < 100000; ++n) {
+        std::string name = n == 0 ? stem : stem + "-" + std::to_string(n);
+        fs::path p = dir / (name + std::string(kDumpSuffix));
+        if (!fs::exists(p, ec) && !fs::exists(sidecar_path(p), ec)) return p;
+    }
+    throw Error("no free dump name", (dir / base_name).string());
+}
+
+RetentionLimits limits_of(const Config& config) {
+    return RetentionLimits{config.max_use, config.keep_free, config.keep_per_domain, config.max_age};
+}
+
+}  // namespace xendump::daemon

@@ -1,0 +1,191 @@
+#include "dump_job.hpp"
+
+#include <sys/stat.h>
+
+#include <mutex>
+#include <set>
+
+#include "dump_dir.hpp"
+#include "journal_log.hpp"
+#include "retention.hpp"
+#include "xendump/error.hpp"
+
+namespace xendump::daemon {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Dumps running in this process: their names are taken and their expected
+// sizes are already spoken for, although nothing of them is visible yet.
+std::mutex g_inflight_mutex;
+std::set<fs::path> g_inflight_paths;
+uint64_t g_inflight_bytes = 0;
+
+int64_t unix_now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+uint64_t blocks_of(const fs::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0;
+}
+
+LogFields fields_of(const Sidecar& s, const fs::path& dump) {
+    return {{"DOMID", std::to_string(s.domid)}, {"DOMAIN", s.domain_name},   {"DOMAIN_UUID", s.uuid},
+            {"DUMP_PATH", dump.string()},       {"DUMP_REASON", s.reason},   {"DUMP_RESULT", to_string(s.result)},
+            {"DUMP_SIZE", std::to_string(s.bytes_on_disk)}};
+}
+
+// Reserves a unique name and the expected bytes until the object dies.
+class Reservation {
+public:
+    Reservation(const fs::path& dir, const std::string& base, uint64_t bytes) : bytes_(bytes) {
+        std::lock_guard lock(g_inflight_mutex);
+        fs::path p = unique_dump_path(dir, base);
+        for (unsigned n = 1; g_inflight_paths.count(p); ++n)
+            p = unique_dump_path(dir, base.substr(0, base.size() - 5) + "-" + std::to_string(n) + ".core");
+        path_ = p;
+        g_inflight_paths.insert(path_);
+        g_inflight_bytes += bytes_;
+    }
+    ~Reservation() {
+        std::lock_guard lock(g_inflight_mutex);
+        g_inflight_paths.erase(path_);
+        g_inflight_bytes -= bytes_;
+    }
+    Reservation(const Reservation&) = delete;
+    Reservation& operator=(const Reservation&) = delete;
+    const fs::path& path() const { return path_; }
+    // Bytes other running dumps of this process will still add.
+    uint64_t others() const {
+        std::lock_guard lock(g_inflight_mutex);
+        return g_inflight_bytes - bytes_;
+    }
+
+private:
+    fs::path path_;
+    uint64_t bytes_;
+};
+
+void remove_listed(const std::vector<std::string>& ids, const std::string& why) {
+    for (const auto& id : ids) {
+        remove_dump(id);
+        log_message(LogLevel::info, "removed " + id + " (" + why + ")", {{"DUMP_PATH", id}});
+    }
+}
+
+}  // namespace
+
+uint64_t estimate_dump_size(const DomainInfo& info) {
+    // Pages, plus per page a PFN->GMFN entry (16 bytes), an xxh64 digest and a
+    // .xen_pfn entry (8 + 8), plus 1 MiB for headers, notes and vcpu contexts.
+    uint64_t pages = std::max(info.tot_pages, uint64_t{1});
+    return pages * (4096 + 32) + (uint64_t{1} << 20);
+}
+
+std::vector<std::string> vacuum_dump_dir(const Config& config, const fs::path& in_use) {
+    ensure_dump_dir(config.dump_dir);
+    auto decision = decide_retention(to_stored(scan_dump_dir(config.dump_dir), in_use), limits_of(config),
+                                     filesystem_space(config.dump_dir), unix_now(), 0);
+    remove_listed(decision.remove, "storage limits");
+    return decision.remove;
+}
+
+DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpRequest& request,
+                           const DumpJobHooks& hooks) {
+    DumpJobResult out;
+    Sidecar& s = out.info;
+    s.domid = request.domid;
+    s.reason = std::string(format::to_string(request.reason));
+    s.start_time = unix_now();
+    s.digests = request.digests ? "written" : "none";
+
+    auto info = hv.domain_info(request.domid);
+    s.domain_name = hv.domain_name(request.domid);
+    if (s.domain_name.empty()) s.domain_name = "domain" + std::to_string(request.domid);
+    uint64_t expected = 0;
+    if (info) {
+        s.uuid = uuid_to_string(info->handle);
+        s.type = info->hvm ? (info->pvh ? "pvh" : "hvm") : "pv";
+        s.pages = info->tot_pages;
+        expected = estimate_dump_size(*info);
+    }
+
+    ensure_dump_dir(config.dump_dir);
+    Reservation name(config.dump_dir,
+                     default_dump_name(s.domain_name, request.domid, std::chrono::system_clock::from_time_t(s.start_time)),
+                     expected);
+    out.path = name.path();
+    out.sidecar = sidecar_path(out.path);
+    s.dump_file = out.path.filename().string();
+
+    auto finish = [&](DumpOutcome result, const std::string& error) {
+        s.result = result;
+        s.error = error;
+        s.end_time = unix_now();
+        out.result = result;
+        out.error = error;
+        if (result == DumpOutcome::ok) s.bytes_on_disk = blocks_of(out.path);
+        else s.digests = "none";
+        try {
+            write_sidecar(out.sidecar, s);
+        } catch (const Error& e) {
+            log_message(LogLevel::error, std::string("cannot record the dump: ") + e.what(),
+                        fields_of(s, out.path));
+        }
+        if (result == DumpOutcome::ok) {
+            log_message(LogLevel::notice,
+                        "dump of " + s.domain_name + " (domain " + std::to_string(s.domid) + ") written to " +
+                            out.path.string(),
+                        fields_of(s, out.path), kMessageDumpWritten);
+        } else {
+            log_message(result == DumpOutcome::cancelled ? LogLevel::warning : LogLevel::error,
+                        "dump of " + s.domain_name + " (domain " + std::to_string(s.domid) + ") " +
+                            to_string(result) + ": " + error,
+                        fields_of(s, out.path), kMessageDumpFailed);
+        }
+        return out;
+    };
+
+    if (!info) return finish(DumpOutcome::failed, "no domain " + std::to_string(request.domid));
+
+    // Space first: a dump that cannot fit is refused before the guest is touched.
+    try {
+        auto decision = decide_retention(to_stored(scan_dump_dir(config.dump_dir)), limits_of(config),
+                                         filesystem_space(config.dump_dir), s.start_time, expected + name.others());
+        remove_listed(decision.remove, "storage limits");
+        if (!decision.fits) return finish(DumpOutcome::refused, "not enough room: " + decision.why_not);
+    } catch (const Error& e) {
+        return finish(DumpOutcome::failed, e.what());
+    }
+
+    if (hooks.on_start) hooks.on_start(out.path);
+    DumpOptions options;
+    options.live = request.live;
+    options.reason = request.reason;
+    options.digests = request.digests;
+    options.on_progress = hooks.on_progress;
+    options.on_warning = hooks.on_warning;
+    options.cancel = hooks.cancel;
+    try {
+        DumpResult r = dump_domain_to_file(hv, request.domid, out.path, options);
+        s.pages = r.nr_pages;
+        s.file_size = r.file_size;
+        if (!r.uuid.empty()) s.uuid = r.uuid;
+        s.type = std::string(format::to_string(r.type));
+    } catch (const std::exception& e) {
+        bool cancelled = hooks.cancel && hooks.cancel->load();
+        return finish(cancelled ? DumpOutcome::cancelled : DumpOutcome::failed, e.what());
+    }
+    finish(DumpOutcome::ok, {});
+    try {
+        vacuum_dump_dir(config, out.path);
+    } catch (const Error& e) {
+        log_message(LogLevel::warning, std::string("cannot apply storage limits: ") + e.what());
+    }
+    return out;
+}
+
+}  // namespace xendump::daemon

@@ -1,0 +1,57 @@
+// One dump into the dump directory, with everything the storage policy asks
+// around it: a fresh name, the size check before starting (refused dumps are
+// recorded, not started), the dump itself through the shared library call,
+// the sidecar whatever happens, the journal entry, and a vacuum afterwards.
+// Shared by the service's queue and the one-shot `xen-dumpd --domain`.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "config.hpp"
+#include "sidecar.hpp"
+#include "xendump/dumper.hpp"
+#include "xendump/format.hpp"
+#include "xendump/hypervisor.hpp"
+
+namespace xendump::daemon {
+
+struct DumpRequest {
+    uint32_t domid = 0;
+    format::Reason reason = format::Reason::request;
+    bool live = false;
+    bool digests = true;
+};
+
+struct DumpJobResult {
+    DumpOutcome result = DumpOutcome::failed;
+    std::filesystem::path path;     // the dump (absent unless result is ok)
+    std::filesystem::path sidecar;  // always written when the dump dir is usable
+    std::string error;
+    Sidecar info;
+};
+
+struct DumpJobHooks {
+    std::function<void(const std::filesystem::path&)> on_start;  // the name chosen
+    std::function<void(const WriteProgress&)> on_progress;
+    std::function<void(const std::string&)> on_warning;
+    const std::atomic<bool>* cancel = nullptr;
+};
+
+// A conservative size for a dump of `info` before its p2m is read: every
+// page present plus the per-page table entries, digests and headers.
+uint64_t estimate_dump_size(const DomainInfo& info);
+
+// Never throws for dump failures: they are recorded and returned. Throws
+// Error only when not even the sidecar can be written (dump dir unusable).
+DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpRequest& request,
+                           const DumpJobHooks& hooks = {});
+
+// Applies the limits now (xen-dumpctl vacuum, and after each dump).
+// Returns the paths removed.
+std::vector<std::string> vacuum_dump_dir(const Config& config, const std::filesystem::path& in_use = {});
+
+}  // namespace xendump::daemon

@@ -1,0 +1,181 @@
+#include "job_queue.hpp"
+
+#include <algorithm>
+
+namespace xendump::daemon {
+
+std::string to_string(JobState s) {
+    switch (s) {
+        case JobState::queued: return "queued";
+        case JobState::running: return "running";
+        case JobState::finished: return "finished";
+    }
+    return "unknown";
+}
+
+JobQueue::JobQueue(unsigned max_parallel, std::function<DumpJobResult(Job&)> run, std::function<void(Job&)> finished)
+    : run_(std::move(run)), finished_(std::move(finished)), max_parallel_(std::max(max_parallel, 1u)) {}
+
+JobQueue::~JobQueue() { stop(std::chrono::hours(1)); }
+
+std::shared_ptr<Job> JobQueue::submit(DumpRequest request, std::string domain_label, std::optional<CrashKey> crash) {
+    auto job = std::make_shared<Job>();
+    job->request = request;
+    job->domain_label = std::move(domain_label);
+    job->crash = std::move(crash);
+    std::lock_guard lock(mutex_);
+    job->id = next_id_++;
+    pending_.push_back(job);
+    grow_workers_unlocked();
+    changed_.notify_all();
+    return job;
+}
+
+void JobQueue::grow_workers_unlocked() {
+    // Workers are created lazily, up to MaxParallel; they live until stop().
+    while (!stopping_ && workers_.size() < std::min<size_t>(max_parallel_, pending_.size() + running_.size()))
+        workers_.emplace_back([this] { worker(); });
+}
+
+void JobQueue::set_path(Job& job, const std::filesystem::path& path) {
+    std::lock_guard lock(mutex_);
+    job.path = path;
+}
+
+void JobQueue::set_max_parallel(unsigned n) {
+    std::lock_guard lock(mutex_);
+    max_parallel_ = std::max(n, 1u);
+    grow_workers_unlocked();
+    changed_.notify_all();
+}
+
+void JobQueue::worker() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        changed_.wait(lock, [&] { return stopping_ || (!pending_.empty() && running_.size() < max_parallel_); });
+        if (stopping_) return;
+        auto job = pending_.front();
+        pending_.pop_front();
+        running_.push_back(job);
+        job->state = JobState::running;
+            changed_.notify_all();
+        lock.unlock();
+        DumpJobResult result;
+        try {
+            result = run_(*job);
+        } catch (const std::exception& e) {
+            result.result = DumpOutcome::failed;
+            result.error = e.what();
+        }
+        lock.lock();
+        running_.erase(std::find(running_.begin(), running_.end(), job));
+        finish_unlocked(*job, std::move(result));
+        lock.unlock();
+        if (finished_) finished_(*job);
+        lock.lock();
+        // Wakes waiters on state (finish_unlocked notified before the callback).
+        changed_.notify_all();
+    }
+}
+
+void JobQueue::finish_unlocked(Job& job, DumpJobResult result) {
+    job.path = result.path;
+    job.result = std::move(result);
+    job.state = JobState::finished;
+    changed_.notify_all();
+}
+
+bool JobQueue::cancel(uint64_t id) {
+    std::shared_ptr<Job> dropped;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+            if ((*it)->id == id) {
+                dropped = *it;
+                pending_.erase(it);
+                dropped->cancel = true;
+                DumpJobResult r;
+                r.result = DumpOutcome::cancelled;
+                r.error = "cancelled before it started";
+                finish_unlocked(*dropped, std::move(r));
+                break;
+            }
+        }
+        if (!dropped) {
+            for (auto& job : running_)
+                if (job->id == id) {
+                    job->cancel = true;
+                    return true;
+                }
+            return false;
+        }
+    }
+    if (finished_) finished_(*dropped);
+    return true;
+}
+
+void JobQueue::cancel_all() {
+    std::vector<uint64_t> ids;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& j : pending_) ids.push_back(j->id);
+        for (auto& j : running_) ids.push_back(j->id);
+    }
+    for (auto id : ids) cancel(id);
+}
+
+std::vector<JobSnapshot> JobQueue::snapshot() const {
+    std::lock_guard lock(mutex_);
+    std::vector<JobSnapshot> out;
+    auto add = [&](const Job& j) {
+        out.push_back(JobSnapshot{j.id, j.state, j.request.domid, j.domain_label,
+                                  std::string(format::to_string(j.request.reason)), j.bytes_done.load(),
+                                  j.bytes_total.load(), j.path.string()});
+    };
+    for (auto& j : running_) add(*j);
+    for (auto& j : pending_) add(*j);
+    return out;
+}
+
+void JobQueue::wait_for_change(const Job& job, JobState seen, std::chrono::milliseconds timeout) const {
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, timeout, [&] { return job.state != seen; });
+}
+
+JobState JobQueue::state_of(const Job& job) const {
+    std::lock_guard lock(mutex_);
+    return job.state;
+}
+
+std::filesystem::path JobQueue::path_of(const Job& job) const {
+    std::lock_guard lock(mutex_);
+    return job.path;
+}
+
+size_t JobQueue::active() const {
+    std::lock_guard lock(mutex_);
+    return pending_.size() + running_.size();
+}
+
+bool JobQueue::stop(std::chrono::milliseconds bound) {
+    cancel_all();
+    std::vector<std::thread> workers;
+    {
+        std::unique_lock lock(mutex_);
+        // Let running dumps notice their cancel flag and clean up (temporary
+        // removed, domain unpaused), within the bound.
+        changed_.wait_for(lock, bound, [&] { return running_.empty(); });
+        stopping_ = true;
+        changed_.notify_all();
+        if (!running_.empty()) {
+            for (auto& w : workers_) w.detach();
+            workers_.clear();
+            return false;
+        }
+        workers.swap(workers_);
+    }
+    for (auto& w : workers) w.join();
+    return true;
+}
+
+}  // namespace xendump::daemon

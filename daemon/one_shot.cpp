@@ -1,0 +1,154 @@
+#include "one_shot.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+
+#include "cli.hpp"
+#include "control_protocol.hpp"
+#include "dump_job.hpp"
+#include "journal_log.hpp"
+#include "xendump/dumper.hpp"
+#include "xendump/error.hpp"
+
+namespace xendump::daemon {
+
+namespace {
+
+std::atomic<bool> g_cancel{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
+
+extern "C" void on_stop_signal(int) { g_cancel = true; }
+
+void install_cancel_handlers() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+}
+
+void say(const std::string& line) { std::cerr << "xen-dumpd: " << line << "\n"; }
+
+enum class ViaService { done, not_running };
+
+// Returns not_running when the command should dump by itself.
+ViaService ask_service(const OneShotOptions& o, const Config& cfg, int& exit_code) {
+    std::optional<JsonLineConnection> conn;
+    try {
+        conn = connect_control(cfg.control_socket);
+    } catch (const Error& e) {
+        return ViaService::not_running;  // e.g. EACCES on the socket: try by ourselves
+    }
+    if (!conn) return ViaService::not_running;
+    nlohmann::json request = {{"command", "dump"}, {"domain", o.domain}, {"live", o.live}, {"digests", o.digests}};
+    if (o.overrides.host) request["host"] = *o.overrides.host;
+    if (o.overrides.dump_dir) request["dump_dir"] = std::filesystem::absolute(*o.overrides.dump_dir).string();
+    cli::ProgressBar bar("dumping " + o.domain, !o.quiet);
+    try {
+        conn->send(request);
+        for (;;) {
+            auto m = conn->receive(std::chrono::milliseconds(-1));
+            std::string event = m->value("event", "");
+            if (event == "error") {
+                if (m->value("kind", "") == "mismatch") return ViaService::not_running;
+                bar.finish();
+                say(m->value("message", "refused by the service"));
+                exit_code = cli::kExitFailure;
+                return ViaService::done;
+            }
+            if (event == "queued" && !o.quiet && isatty(STDERR_FILENO))
+                say("queued by the service as job " + std::to_string(m->value("id", 0)));
+            if (event == "progress") bar.update(m->value("bytes_done", uint64_t{0}), m->value("bytes_total", uint64_t{0}));
+            if (event == "finished") {
+                bar.finish();
+                if (m->value("result", "") == "ok") {
+                    std::cout << m->value("path", "") << std::endl;
+                    exit_code = cli::kExitOk;
+                } else {
+                    say("dump " + m->value("result", std::string("failed")) + ": " + m->value("error", ""));
+                    exit_code = cli::kExitFailure;
+                }
+                return ViaService::done;
+            }
+        }
+    } catch (const Error& e) {
+        bar.finish();
+        say(std::string("lost the service: ") + e.what());
+        exit_code = cli::kExitFailure;
+        return ViaService::done;
+    }
+}
+
+}  // namespace
+
+int run_one_shot(const OneShotOptions& o) {
+    log_set_enabled(false);
+    Config cfg = Config::defaults();
+    try {
+        cfg = load_config(o.config_file);
+    } catch (const Error& e) {
+        say(std::string("warning: ignoring the configuration: ") + e.what());
+    }
+    o.overrides.apply(cfg);
+    install_cancel_handlers();
+
+    if (!o.output) {
+        int code = 0;
+        if (ask_service(o, cfg, code) == ViaService::done) return code;
+    }
+    try {
+        auto hv = open_hypervisor(cfg.host);
+        uint32_t domid = resolve_domain(*hv, o.domain);
+        cli::ProgressBar bar("dumping " + o.domain, !o.quiet && o.output != std::string("-"));
+        DumpOptions opts;
+        opts.live = o.live;
+        opts.digests = o.digests;
+        opts.reason = format::Reason::request;
+        opts.cancel = &g_cancel;
+        opts.on_progress = [&](const WriteProgress& p) { bar.update(p.bytes_done, p.bytes_total); };
+        opts.on_warning = [&](const std::string& w) {
+            if (!o.quiet) say("warning: " + w);
+        };
+        if (o.output == std::string("-")) {
+            if (isatty(STDOUT_FILENO)) {
+                say("refusing to write a dump to a terminal; redirect standard output");
+                return cli::kExitUsage;
+            }
+            dump_domain_to_fd(*hv, domid, STDOUT_FILENO, false, opts);
+            return cli::kExitOk;
+        }
+        if (o.output) {
+            DumpResult r = dump_domain_to_file(*hv, domid, *o.output, opts);
+            bar.finish();
+            if (!r.unreadable_pfns.empty())
+                say(std::to_string(r.unreadable_pfns.size()) + " pages could not be read (listed in NT_XEN_UNREADABLE)");
+            std::cout << r.path.string() << std::endl;
+            return cli::kExitOk;
+        }
+        DumpRequest req;
+        req.domid = domid;
+        req.live = o.live;
+        req.digests = o.digests;
+        DumpJobHooks hooks;
+        hooks.cancel = &g_cancel;
+        hooks.on_progress = opts.on_progress;
+        hooks.on_warning = opts.on_warning;
+        DumpJobResult r = run_dump_job(*hv, cfg, req, hooks);
+        bar.finish();
+        if (r.result != DumpOutcome::ok) {
+            say("dump " + to_string(r.result) + ": " + r.error);
+            return cli::kExitFailure;
+        }
+        std::cout << r.path.string() << std::endl;
+        return cli::kExitOk;
+    } catch (const Error& e) {
+        say(g_cancel ? std::string("cancelled") : std::string(e.what()));
+        return cli::kExitFailure;
+    }
+}
+
+}  // namespace xendump::daemon

@@ -1,0 +1,27 @@
+// `xen-dumpd --domain ID|NAME`: asks the running service when its control
+// socket answers (progress shown, path printed), else dumps by itself.
+// `-o PATH` and `-o -` are always done by the command itself: the service
+// writes only into its own dump directory.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "config.hpp"
+
+namespace xendump::daemon {
+
+struct OneShotOptions {
+    std::string domain;
+    std::optional<std::string> output;  // PATH or "-"
+    bool live = false;
+    bool digests = true;
+    bool quiet = false;
+    std::filesystem::path config_file;
+    ConfigOverrides overrides;
+};
+
+int run_one_shot(const OneShotOptions& options);
+
+}  // namespace xendump::daemon

@@ -1,0 +1,110 @@
+#include "retention.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "cli.hpp"
+
+namespace xendump::daemon {
+
+namespace {
+
+struct Plan {
+    std::vector<bool> removed;
+    uint64_t used = 0;
+    uint64_t freed = 0;
+};
+
+// Deletes the oldest removable dumps while `still_too_much()` says so.
+template <typename Pred>
+void remove_oldest_while(const std::vector<StoredDump>& stored, const std::vector<size_t>& by_age, Plan& plan,
+                         Pred still_too_much) {
+    for (size_t idx : by_age) {
+        if (!still_too_much()) return;
+        if (plan.removed[idx] || stored[idx].in_use) continue;
+        plan.removed[idx] = true;
+        plan.used -= stored[idx].bytes;
+        plan.freed += stored[idx].bytes;
+    }
+}
+
+// Applies every limit, counting `incoming` as already stored. Returns whether
+// the limits are met at the end.
+bool apply_limits(const std::vector<StoredDump>& stored, const std::vector<size_t>& by_age, const RetentionLimits& limits,
+                  const FilesystemSpace& fs, int64_t now, uint64_t incoming, Plan& plan, std::string& why_not) {
+    if (limits.max_age.count() > 0) {
+        for (size_t idx : by_age) {
+            const auto& d = stored[idx];
+            if (!d.in_use && !plan.removed[idx] && now - d.time > limits.max_age.count()) {
+                plan.removed[idx] = true;
+                plan.used -= d.bytes;
+                plan.freed += d.bytes;
+            }
+        }
+    }
+    if (limits.keep_per_domain > 0) {
+        std::map<std::string, unsigned> kept;
+        // Newest first: the first keep_per_domain of each domain stay.
+        for (auto it = by_age.rbegin(); it != by_age.rend(); ++it) {
+            size_t idx = *it;
+            const auto& d = stored[idx];
+            if (plan.removed[idx]) continue;
+            if (++kept[d.domain] > limits.keep_per_domain && !d.in_use) {
+                plan.removed[idx] = true;
+                plan.used -= d.bytes;
+                plan.freed += d.bytes;
+            }
+        }
+    }
+    bool ok = true;
+    if (limits.max_use) {
+        uint64_t max_use = limits.max_use->resolve(fs.size);
+        auto over = [&] { return plan.used + incoming > max_use; };
+        remove_oldest_while(stored, by_age, plan, over);
+        if (over()) {
+            ok = false;
+            why_not = "MaxUse=" + limits.max_use->to_string() + " (" + cli::human_bytes(max_use) +
+                      ") leaves no room for " + cli::human_bytes(incoming);
+        }
+    }
+    uint64_t keep_free = limits.keep_free ? limits.keep_free->resolve(fs.size) : 0;
+    auto short_of_space = [&] { return fs.free + plan.freed < keep_free + incoming; };
+    remove_oldest_while(stored, by_age, plan, short_of_space);
+    if (ok && short_of_space()) {
+        ok = false;
+        why_not = "only " + cli::human_bytes(fs.free + plan.freed) + " free for " + cli::human_bytes(incoming) +
+                  (keep_free ? " while keeping " + cli::human_bytes(keep_free) + " free (KeepFree=" +
+                                   limits.keep_free->to_string() + ")"
+                             : std::string());
+    }
+    return ok;
+}
+
+}  // namespace
+
+RetentionDecision decide_retention(const std::vector<StoredDump>& stored, const RetentionLimits& limits,
+                                   const FilesystemSpace& fs, int64_t now, uint64_t incoming) {
+    std::vector<size_t> by_age(stored.size());
+    std::iota(by_age.begin(), by_age.end(), size_t{0});
+    std::stable_sort(by_age.begin(), by_age.end(),
+                     [&](size_t a, size_t b) { return stored[a].time < stored[b].time; });
+    uint64_t used = 0;
+    for (const auto& d : stored) used += d.bytes;
+
+    RetentionDecision decision;
+    Plan plan{std::vector<bool>(stored.size(), false), used, 0};
+    decision.fits = apply_limits(stored, by_age, limits, fs, now, incoming, plan, decision.why_not);
+    if (!decision.fits && incoming > 0) {
+        // Refused: do not sacrifice old dumps for a dump that will not be
+        // written; remove only what the limits require by themselves.
+        plan = Plan{std::vector<bool>(stored.size(), false), used, 0};
+        std::string ignored;
+        apply_limits(stored, by_age, limits, fs, now, 0, plan, ignored);
+    }
+    for (size_t idx : by_age)
+        if (plan.removed[idx]) decision.remove.push_back(stored[idx].id);
+    return decision;
+}
+
+}  // namespace xendump::daemon

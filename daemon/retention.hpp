@@ -1,0 +1,50 @@
+// The storage policy, as a pure function: given what is stored (times, sizes,
+// domains), the limits and the filesystem's numbers, decide what to delete and
+// whether a new dump of a given expected size may start. Nothing here touches
+// a file, so every rule is unit-tested; dump_dir.hpp feeds it a directory.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "units.hpp"
+
+namespace xendump::daemon {
+
+struct StoredDump {
+    std::string id;        // the dump's path (or the sidecar's when there is no dump)
+    std::string domain;    // grouping key for KeepPerDomain (uuid, else name)
+    int64_t time = 0;      // unix seconds; older goes first
+    uint64_t bytes = 0;    // on disk (st_blocks * 512), dump + sidecar
+    bool in_use = false;   // being written: never deleted
+};
+
+struct RetentionLimits {
+    std::optional<SizeLimit> max_use;
+    std::optional<SizeLimit> keep_free;
+    unsigned keep_per_domain = 0;    // 0: no limit
+    std::chrono::seconds max_age{0}; // 0: no limit
+};
+
+struct FilesystemSpace {
+    uint64_t size = 0;   // f_blocks * f_frsize
+    uint64_t free = 0;   // f_bavail * f_frsize
+};
+
+struct RetentionDecision {
+    std::vector<std::string> remove;  // ids, oldest first
+    bool fits = true;                 // the incoming dump fits after the removals
+    std::string why_not;              // when !fits: which limit refuses it
+};
+
+// `incoming` is the expected size of a dump about to start (0 for a plain
+// vacuum). Deletion order is oldest first. When the incoming dump cannot fit
+// even after deleting everything deletable, it is refused and only what the
+// limits demand on their own is removed.
+RetentionDecision decide_retention(const std::vector<StoredDump>& stored, const RetentionLimits& limits,
+                                   const FilesystemSpace& fs, int64_t now, uint64_t incoming = 0);
+
+}  // namespace xendump::daemon

@@ -1,0 +1,325 @@
+#include "service.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstring>
+
+#include "dump_dir.hpp"
+#include "journal_log.hpp"
+#include "sd_notify.hpp"
+#include "xendump/error.hpp"
+
+namespace xendump::daemon {
+
+namespace {
+
+// How long SIGTERM may take: running dumps are cancelled and must clean up
+// (temporary removed, domain unpaused) within this; systemd's own
+// TimeoutStopSec (90 s by default) stays well above it.
+constexpr std::chrono::seconds kStopBound{20};
+// A rescan even without watch events, in case an event was lost.
+constexpr std::chrono::seconds kRescanInterval{10};
+
+int64_t unix_now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string guest_key(const std::string& uuid, const std::string& name) {
+    static const std::string nil = "00000000-0000-0000-0000-000000000000";
+    return (!uuid.empty() && uuid != nil) ? uuid : "name:" + name;
+}
+
+UniqueFd block_signals_to_fd() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    // Blocked before any thread starts, so every thread inherits the mask and
+    // the signals arrive only through the signalfd.
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+    UniqueFd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!fd) throw_errno("signalfd");
+    return fd;
+}
+
+}  // namespace
+
+Service::Service(const ServiceOptions& options) : options_(options) {}
+
+Service::~Service() = default;
+
+Config Service::config() const {
+    std::lock_guard lock(mutex_);
+    return config_;
+}
+
+void Service::setup() {
+    Config cfg = load_config(options_.config_file);
+    options_.overrides.apply(cfg);
+    ensure_dump_dir(cfg.dump_dir);
+    for (const auto& name : clean_temporaries(cfg.dump_dir))
+        log_message(LogLevel::notice, "removed leftover temporary " + (cfg.dump_dir / name).string());
+    hv_ = open_hypervisor(cfg.host);
+    watch_ = hv_->watch_domains();
+    crash_book_ = std::make_unique<CrashBook>(cfg.dump_dir / ".xen-dumpd-state.json");
+    if (!crash_book_->load_warning().empty()) log_message(LogLevel::warning, crash_book_->load_warning());
+    listener_ = std::make_unique<ControlListener>(cfg.control_socket, cfg.control_group);
+    config_ = cfg;
+    queue_ = std::make_unique<JobQueue>(
+        cfg.max_parallel, [this](Job& job) { return run_job(job); }, [this](Job& job) { job_finished(job); });
+    log_message(LogLevel::info, "watching " + hv_->describe() + " for crashed domains; dumps go to " +
+                                    cfg.dump_dir.string() + ", control socket " + cfg.control_socket.string());
+}
+
+void Service::scan_for_crashes() {
+    std::vector<DomainInfo> domains;
+    std::vector<CrashKey> fresh;
+    Config cfg;
+    {
+        std::lock_guard lock(mutex_);
+        cfg = config_;
+        try {
+            domains = hv_->list_domains();
+        } catch (const Error& e) {
+            log_message(LogLevel::error, std::string("cannot list domains: ") + e.what());
+            return;
+        }
+        fresh = crash_book_->observe(domains);
+    }
+    for (const auto& key : fresh) {
+        std::string name;
+        {
+            std::lock_guard lock(mutex_);
+            try {
+                name = hv_->domain_name(key.domid);
+            } catch (const Error&) {
+            }
+        }
+        std::string label = name.empty() ? "domain " + std::to_string(key.domid) : name;
+        std::string guest = guest_key(key.uuid, name);
+        LogFields fields{{"DOMID", std::to_string(key.domid)}, {"DOMAIN", name}, {"DOMAIN_UUID", key.uuid}};
+        bool skip = false;
+        unsigned skipped = 0;
+        {
+            std::lock_guard lock(mutex_);
+            int64_t now = unix_now();
+            skip = crash_book_->within_min_interval(guest, now, cfg.min_interval.count());
+            if (skip) {
+                skipped = crash_book_->skipped(guest);
+                crash_book_->mark_handled(key);
+            } else {
+                crash_book_->record_dump_time(guest, now);
+            }
+        }
+        if (skip) {
+            fields.push_back({"SKIPPED_CRASHES", std::to_string(skipped)});
+            log_message(LogLevel::warning,
+                        "crash of " + label + " (domain " + std::to_string(key.domid) +
+                            ") not dumped: last crash dump of this guest is less than MinInterval=" +
+                            format_duration(cfg.min_interval) + " ago (" + std::to_string(skipped) + " skipped so far)",
+                        fields);
+            continue;
+        }
+        log_message(LogLevel::notice, "domain " + std::to_string(key.domid) + " (" + label + ") crashed; dumping",
+                    fields);
+        DumpRequest req;
+        req.domid = key.domid;
+        req.reason = format::Reason::crash;
+        req.digests = cfg.digests;
+        queue_->submit(req, label, key);
+    }
+}
+
+DumpJobResult Service::run_job(Job& job) {
+    Config cfg = config();
+    auto hv = open_hypervisor(cfg.host);  // one per worker: backends need not be thread-safe
+    DumpJobHooks hooks;
+    hooks.cancel = &job.cancel;
+    hooks.on_start = [&](const std::filesystem::path& p) { queue_->set_path(job, p); };
+    hooks.on_progress = [&](const WriteProgress& p) {
+        job.bytes_total = p.bytes_total;
+        job.bytes_done = p.bytes_done;
+    };
+    hooks.on_warning = [&](const std::string& w) {
+        log_message(LogLevel::warning, "domain " + std::to_string(job.request.domid) + ": " + w,
+                    {{"DOMID", std::to_string(job.request.domid)}});
+    };
+    DumpJobResult result = run_dump_job(*hv, cfg, job.request, hooks);
+    if (job.crash && result.result == DumpOutcome::ok && cfg.on_crash == OnCrash::destroy) {
+        try {
+            hv->destroy(job.request.domid);
+            log_message(LogLevel::notice, "destroyed domain " + std::to_string(job.request.domid) + " (OnCrash=destroy)",
+                        {{"DOMID", std::to_string(job.request.domid)}});
+        } catch (const Error& e) {
+            log_message(LogLevel::error, std::string("OnCrash=destroy failed: ") + e.what(),
+                        {{"DOMID", std::to_string(job.request.domid)}});
+        }
+    }
+    return result;
+}
+
+void Service::job_finished(Job& job) {
+    if (!job.crash) return;
+    std::lock_guard lock(mutex_);
+    // A dump abandoned because the service stops is not done: after a
+    // restart the crash is dumped again. Anything else is final.
+    bool abandoned = stopping_ && job.result && job.result->result == DumpOutcome::cancelled;
+    if (abandoned) crash_book_->mark_abandoned(*job.crash);
+    else crash_book_->mark_handled(*job.crash);
+}
+
+void Service::reload() {
+    try {
+        Config cfg = load_config(options_.config_file);
+        options_.overrides.apply(cfg);
+        std::lock_guard lock(mutex_);
+        if (cfg.host != config_.host || cfg.control_socket != config_.control_socket ||
+            cfg.control_group != config_.control_group || cfg.dump_dir != config_.dump_dir)
+            log_message(LogLevel::notice,
+                        "Host=, ControlSocket=, ControlGroup= and DumpDir= take effect at the next restart");
+        cfg.host = config_.host;
+        cfg.control_socket = config_.control_socket;
+        cfg.control_group = config_.control_group;
+        cfg.dump_dir = config_.dump_dir;
+        config_ = cfg;
+        queue_->set_max_parallel(cfg.max_parallel);
+        log_message(LogLevel::notice, "configuration reloaded");
+    } catch (const Error& e) {
+        log_message(LogLevel::error, std::string("keeping the old configuration: ") + e.what());
+    }
+}
+
+void Service::update_status() {
+    std::string status;
+    auto jobs = queue_->snapshot();
+    unsigned queued = 0;
+    for (const auto& j : jobs) {
+        if (j.state == JobState::queued) {
+            ++queued;
+            continue;
+        }
+        if (!status.empty()) status += ", ";
+        unsigned pct = j.bytes_total ? static_cast<unsigned>(j.bytes_done * 100 / j.bytes_total) : 0;
+        status += "Dumping " + j.domain + " (domain " + std::to_string(j.domid) + "): " + std::to_string(pct) + "%";
+    }
+    if (queued) status += (status.empty() ? "" : "; ") + std::to_string(queued) + " queued";
+    if (status.empty()) status = "Waiting for crashes and requests";
+    if (status != last_status_) {
+        notify_status(status);
+        last_status_ = status;
+    }
+}
+
+void Service::accept_connections() {
+    for (;;) {
+        UniqueFd fd = listener_->accept();
+        if (!fd) return;
+        UniqueFd dup(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+        if (!dup) continue;
+        auto done = std::make_shared<std::atomic<bool>>(false);
+        std::lock_guard lock(connections_mutex_);
+        // Reap finished connection threads.
+        for (auto it = connections_.begin(); it != connections_.end();) {
+            if (*it->done) {
+                it->thread.join();
+                it = connections_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        connections_.push_back(Connection{
+            std::thread([this, done, conn = JsonLineConnection(std::move(dup))]() mutable {
+                serve_connection(std::move(conn));
+                *done = true;
+            }),
+            std::move(fd), done});
+    }
+}
+
+int Service::run() {
+    UniqueFd sigfd = block_signals_to_fd();
+    try {
+        setup();
+    } catch (const std::exception& e) {
+        log_message(LogLevel::error, std::string("cannot start: ") + e.what());
+        notify_stopping();
+        return 1;
+    }
+    scan_for_crashes();
+    notify_ready();
+    last_status_ = "Waiting for crashes and requests";
+    auto watchdog = watchdog_interval();
+    auto next_ping = std::chrono::steady_clock::now();
+    auto next_rescan = std::chrono::steady_clock::now() + kRescanInterval;
+    int exit_code = 0;
+    while (!stopping_) {
+        pollfd fds[3] = {{sigfd.get(), POLLIN, 0}, {listener_->fd(), POLLIN, 0}, {watch_->fd(), POLLIN, 0}};
+        int timeout_ms = 500;
+        if (watchdog) timeout_ms = static_cast<int>(std::min<int64_t>(timeout_ms, watchdog->count()));
+        int r = ::poll(fds, 3, timeout_ms);
+        if (r < 0 && errno != EINTR) {
+            log_message(LogLevel::error, std::string("poll failed: ") + std::strerror(errno));
+            exit_code = 1;
+            break;
+        }
+        auto now = std::chrono::steady_clock::now();
+        if (watchdog && now >= next_ping) {
+            notify_watchdog();
+            next_ping = now + *watchdog;
+        }
+        if (r > 0 && (fds[0].revents & POLLIN)) {
+            signalfd_siginfo si{};
+            while (::read(sigfd.get(), &si, sizeof si) == sizeof si) {
+                if (si.ssi_signo == SIGHUP) {
+                    reload();
+                } else {
+                    log_message(LogLevel::notice, std::string("stopping on ") + strsignal(static_cast<int>(si.ssi_signo)));
+                    stopping_ = true;
+                }
+            }
+        }
+        if (stopping_) break;
+        bool rescan = now >= next_rescan;
+        if (r > 0 && (fds[2].revents & POLLIN)) {
+            std::lock_guard lock(mutex_);
+            rescan = watch_->consume() || rescan;
+        }
+        if (rescan) {
+            scan_for_crashes();
+            next_rescan = now + kRescanInterval;
+        }
+        if (r > 0 && (fds[1].revents & POLLIN)) accept_connections();
+        update_status();
+    }
+
+    notify_stopping();
+    listener_.reset();  // no new requests
+    if (!queue_->stop(kStopBound)) {
+        log_message(LogLevel::error, "a dump did not stop within " + std::to_string(kStopBound.count()) +
+                                         " s; exiting anyway");
+        ::_exit(1);
+    }
+    {
+        std::lock_guard lock(connections_mutex_);
+        for (auto& c : connections_) ::shutdown(c.fd.get(), SHUT_RDWR);
+    }
+    for (auto& c : connections_) c.thread.join();
+    connections_.clear();
+    return exit_code;
+}
+
+int run_service(const ServiceOptions& options) {
+    Service service(options);
+    return service.run();
+}
+
+}  // namespace xendump::daemon

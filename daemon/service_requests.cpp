@@ -1,0 +1,144 @@
+// The service's answers on the control socket (protocol in control_protocol.hpp).
+#include <unistd.h>
+
+#include "dump_job.hpp"
+#include "journal_log.hpp"
+#include "service.hpp"
+#include "xendump/error.hpp"
+
+namespace xendump::daemon {
+
+namespace {
+
+nlohmann::json error_reply(const std::string& kind, const std::string& message) {
+    return {{"event", "error"}, {"kind", kind}, {"message", message}};
+}
+
+nlohmann::json job_json(const JobSnapshot& j) {
+    return {{"id", j.id},
+            {"state", to_string(j.state)},
+            {"domid", j.domid},
+            {"domain", j.domain},
+            {"reason", j.reason},
+            {"bytes_done", j.bytes_done},
+            {"bytes_total", j.bytes_total},
+            {"path", j.path}};
+}
+
+}  // namespace
+
+nlohmann::json Service::status_json() {
+    Config cfg = config();
+    nlohmann::json jobs = nlohmann::json::array();
+    for (const auto& j : queue_->snapshot()) jobs.push_back(job_json(j));
+    return {{"event", "status"},
+            {"host", hv_->describe()},
+            {"dump_dir", cfg.dump_dir.string()},
+            {"max_parallel", cfg.max_parallel},
+            {"jobs", jobs}};
+}
+
+void Service::serve_connection(JsonLineConnection conn) {
+    try {
+        Config cfg = config();
+        PeerCheck peer = check_peer(conn.fd(), cfg.control_group);
+        if (!peer.allowed) {
+            log_message(LogLevel::warning,
+                        "refused a request from uid " + std::to_string(peer.uid) + " (pid " + std::to_string(peer.pid) + ")",
+                        {{"REQUEST_UID", std::to_string(peer.uid)}, {"REQUEST_PID", std::to_string(peer.pid)}});
+            conn.send(error_reply("permission", peer.refusal));
+            return;
+        }
+        auto request = conn.receive(std::chrono::seconds(30));
+        if (!request) return;
+        std::string command = request->value("command", "");
+        if (command == "dump") {
+            handle_dump_request(conn, *request);
+        } else if (command == "status") {
+            conn.send(status_json());
+        } else if (command == "cancel") {
+            uint64_t id = request->value("id", uint64_t{0});
+            if (queue_->cancel(id)) {
+                log_message(LogLevel::notice, "job " + std::to_string(id) + " cancelled by uid " + std::to_string(peer.uid));
+                conn.send({{"event", "cancelled"}, {"id", id}});
+            } else {
+                conn.send(error_reply("request", "no queued or running job " + std::to_string(id)));
+            }
+        } else {
+            conn.send(error_reply("request", "unknown command \"" + command + "\""));
+        }
+    } catch (const std::exception& e) {
+        // The peer went away or sent garbage: nothing more to tell it.
+        (void)e;
+    }
+}
+
+void Service::handle_dump_request(JsonLineConnection& conn, const nlohmann::json& request) {
+    Config cfg = config();
+    // A client that names another host or dump directory than ours must not
+    // silently get our dump: it dumps by itself instead.
+    if (request.contains("host") && request["host"].is_string()) {
+        std::string host = request["host"];
+        if (!host.empty() && host != cfg.host && !(cfg.host.empty() && host == hv_->describe())) {
+            conn.send(error_reply("mismatch", "the service dumps from " + hv_->describe() + ", not " + host));
+            return;
+        }
+    }
+    if (request.contains("dump_dir") && request["dump_dir"].is_string() &&
+        std::filesystem::path(request["dump_dir"].get<std::string>()) != cfg.dump_dir) {
+        conn.send(error_reply("mismatch", "the service writes to " + cfg.dump_dir.string()));
+        return;
+    }
+    DumpRequest req;
+    req.reason = format::Reason::request;
+    req.live = request.value("live", false);
+    req.digests = request.value("digests", cfg.digests);
+    std::string domain = request.value("domain", "");
+    std::string label;
+    try {
+        std::lock_guard lock(mutex_);
+        req.domid = resolve_domain(*hv_, domain);
+        label = hv_->domain_name(req.domid);
+    } catch (const Error& e) {
+        conn.send(error_reply("request", e.what()));
+        return;
+    }
+    if (label.empty()) label = "domain " + std::to_string(req.domid);
+    auto job = queue_->submit(req, label);
+    log_message(LogLevel::info, "request to dump " + label + " (domain " + std::to_string(req.domid) + ") queued as job " +
+                                    std::to_string(job->id),
+                {{"DOMID", std::to_string(req.domid)}, {"DOMAIN", label}});
+    conn.send({{"event", "queued"}, {"id", job->id}});
+    JobState seen = JobState::queued;
+    uint64_t last_done = UINT64_MAX;
+    for (;;) {
+        queue_->wait_for_change(*job, seen, std::chrono::milliseconds(200));
+        // A requester that hangs up (Ctrl-C) takes its dump with it.
+        if (conn.peer_closed()) {
+            queue_->cancel(job->id);
+            return;
+        }
+        JobState now = queue_->state_of(*job);
+        if (now != seen && now == JobState::running) {
+            conn.send({{"event", "started"}, {"id", job->id}});
+        }
+        seen = now;
+        if (now == JobState::finished) break;
+        if (now == JobState::running && job->bytes_done != last_done) {
+            last_done = job->bytes_done;
+            conn.send({{"event", "progress"},
+                       {"id", job->id},
+                       {"bytes_done", job->bytes_done.load()},
+                       {"bytes_total", job->bytes_total.load()}});
+        }
+    }
+    const DumpJobResult& r = *job->result;
+    conn.send({{"event", "finished"},
+               {"id", job->id},
+               {"result", to_string(r.result)},
+               {"path", r.result == DumpOutcome::ok ? r.path.string() : std::string()},
+               {"sidecar", r.sidecar.string()},
+               {"error", r.error}});
+}
+
+}  // namespace xendump::daemon

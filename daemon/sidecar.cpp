@@ -1,0 +1,107 @@
+#include "sidecar.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "xendump/error.hpp"
+#include "xendump/fd.hpp"
+
+namespace xendump::daemon {
+
+std::string to_string(DumpOutcome r) {
+    switch (r) {
+        case DumpOutcome::ok: return "ok";
+        case DumpOutcome::failed: return "failed";
+        case DumpOutcome::refused: return "refused";
+        case DumpOutcome::cancelled: return "cancelled";
+    }
+    return "failed";
+}
+
+DumpOutcome outcome_from_string(const std::string& s) {
+    if (s == "ok") return DumpOutcome::ok;
+    if (s == "failed") return DumpOutcome::failed;
+    if (s == "refused") return DumpOutcome::refused;
+    if (s == "cancelled") return DumpOutcome::cancelled;
+    throw Error("unknown result \"" + s + "\"");
+}
+
+std::string Sidecar::to_json() const {
+    nlohmann::ordered_json j;
+    j["domain"] = domain_name;
+    j["domid"] = domid;
+    j["uuid"] = uuid;
+    j["type"] = type;
+    j["reason"] = reason;
+    j["start_time"] = start_time;
+    j["end_time"] = end_time;
+    j["pages"] = pages;
+    j["file_size"] = file_size;
+    j["bytes_on_disk"] = bytes_on_disk;
+    j["digests"] = digests;
+    j["result"] = to_string(result);
+    j["error"] = error;
+    j["dump_file"] = dump_file;
+    return j.dump(2) + "\n";
+}
+
+Sidecar Sidecar::from_json(const std::string& text, const std::string& origin) {
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) throw Error("not a JSON object", origin);
+    Sidecar s;
+    try {
+        s.domain_name = j.value("domain", "");
+        s.domid = j.value("domid", uint32_t{0});
+        s.uuid = j.value("uuid", "");
+        s.type = j.value("type", "");
+        s.reason = j.value("reason", "");
+        s.start_time = j.value("start_time", int64_t{0});
+        s.end_time = j.value("end_time", int64_t{0});
+        s.pages = j.value("pages", uint64_t{0});
+        s.file_size = j.value("file_size", uint64_t{0});
+        s.bytes_on_disk = j.value("bytes_on_disk", uint64_t{0});
+        s.digests = j.value("digests", "");
+        s.result = outcome_from_string(j.value("result", "failed"));
+        s.error = j.value("error", "");
+        s.dump_file = j.value("dump_file", "");
+    } catch (const nlohmann::json::exception& e) {
+        throw Error(std::string("bad sidecar field: ") + e.what(), origin);
+    } catch (const Error& e) {
+        throw e.with_object(origin);
+    }
+    return s;
+}
+
+std::filesystem::path sidecar_path(const std::filesystem::path& dump_path) {
+    return std::filesystem::path(dump_path.string() + ".json");
+}
+
+void write_sidecar(const std::filesystem::path& path, const Sidecar& s) {
+    std::string text = s.to_json();
+    AtomicFile file(path, 0600);
+    const char* p = text.data();
+    size_t left = text.size();
+    while (left > 0) {
+        ssize_t n = ::write(file.fd(), p, left);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw_errno("cannot write sidecar", path.string());
+        }
+        p += n;
+        left -= static_cast<size_t>(n);
+    }
+    file.commit();
+}
+
+Sidecar read_sidecar(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    if (!in) throw Error("cannot read sidecar", path.string());
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return Sidecar::from_json(ss.str(), path.string());
+}
+
+}  // namespace xendump::daemon
