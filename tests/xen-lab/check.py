@@ -1,0 +1,325 @@
+#!/usr/bin/python3
+"""The lab's verdict: compares what dom0 sent back and prints the summary.
+
+For each guest, xl's `xl dump-core` file and our xen-dumpd file are read
+through their Xen dump-core sections (both formats have them: spec §6), and
+must hold the same pfns, the same gmfns (PV), byte-identical pages and equal
+vcpu contexts. Our file must pass `xen-dumpctl verify`; xl's file converted by
+`xen-dump-convert` must verify and hold the same pages. The crash guest must
+have been dumped by the service on its own. Exit status 0 only if all holds.
+Only the standard library: this runs on a bare CI host."""
+
+import argparse
+import mmap
+import os
+import struct
+import subprocess
+import sys
+
+PAGE = 4096
+NOTE_DUMPCORE_HEADER = 0x2000001
+# Guests whose failure to boot is a finding to report, not a failed test:
+# Linux dropped 32-bit PV guest support in 5.9 (Debian 12's 686-pae kernel has
+# XEN_PVH but no XEN_PV), so pv32 is tried and its outcome recorded.
+MAY_NOT_BOOT = {"pv32"}
+NOTES = []
+
+
+class DumpFile:
+    """The Xen dump-core view of an ELF core: sections by name (ELF gABI
+    section header table; Xen's docs/misc/dump-core-format.txt)."""
+
+    def __init__(self, path):
+        self.path = path
+        self._file = open(path, "rb")
+        self.data = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+        ident = self.data[:16]
+        if ident[:4] != b"\x7fELF" or ident[4] != 2 or ident[5] != 1:
+            raise ValueError(f"{path}: not a little-endian ELF64 file")
+        (self.e_type, self.e_machine, _, _, _, shoff, _, _, _, _, shentsize, shnum,
+         shstrndx) = struct.unpack_from("<HHIQQQIHHHHHH", self.data, 16)
+        headers = [struct.unpack_from("<IIQQQQIIQQ", self.data, shoff + i * shentsize) for i in range(shnum)]
+        names_off, names_size = headers[shstrndx][4], headers[shstrndx][5]
+        names = self.data[names_off:names_off + names_size]
+        self.sections = {}
+        for h in headers:
+            name = names[h[0]:names.index(b"\0", h[0])].decode()
+            self.sections[name] = {"offset": h[4], "size": h[5], "entsize": h[9]}
+        if self.sections[".xen_pages"]["offset"] + self.sections[".xen_pages"]["size"] > len(self.data):
+            raise ValueError(f"{path}: .xen_pages runs past the end of the file")
+        self.header = self._header_note()
+        self.pfns, self.gmfns = self._table()
+        self.index = {pfn: i for i, pfn in enumerate(self.pfns)}
+
+    def section(self, name):
+        s = self.sections.get(name)
+        return None if s is None else self.data[s["offset"]:s["offset"] + s["size"]]
+
+    def _header_note(self):
+        notes = self.section(".note.Xen") or b""
+        pos = 0
+        while pos + 12 <= len(notes):
+            namesz, descsz, ntype = struct.unpack_from("<III", notes, pos)
+            desc = pos + 12 + ((namesz + 3) & ~3)
+            if ntype == NOTE_DUMPCORE_HEADER:
+                magic, vcpus, pages, page_size = struct.unpack_from("<QQQQ", notes, desc)
+                return {"magic": magic, "nr_vcpus": vcpus, "nr_pages": pages, "page_size": page_size}
+            pos = desc + ((descsz + 3) & ~3)
+        raise ValueError(f"{self.path}: no DUMPCORE_HEADER note in .note.Xen")
+
+    def _table(self):
+        p2m = self.section(".xen_p2m")
+        if p2m is not None:
+            pairs = list(struct.iter_unpack("<QQ", p2m))
+            return [p for p, _ in pairs], [g for _, g in pairs]
+        pfn = self.section(".xen_pfn")
+        if pfn is None:
+            raise ValueError(f"{self.path}: neither .xen_p2m nor .xen_pfn")
+        pfns = [p for (p,) in struct.iter_unpack("<Q", pfn)]
+        return pfns, None
+
+    def page(self, pfn):
+        start = self.sections[".xen_pages"]["offset"] + self.index[pfn] * PAGE
+        return self.data[start:start + PAGE]
+
+    def vcpu_contexts(self):
+        s = self.sections.get(".xen_prstatus")
+        if s is None or s["size"] == 0:
+            return []
+        size = s["entsize"] or s["size"] // max(1, self.header["nr_vcpus"])
+        blob = self.section(".xen_prstatus")
+        return [blob[i:i + size] for i in range(0, len(blob), size)]
+
+
+def ranges(pfns):
+    """'0x0-0x9f,0x100-0x7fff': sorted pfns as compact ranges."""
+    out, pfns = [], sorted(pfns)
+    i = 0
+    while i < len(pfns):
+        j = i
+        while j + 1 < len(pfns) and pfns[j + 1] == pfns[j] + 1:
+            j += 1
+        out.append(f"{pfns[i]:#x}" if i == j else f"{pfns[i]:#x}-{pfns[j]:#x}")
+        i = j + 1
+    text = ",".join(out)
+    return text if len(text) < 300 else text[:300] + "..."
+
+
+def first_difference(a, b):
+    for i in range(min(len(a), len(b))):
+        if a[i] != b[i]:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def compare(reference, candidate, problems, label, contexts=True):
+    """Appends to problems what differs between two dumps of one guest and
+    returns (pages compared, pages equal)."""
+    ref_set, cand_set = set(reference.pfns), set(candidate.pfns)
+    if ref_set != cand_set:
+        only_ref, only_cand = ref_set - cand_set, cand_set - ref_set
+        if only_ref:
+            problems.append(f"{label}: {len(only_ref)} pfns only in {os.path.basename(reference.path)}: {ranges(only_ref)}")
+        if only_cand:
+            problems.append(f"{label}: {len(only_cand)} pfns only in {os.path.basename(candidate.path)}: "
+                            f"{ranges(only_cand)}")
+    if reference.gmfns is not None or candidate.gmfns is not None:
+        if reference.gmfns is None or candidate.gmfns is None:
+            problems.append(f"{label}: only one file has a pfn->gmfn table (.xen_p2m)")
+        else:
+            ref_map = dict(zip(reference.pfns, reference.gmfns))
+            cand_map = dict(zip(candidate.pfns, candidate.gmfns))
+            wrong = [p for p in ref_set & cand_set if ref_map[p] != cand_map[p]]
+            if wrong:
+                problems.append(f"{label}: {len(wrong)} pfns with another gmfn, e.g. pfn {min(wrong):#x}: "
+                                f"{ref_map[min(wrong)]:#x} vs {cand_map[min(wrong)]:#x}")
+    if reference.header["magic"] != candidate.header["magic"]:
+        problems.append(f"{label}: header magic {reference.header['magic']:#x} vs {candidate.header['magic']:#x}")
+    common = sorted(ref_set & cand_set)
+    differing = [p for p in common if reference.page(p) != candidate.page(p)]
+    if differing:
+        p = differing[0]
+        off = first_difference(reference.page(p), candidate.page(p))
+        problems.append(f"{label}: {len(differing)} of {len(common)} pages differ: {ranges(differing)} "
+                        f"(pfn {p:#x} first differs at byte {off})")
+    if contexts:
+        ref_ctx, cand_ctx = reference.vcpu_contexts(), candidate.vcpu_contexts()
+        if len(ref_ctx) != len(cand_ctx):
+            problems.append(f"{label}: {len(ref_ctx)} vs {len(cand_ctx)} vcpu contexts")
+        for vcpu, (a, b) in enumerate(zip(ref_ctx, cand_ctx)):
+            off = first_difference(a, b)
+            if off is not None:
+                problems.append(f"{label}: vcpu {vcpu} context differs at byte {off} "
+                                f"(sizes {len(a)} and {len(b)})")
+    return len(common), len(common) - len(differing)
+
+
+def run(argv, log):
+    with open(log, "w") as f:
+        return subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT).returncode
+
+
+def tail(path, lines=5):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:]).strip()
+    except OSError:
+        return "(no log)"
+
+
+def read_env(path):
+    values = {}
+    if os.path.exists(path):
+        for line in open(path, errors="replace"):
+            key, sep, value = line.strip().partition("=")
+            if sep:
+                values[key] = value
+    return values
+
+
+def seconds(text):
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def check_guest(name, args, env, tools):
+    """One row of the table and the list of problems for one guest."""
+    out = args.out
+    row = {"guest": name}
+    problems = []
+    ours_path, xl_path = os.path.join(out, f"{name}.xdump"), os.path.join(out, f"{name}.xl.core")
+    row["ours s"] = env.get(f"{name}.dumpd.secs", "-")
+    row["xl s"] = env.get(f"{name}.xl.secs", "-")
+    ours_s, xl_s = seconds(env.get(f"{name}.dumpd.secs")), seconds(env.get(f"{name}.xl.secs"))
+    row["xl/ours"] = f"{xl_s / ours_s:.1f}x" if ours_s and xl_s else "-"
+    if env.get(f"{name}.create.rc") is None:
+        return row, [f"{name}: dom0 never got to this guest"]
+    if f"{name}.ready.secs" not in env and name in MAY_NOT_BOOT:
+        row["pages"] = "no boot"
+        NOTES.append(f"{name}: did not boot (xl create rc {env.get(name + '.create.rc')}): "
+                     f"{tail(os.path.join(out, name + '-create.log'), 3)}")
+        return row, []
+    if f"{name}.ready.secs" not in env:
+        return row, [f"{name}: guest did not boot (xl create rc {env.get(name + '.create.rc')}): "
+                     f"{tail(os.path.join(out, name + '-create.log'))}"]
+    if env.get(f"{name}.dumpd.rc") != "0":
+        problems.append(f"{name}: xen-dumpd rc {env.get(name + '.dumpd.rc', 'not run')}: "
+                        f"{tail(os.path.join(out, name + '-dumpd.log'))}")
+    if args.xl == "1" and env.get(f"{name}.xl.rc") != "0":
+        problems.append(f"{name}: xl dump-core rc {env.get(name + '.xl.rc')}: {tail(os.path.join(out, name + '-xl.log'))}")
+    ours = DumpFile(ours_path) if os.path.exists(ours_path) else None
+    xl = DumpFile(xl_path) if os.path.exists(xl_path) else None
+    row["pages"] = str(len(ours.pfns)) if ours else "-"
+    if ours:
+        rc = run([tools["xen-dumpctl"], "verify", ours_path], os.path.join(out, f"{name}-verify.log"))
+        row["verify"] = "ok" if rc == 0 else f"FAIL({rc})"
+        if rc != 0:
+            problems.append(f"{name}: xen-dumpctl verify rc {rc}: {tail(os.path.join(out, name + '-verify.log'))}")
+    if ours and xl:
+        compared, equal = compare(xl, ours, problems, f"{name} xl vs ours")
+        row["equal/compared"] = f"{equal}/{compared}"
+    if xl:
+        converted = os.path.join(out, f"{name}.converted.xdump")
+        log = os.path.join(out, f"{name}-convert.log")
+        if not os.path.exists(tools["xen-dump-convert"]):
+            row["convert"] = "missing"
+            problems.append(f"{name}: xen-dump-convert was not built")
+        elif run([tools["xen-dump-convert"], xl_path, "-o", converted], log) != 0:
+            row["convert"] = "FAIL"
+            problems.append(f"{name}: xen-dump-convert failed: {tail(log)}")
+        else:
+            vrc = run([tools["xen-dumpctl"], "verify", converted], os.path.join(out, f"{name}-convert-verify.log"))
+            before = len(problems)
+            compared, equal = compare(xl, DumpFile(converted), problems, f"{name} xl vs converted")
+            ok = vrc == 0 and len(problems) == before
+            row["convert"] = f"ok ({equal} pages)" if ok else "FAIL"
+            if vrc != 0:
+                problems.append(f"{name}: converted file does not verify (rc {vrc})")
+    return row, problems
+
+
+def check_service(args, env, tools):
+    out = args.out
+    problems = []
+    row = {"guest": "crash (service)"}
+    if env.get("svc.started") != "yes":
+        return row, [f"service did not start: {tail(os.path.join(out, 'service.log'))}"]
+    if "crash.ready.secs" not in env:
+        return row, ["the crash guest did not boot"]
+    svc = os.path.join(out, "svc")
+    dumps = sorted(f for f in os.listdir(svc) if f.endswith(".core")) if os.path.isdir(svc) else []
+    if not dumps:
+        return row, [f"the service did not dump the crashed guest: {tail(os.path.join(out, 'service.log'))}"]
+    row["ours s"] = env.get("svc.dump_seen_after_crash.secs", "-") + " after crash"
+    dump = DumpFile(os.path.join(svc, dumps[0]))
+    row["pages"] = str(len(dump.pfns))
+    rc = run([tools["xen-dumpctl"], "verify", dump.path], os.path.join(out, "svc-verify.log"))
+    row["verify"] = "ok" if rc == 0 else f"FAIL({rc})"
+    if rc != 0:
+        problems.append(f"service dump does not verify: {tail(os.path.join(out, 'svc-verify.log'))}")
+    listing = open(os.path.join(out, "svc-list.txt"), errors="replace").read() if os.path.exists(
+        os.path.join(out, "svc-list.txt")) else ""
+    if env.get("svc.list.rc") != "0" or "crash" not in listing:
+        problems.append(f"xen-dumpctl list (rc {env.get('svc.list.rc')}) does not show the dump: {listing.strip()[:300]}")
+    marker = dump.data.find(b"XENLAB-GUEST-MEMORY-MARKER") >= 0
+    row["equal/compared"] = "marker found" if marker else "NO marker"
+    if not marker:
+        problems.append("the guest's memory marker is not in the service's dump")
+    return row, problems
+
+
+def print_table(rows):
+    columns = ["guest", "pages", "equal/compared", "verify", "convert", "ours s", "xl s", "xl/ours"]
+    widths = {c: max(len(c), *(len(str(r.get(c, "-"))) for r in rows)) for c in columns}
+    print(" | ".join(c.ljust(widths[c]) for c in columns))
+    print("-+-".join("-" * widths[c] for c in columns))
+    for r in rows:
+        print(" | ".join(str(r.get(c, "-")).ljust(widths[c]) for c in columns))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", required=True, help="what dom0 sent back")
+    parser.add_argument("--build", required=True, help="the project's build directory")
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--guests", default="pv pvh hvm")
+    parser.add_argument("--xl", default="1")
+    parser.add_argument("--service", default="1")
+    parser.add_argument("--stage-times", default="")
+    args = parser.parse_args()
+    env = read_env(os.path.join(args.out, "results.env"))
+    tools = {"xen-dumpctl": os.path.join(args.build, "ctl", "xen-dumpctl"),
+             "xen-dump-convert": os.path.join(args.build, "convert", "xen-dump-convert")}
+    rows, problems = [], []
+    for name in args.guests.split():
+        row, found = check_guest(name, args, env, tools)
+        rows.append(row)
+        problems += found
+    if args.service == "1":
+        row, found = check_service(args, env, tools)
+        rows.append(row)
+        problems += found
+    print()
+    print_table(rows)
+    times = read_env(args.stage_times) if args.stage_times else {}
+    print()
+    print("Xen capabilities: " + env.get("xen.caps", "?").replace("+", " "))
+    print("dom0 /init at uptime {} s, toolstack ready at {} s; VM run {} s in all".format(
+        env.get("dom0.uptime_at_init", "?"), env.get("dom0.toolstack_ready", "?"), times.get("vm.secs", "?")))
+    print("stages: " + ", ".join(f"{k[6:-5]} {v} s" for k, v in times.items() if k.startswith("stage.")))
+    for note in NOTES:
+        print("note: " + note)
+    print()
+    if problems:
+        print(f"FAILED: {len(problems)} problem(s)")
+        for p in problems:
+            print("  - " + p)
+        return 1
+    print("PASSED: every page, pfn, gmfn and vcpu context equal; every dump verifies")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
