@@ -81,6 +81,11 @@ public:
 
     // Every conformance check of spec §8; empty when the file conforms.
     std::vector<Finding> verify(const VerifyOptions& options = {}) const;
+    // Opens `path` and verifies it; a file that cannot even be opened as a
+    // dump yields the one Finding that stopped open() instead of an Error.
+    // (I/O errors such as a missing file still throw Error.)
+    static std::vector<Finding> verify_file(const std::filesystem::path& path,
+                                            const VerifyOptions& options = {});
 
     // A PageSource over this file's pages (for the converter and tests).
     std::unique_ptr<PageSource> page_source() const;

@@ -1,0 +1,43 @@
+// Overflow-safe range arithmetic and hex formatting for messages about
+// untrusted file contents (STYLE: `max - off < size`, never `off + size > max`).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+namespace xendump::reader {
+
+// True when [offset, offset + size) lies inside [0, limit).
+inline bool range_inside(uint64_t offset, uint64_t size, uint64_t limit) {
+    return offset <= limit && limit - offset >= size;
+}
+
+// a * b, or nullopt on overflow.
+inline std::optional<uint64_t> checked_mul(uint64_t a, uint64_t b) {
+    uint64_t r;
+    if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+    return r;
+}
+
+inline std::optional<uint64_t> checked_add(uint64_t a, uint64_t b) {
+    uint64_t r;
+    if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
+    return r;
+}
+
+inline std::string hex(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+// "p_offset 0x1000 + p_filesz 0x2000 is past the end of the file (0x2800)"
+inline std::string past_end(const char* off_name, uint64_t off, const char* size_name, uint64_t size,
+                            uint64_t file_size) {
+    return std::string(off_name) + " " + hex(off) + " + " + size_name + " " + hex(size) +
+           " is past the end of the file (" + hex(file_size) + ")";
+}
+
+}  // namespace xendump::reader

@@ -1,0 +1,71 @@
+#include "reader/notes.hpp"
+
+#include <cstring>
+
+#include "reader/checked.hpp"
+
+namespace xendump::reader {
+
+namespace {
+
+uint64_t pad4(uint64_t v) { return (v + 3) & ~uint64_t{3}; }
+
+uint32_t load_u32(std::span<const std::byte> b, size_t at) {
+    uint32_t v;
+    std::memcpy(&v, b.data() + at, sizeof v);
+    return v;
+}
+
+}  // namespace
+
+const Note* NoteList::find(std::string_view name, uint32_t type) const {
+    for (const auto& n : notes)
+        if (n.type == type && n.name == name) return &n;
+    return nullptr;
+}
+
+NoteList parse_notes(std::span<const std::byte> bytes, uint64_t file_offset, const std::string& structure) {
+    NoteList out;
+    uint64_t pos = 0;
+    const uint64_t end = bytes.size();
+    auto fail = [&](uint64_t at, const std::string& msg) {
+        out.error = Finding{"notes-parse", structure, file_offset + at, msg};
+    };
+    while (pos < end) {
+        if (end - pos < 12) {
+            fail(pos, "note header at " + hex(file_offset + pos) + " needs 12 bytes but only " +
+                          std::to_string(end - pos) + " remain before the end of the notes (" +
+                          hex(file_offset + end) + ")");
+            return out;
+        }
+        uint32_t namesz = load_u32(bytes, pos);
+        uint32_t descsz = load_u32(bytes, pos + 4);
+        uint32_t type = load_u32(bytes, pos + 8);
+        // Sizes come from the file: 64-bit sums of 32-bit values cannot overflow.
+        uint64_t name_at = pos + 12;
+        uint64_t desc_at = name_at + pad4(namesz);
+        uint64_t next = desc_at + pad4(descsz);
+        if (desc_at > end || end - desc_at < descsz) {
+            fail(pos, "note at " + hex(file_offset + pos) + " (namesz " + std::to_string(namesz) + ", descsz " +
+                          std::to_string(descsz) + ") runs past the end of the notes (" +
+                          hex(file_offset + end) + ")");
+            return out;
+        }
+        Note n;
+        const char* name_bytes = reinterpret_cast<const char*>(bytes.data() + name_at);
+        n.name.assign(name_bytes, strnlen(name_bytes, namesz));
+        n.type = type;
+        n.offset = file_offset + pos;
+        n.desc_offset = file_offset + desc_at;
+        n.desc.assign(bytes.begin() + static_cast<ptrdiff_t>(desc_at),
+                      bytes.begin() + static_cast<ptrdiff_t>(desc_at + descsz));
+        // The last note's descriptor padding may be cut by the end of the
+        // segment only if nothing follows (pad bytes are not data).
+        n.end_offset = file_offset + (next < end ? next : end);
+        out.notes.push_back(std::move(n));
+        pos = next;
+    }
+    return out;
+}
+
+}  // namespace xendump::reader

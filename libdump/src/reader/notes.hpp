@@ -1,0 +1,38 @@
+// ELF note iteration over bytes read from a dump (spec §3): namesz, descsz,
+// type, name padded to 4, descriptor padded to 4. Parsing can fail; the
+// failure is returned as a Finding so callers choose strict or lenient.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "xendump/reader.hpp"
+
+namespace xendump::reader {
+
+struct Note {
+    std::string name;              // without the terminating NUL
+    uint32_t type = 0;
+    uint64_t offset = 0;           // file offset of the note header
+    uint64_t desc_offset = 0;      // file offset of the descriptor
+    uint64_t end_offset = 0;       // file offset just past the padded descriptor
+    std::vector<std::byte> desc;   // descsz bytes
+};
+
+struct NoteList {
+    std::vector<Note> notes;      // the notes parsed before any error
+    std::optional<Finding> error;  // "notes-parse" when the bytes do not end exactly after a note
+
+    const Note* find(std::string_view name, uint32_t type) const;
+};
+
+// `bytes` were read at file offset `file_offset`; `structure` names them in
+// messages ("note segment (program header [0])").
+NoteList parse_notes(std::span<const std::byte> bytes, uint64_t file_offset, const std::string& structure);
+
+}  // namespace xendump::reader

@@ -1,0 +1,327 @@
+// DumpReader::open: decides v1 or xen_elf from the bytes, then loads the
+// notes, the PFN->GMFN table and the page data location. Problems that make
+// the file unusable throw CheckError; the rest become findings for verify().
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+#include "reader/check_error.hpp"
+#include "reader/checked.hpp"
+#include "reader/reader_impl.hpp"
+
+namespace xendump {
+
+using namespace reader;
+
+namespace {
+
+// The note segment is read whole at open (spec §3: kilobytes in practice).
+constexpr uint64_t kMaxNoteSegment = 256ull << 20;
+constexpr uint64_t kAllOnes = ~uint64_t{0};
+
+class Loader {
+public:
+    explicit Loader(DumpReader::Impl& d) : d_(d) {}
+
+    void load();
+
+private:
+    [[noreturn]] void fail(const char* check, const std::string& structure, uint64_t offset,
+                           const std::string& msg) const {
+        throw CheckError(Finding{check, structure, offset, msg}, d_.file_name());
+    }
+    const Section& required_section(const char* name) const;
+    NoteList read_note_bytes(uint64_t offset, uint64_t size, const std::string& structure) const;
+    void load_header(const Note* note, const std::string& where);
+    void load_v1();
+    void load_xen_elf();
+    void load_v1_table();
+    void load_table_array(const Section& s, bool pairs);
+    void load_pages();
+    void load_vcpus_v1();
+    void load_vcpus_xen_elf();
+    void load_trailer();
+    void build_runs();
+
+    DumpReader::Impl& d_;
+};
+
+const Section& Loader::required_section(const char* name) const {
+    const Section* s = d_.elf.find(name);
+    if (!s)
+        fail("section-placement", "section headers", d_.elf.ehdr.e_shoff,
+             std::string("there is no ") + name + " section");
+    if (!s->in_file)
+        fail("section-range", s->structure(), s->header_offset,
+             past_end("sh_offset", s->shdr.sh_offset, "sh_size", s->shdr.sh_size, d_.file->size()));
+    return *s;
+}
+
+NoteList Loader::read_note_bytes(uint64_t offset, uint64_t size, const std::string& structure) const {
+    if (size > kMaxNoteSegment)
+        fail("notes-parse", structure, offset,
+             "notes are " + hex(size) + " bytes, more than a reader loads (" + hex(kMaxNoteSegment) + ")");
+    auto bytes = d_.file->read_bytes(offset, size, structure);
+    return parse_notes(bytes, offset, structure);
+}
+
+void Loader::load_header(const Note* note, const std::string& where) {
+    if (!note) {
+        if (d_.notes.error) throw CheckError(*d_.notes.error, d_.file_name());
+        fail("notes-parse", where, d_.notes_offset, "there is no header note (DUMPCORE_HEADER / NT_XEN_HEADER)");
+    }
+    if (note->desc.size() < sizeof(format::HeaderDesc))
+        fail("notes-parse", "header note", note->offset,
+             "descriptor is " + std::to_string(note->desc.size()) + " bytes, expected 32");
+    std::memcpy(&d_.header, note->desc.data(), sizeof d_.header);
+    if (d_.header.xch_magic == format::kMagicPV)
+        d_.type = format::GuestType::pv;
+    else if (d_.header.xch_magic == format::kMagicHVM)
+        d_.type = format::GuestType::hvm;
+    else
+        fail("header-magic", "header note", note->desc_offset,
+             "xch_magic " + hex(d_.header.xch_magic) + " is neither 0xf00febed (PV) nor 0xf00febee (HVM/PVH)");
+    if (d_.header.xch_page_size != format::kPageSize)
+        fail("page-size", "header note", note->desc_offset + offsetof(format::HeaderDesc, xch_page_size),
+             "page size " + std::to_string(d_.header.xch_page_size) + " is not 4096 (x86)");
+    if (const Note* v = d_.notes.find(format::kNameXen, format::kNoteDumpcoreXenVersion))
+        std::memcpy(&d_.xen_version, v->desc.data(), std::min(v->desc.size(), sizeof d_.xen_version));
+    d_.guest_width = d_.elf.ehdr.e_machine == EM_386 ? 4 : 8;
+}
+
+void Loader::load() {
+    // Decide from the bytes: a PT_NOTE holding "XEN CORE" notes is v1; no
+    // program headers and a .note.Xen section is Xen's own format.
+    const Segment* note_seg = nullptr;
+    for (const auto& s : d_.elf.segments)
+        if (s.phdr.p_type == PT_NOTE) {
+            note_seg = &s;
+            break;
+        }
+    if (note_seg) {
+        if (!note_seg->in_file)
+            fail("segment-range", note_seg->structure(), note_seg->header_offset,
+                 past_end("p_offset", note_seg->phdr.p_offset, "p_filesz", note_seg->phdr.p_filesz, d_.file->size()));
+        d_.note_segment = note_seg;
+        d_.notes_offset = note_seg->phdr.p_offset;
+        d_.notes_size = note_seg->phdr.p_filesz;
+        d_.notes = read_note_bytes(d_.notes_offset, d_.notes_size, "note segment (" + note_seg->structure() + ")");
+        if (d_.notes.find(format::kNameXenCore, format::kNtXenHeader) ||
+            d_.notes.find(format::kNameXenCore, format::kNtXenDomain)) {
+            d_.format = FileFormat::v1;
+            load_v1();
+            return;
+        }
+        if (d_.notes.error) throw CheckError(*d_.notes.error, d_.file_name());
+        fail("format-detect", note_seg->structure(), note_seg->header_offset,
+             "the note segment has no NT_XEN_HEADER or NT_XEN_DOMAIN note: not a Xen guest dump");
+    }
+    if (d_.elf.segments.empty() && d_.elf.find(".note.Xen")) {
+        d_.format = FileFormat::xen_elf;
+        load_xen_elf();
+        return;
+    }
+    fail("format-detect", "ELF header", 0,
+         "neither a v1 dump (PT_NOTE with Xen notes) nor an xl dump-core file (.note.Xen section)");
+}
+
+void Loader::load_v1() {
+    const std::string where = "note segment (" + d_.note_segment->structure() + ")";
+    load_header(d_.notes.find(format::kNameXenCore, format::kNtXenHeader), where);
+    if (d_.notes.error) d_.open_findings.push_back(*d_.notes.error);
+    if (const Note* dom = d_.notes.find(format::kNameXenCore, format::kNtXenDomain)) {
+        std::string_view text(reinterpret_cast<const char*>(dom->desc.data()), dom->desc.size());
+        d_.domain = KeyValues::parse(text);
+    }
+    if (auto t = d_.domain.get(keys::kType)) {
+        try {
+            d_.type = format::guest_type_from_string(*t);
+        } catch (const Error&) {
+            // Unknown TYPE= values leave the magic's answer; verify reports it.
+        }
+    }
+    if (const Note* si = d_.notes.find(format::kNameXenCore, format::kNtXenSharedInfo)) d_.shared_info = si->desc;
+    if (const Note* vi = d_.notes.find(format::kNameVmcoreinfo, format::kNtVmcoreinfo)) {
+        std::string s(reinterpret_cast<const char*>(vi->desc.data()), vi->desc.size());
+        s.erase(std::find(s.begin(), s.end(), '\0'), s.end());
+        d_.vmcoreinfo = std::move(s);
+    }
+    load_vcpus_v1();
+    load_v1_table();
+    load_pages();
+    load_trailer();
+    build_runs();
+}
+
+void Loader::load_xen_elf() {
+    const Section& nx = required_section(".note.Xen");
+    d_.notes_offset = nx.shdr.sh_offset;
+    d_.notes_size = nx.shdr.sh_size;
+    d_.notes = read_note_bytes(d_.notes_offset, d_.notes_size, nx.structure());
+    load_header(d_.notes.find(format::kNameXen, format::kNoteDumpcoreHeader), nx.structure());
+    if (d_.notes.error) d_.open_findings.push_back(*d_.notes.error);
+    if (d_.type == format::GuestType::pv) {
+        load_table_array(required_section(".xen_p2m"), true);
+    } else {
+        load_table_array(required_section(".xen_pfn"), false);
+    }
+    if (const Section* si = d_.elf.find(".xen_shared_info"); si && si->in_file)
+        d_.shared_info = d_.file->read_bytes(si->shdr.sh_offset, std::min<uint64_t>(si->shdr.sh_size, format::kSharedInfoSize),
+                                             si->structure());
+    load_vcpus_xen_elf();
+    load_pages();
+    build_runs();
+}
+
+// v1 (spec §3.2): .note.xen_p2m is one note whose descriptor is the table.
+void Loader::load_v1_table() {
+    const Section& s = required_section(".note.xen_p2m");
+    const std::string st = s.structure();
+    if (s.shdr.sh_size < 12) fail("notes-parse", st, s.shdr.sh_offset, "section is too small for a note header");
+    uint32_t head[3];
+    d_.file->read_exact(s.shdr.sh_offset, std::as_writable_bytes(std::span(head)), st);
+    uint64_t namesz_padded = (uint64_t{head[0]} + 3) & ~uint64_t{3};
+    uint64_t desc_rel = 12 + namesz_padded;
+    if (s.shdr.sh_size < desc_rel || s.shdr.sh_size - desc_rel < head[1])
+        fail("notes-parse", st, s.shdr.sh_offset,
+             "note (namesz " + std::to_string(head[0]) + ", descsz " + std::to_string(head[1]) +
+                 ") runs past the end of its section (" + hex(s.shdr.sh_offset + s.shdr.sh_size) + ")");
+    std::string name(static_cast<size_t>(head[0]), '\0');
+    d_.file->read_exact(s.shdr.sh_offset + 12, std::as_writable_bytes(std::span(name)), st);
+    name.erase(std::find(name.begin(), name.end(), '\0'), name.end());
+    if (name != format::kNameXenCore || head[2] != format::kNtXenP2m)
+        fail("notes-parse", st, s.shdr.sh_offset,
+             "expected an NT_XEN_P2M note named \"XEN CORE\", found \"" + name + "\" type " + std::to_string(head[2]));
+    if (head[1] % sizeof(PageEntry) != 0)
+        fail("notes-parse", st, s.shdr.sh_offset,
+             "NT_XEN_P2M descsz " + std::to_string(head[1]) + " is not a multiple of 16");
+    d_.table_offset = s.shdr.sh_offset + desc_rel;
+    d_.table_size = head[1];
+    d_.table_structure = "PFN->GMFN table (" + st + ")";
+    auto v = std::make_shared<std::vector<PageEntry>>(d_.table_size / sizeof(PageEntry));
+    d_.file->read_exact(d_.table_offset, std::as_writable_bytes(std::span(*v)), d_.table_structure);
+    d_.table_raw_count = v->size();
+    d_.entries = std::move(v);
+}
+
+// xen_elf (legacy §B): .xen_p2m {pfn, gmfn} pairs or .xen_pfn u64 pfns;
+// trailing all-ones entries pad the table and are dropped.
+void Loader::load_table_array(const Section& s, bool pairs) {
+    const uint64_t esize = pairs ? 16 : 8;
+    if (s.shdr.sh_size % esize != 0)
+        fail("section-placement", s.structure(), s.header_offset,
+             "sh_size " + hex(s.shdr.sh_size) + " is not a multiple of " + std::to_string(esize));
+    d_.table_offset = s.shdr.sh_offset;
+    d_.table_size = s.shdr.sh_size;
+    d_.table_entry_size = esize;
+    d_.table_structure = "PFN->GMFN table (" + s.structure() + ")";
+    const uint64_t n = s.shdr.sh_size / esize;
+    auto v = std::make_shared<std::vector<PageEntry>>(n);
+    if (pairs) {
+        d_.file->read_exact(d_.table_offset, std::as_writable_bytes(std::span(*v)), d_.table_structure);
+    } else {
+        std::vector<uint64_t> pfns(n);
+        d_.file->read_exact(d_.table_offset, std::as_writable_bytes(std::span(pfns)), d_.table_structure);
+        for (uint64_t i = 0; i < n; ++i) (*v)[i] = {pfns[i], pfns[i]};
+    }
+    d_.table_raw_count = n;
+    while (!v->empty() && v->back().pfn == kAllOnes) v->pop_back();
+    d_.entries = std::move(v);
+}
+
+void Loader::load_pages() {
+    const Section& s = required_section(".xen_pages");
+    d_.pages_offset = s.shdr.sh_offset;
+    d_.pages_size = s.shdr.sh_size;
+}
+
+std::vector<uint32_t> parse_vcpu_ids(const std::string& list) {
+    std::vector<uint32_t> ids;
+    size_t pos = 0;
+    while (pos < list.size()) {
+        size_t comma = list.find(',', pos);
+        if (comma == std::string::npos) comma = list.size();
+        uint32_t id = 0;
+        auto [p, ec] = std::from_chars(list.data() + pos, list.data() + comma, id);
+        if (ec != std::errc() || p != list.data() + comma) return {};
+        ids.push_back(id);
+        pos = comma + 1;
+    }
+    return ids;
+}
+
+// Note 9: nr_vcpus slots of 5168 bytes; a 32-bit guest uses the first 2800.
+void Loader::load_vcpus_v1() {
+    const Note* pr = d_.notes.find(format::kNameXenCore, format::kNtXenPrstatus);
+    if (!pr) return;
+    const size_t slots = pr->desc.size() / format::kVcpuSlotSize;
+    std::vector<uint32_t> ids;
+    if (auto v = d_.domain.get(keys::kVcpus)) ids = parse_vcpu_ids(*v);
+    if (ids.size() != slots) {
+        ids.clear();
+        for (size_t i = 0; i < slots; ++i) ids.push_back(static_cast<uint32_t>(i));
+    }
+    const size_t ctx = d_.guest_width == 4 ? format::kVcpuContextSize32 : format::kVcpuContextSize64;
+    for (size_t i = 0; i < slots; ++i) {
+        auto first = pr->desc.begin() + static_cast<ptrdiff_t>(i * format::kVcpuSlotSize);
+        d_.vcpus.push_back({ids[i], std::vector<std::byte>(first, first + static_cast<ptrdiff_t>(ctx))});
+    }
+}
+
+// .xen_prstatus: header nr_vcpus contexts with stride sh_entsize; Xen does
+// not record vcpu ids, so slot k is reported as vcpu k.
+void Loader::load_vcpus_xen_elf() {
+    const Section* s = d_.elf.find(".xen_prstatus");
+    if (!s || !s->in_file) return;
+    const uint64_t stride = s->shdr.sh_entsize ? s->shdr.sh_entsize : format::kVcpuSlotSize;
+    const uint64_t count = std::min<uint64_t>(d_.header.xch_nr_vcpus, s->shdr.sh_size / stride);
+    const uint64_t ctx = std::min<uint64_t>(
+        stride, d_.guest_width == 4 ? format::kVcpuContextSize32 : format::kVcpuContextSize64);
+    for (uint64_t i = 0; i < count; ++i)
+        d_.vcpus.push_back({static_cast<uint32_t>(i),
+                            d_.file->read_bytes(s->shdr.sh_offset + i * stride, ctx, s->structure())});
+}
+
+void Loader::load_trailer() {
+    const Section* s = d_.elf.find(".note.xen_trailer");
+    if (!s || !s->in_file) return;
+    d_.trailer = read_note_bytes(s->shdr.sh_offset, s->shdr.sh_size, s->structure());
+    if (d_.trailer.error) d_.open_findings.push_back(*d_.trailer.error);
+    d_.digest = d_.trailer.find(format::kNameXenCore, format::kNtXenDigest);
+    if (const Note* u = d_.trailer.find(format::kNameXenCore, format::kNtXenUnreadable)) {
+        uint64_t count = 0;
+        if (u->desc.size() >= 8) std::memcpy(&count, u->desc.data(), 8);
+        if (u->desc.size() < 8 || (u->desc.size() - 8) / 8 < count) {
+            d_.open_findings.push_back({"notes-parse", "NT_XEN_UNREADABLE note", u->offset,
+                                        "descriptor of " + std::to_string(u->desc.size()) +
+                                            " bytes cannot hold its count of " + std::to_string(count) + " pfns"});
+            return;
+        }
+        d_.unreadable.resize(count);
+        std::memcpy(d_.unreadable.data(), u->desc.data() + 8, count * 8);
+    }
+}
+
+void Loader::build_runs() {
+    const auto& e = *d_.entries;
+    for (uint64_t i = 0; i < e.size(); ++i) {
+        if (!d_.runs.empty() && i > 0 && e[i - 1].pfn != kAllOnes && e[i].pfn == e[i - 1].pfn + 1) {
+            ++d_.runs.back().count;
+            continue;
+        }
+        d_.runs.push_back({e[i].pfn, 1, d_.pages_offset + i * format::kPageSize, i});
+    }
+}
+
+}  // namespace
+
+DumpReader DumpReader::open(const std::filesystem::path& path) {
+    auto impl = std::make_unique<Impl>();
+    impl->path = path;
+    impl->file = std::make_shared<DumpFile>(path.string());
+    impl->elf = read_elf_layout(*impl->file, impl->open_findings);
+    Loader(*impl).load();
+    return DumpReader(std::move(impl));
+}
+
+}  // namespace xendump

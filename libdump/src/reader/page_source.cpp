@@ -1,0 +1,61 @@
+// DumpReader::page_source: the file's pages as a PageSource. Slot i of
+// .xen_pages is entry i (spec §4), so any run of entries is one contiguous
+// range of the file: one pread, and file_range() for copy_file_range.
+#include "reader/checked.hpp"
+#include "xendump/error.hpp"
+#include "reader/reader_impl.hpp"
+
+namespace xendump {
+
+namespace {
+
+class FilePageSource : public PageSource {
+public:
+    FilePageSource(std::shared_ptr<const reader::DumpFile> file,
+                   std::shared_ptr<const std::vector<PageEntry>> entries, uint64_t pages_offset,
+                   uint64_t pages_size)
+        : file_(std::move(file)), entries_(std::move(entries)), pages_offset_(pages_offset), pages_size_(pages_size) {}
+
+    std::span<const PageEntry> entries() const override { return *entries_; }
+
+    void read_pages(size_t first, size_t count, std::span<std::byte> out, std::span<uint8_t> unreadable) override {
+        const uint64_t off = checked_offset(first, count);
+        if (out.size() < count * format::kPageSize || unreadable.size() < count)
+            throw Error("read_pages: buffers too small for " + std::to_string(count) + " pages", file_->path());
+        file_->read_exact(off, out.first(count * format::kPageSize), ".xen_pages");
+        std::fill_n(unreadable.begin(), count, uint8_t{0});
+    }
+
+    size_t preferred_batch() const override { return 2048; }  // 8 MiB per pread
+
+    std::optional<FileRange> file_range(size_t first, size_t count) const override {
+        return FileRange{file_->fd(), checked_offset(first, count)};
+    }
+
+private:
+    uint64_t checked_offset(size_t first, size_t count) const {
+        if (first > entries_->size() || entries_->size() - first < count)
+            throw Error("pages " + std::to_string(first) + "+" + std::to_string(count) + " are past the table (" +
+                            std::to_string(entries_->size()) + " entries)",
+                        file_->path());
+        const uint64_t rel = uint64_t{first} * format::kPageSize;
+        if (!reader::range_inside(rel, uint64_t{count} * format::kPageSize, pages_size_) ||
+            !reader::range_inside(pages_offset_ + rel, uint64_t{count} * format::kPageSize, file_->size()))
+            throw Error(".xen_pages: pages " + std::to_string(first) + "+" + std::to_string(count) +
+                            " are past the end of the section or the file",
+                        file_->path(), pages_offset_ + rel);
+        return pages_offset_ + rel;
+    }
+
+    std::shared_ptr<const reader::DumpFile> file_;
+    std::shared_ptr<const std::vector<PageEntry>> entries_;
+    uint64_t pages_offset_, pages_size_;
+};
+
+}  // namespace
+
+std::unique_ptr<PageSource> DumpReader::page_source() const {
+    return std::make_unique<FilePageSource>(impl_->file, impl_->entries, impl_->pages_offset, impl_->pages_size);
+}
+
+}  // namespace xendump

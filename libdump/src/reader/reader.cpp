@@ -1,0 +1,121 @@
+// DumpReader accessors and page lookups (pfn: binary search of the runs;
+// gmfn: binary search of an index sorted by gmfn, built once on first use).
+#include <algorithm>
+
+#include "reader/check_error.hpp"
+#include "reader/checked.hpp"
+#include "reader/reader_impl.hpp"
+
+namespace xendump {
+
+DumpReader::DumpReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DumpReader::DumpReader(DumpReader&&) noexcept = default;
+DumpReader& DumpReader::operator=(DumpReader&&) noexcept = default;
+DumpReader::~DumpReader() = default;
+
+const std::filesystem::path& DumpReader::path() const { return impl_->path; }
+FileFormat DumpReader::format() const { return impl_->format; }
+uint64_t DumpReader::file_size() const { return impl_->file->size(); }
+format::GuestType DumpReader::type() const { return impl_->type; }
+unsigned DumpReader::guest_width() const { return impl_->guest_width; }
+uint64_t DumpReader::nr_pages() const { return impl_->entries->size(); }
+uint64_t DumpReader::page_size() const { return impl_->header.xch_page_size; }
+const format::HeaderDesc& DumpReader::header() const { return impl_->header; }
+const format::XenVersionDesc& DumpReader::xen_version() const { return impl_->xen_version; }
+const KeyValues& DumpReader::domain() const { return impl_->domain; }
+std::span<const PageEntry> DumpReader::entries() const { return *impl_->entries; }
+const std::vector<PageRun>& DumpReader::runs() const { return impl_->runs; }
+std::vector<VcpuContext> DumpReader::vcpus() const { return impl_->vcpus; }
+std::optional<std::vector<std::byte>> DumpReader::shared_info() const { return impl_->shared_info; }
+std::optional<std::string> DumpReader::vmcoreinfo() const { return impl_->vmcoreinfo; }
+std::vector<uint64_t> DumpReader::unreadable_pfns() const { return impl_->unreadable; }
+bool DumpReader::has_digests() const { return impl_->digest != nullptr; }
+uint64_t DumpReader::pages_offset() const { return impl_->pages_offset; }
+
+std::optional<uint64_t> DumpReader::index_of_pfn(uint64_t pfn) const {
+    const auto& runs = impl_->runs;
+    auto it = std::upper_bound(runs.begin(), runs.end(), pfn,
+                               [](uint64_t p, const PageRun& r) { return p < r.first_pfn; });
+    if (it == runs.begin()) return std::nullopt;
+    --it;
+    if (pfn - it->first_pfn >= it->count) return std::nullopt;
+    return it->first_index + (pfn - it->first_pfn);
+}
+
+const std::vector<uint64_t>& DumpReader::Impl::gmfn_order() const {
+    std::call_once(gmfn_once, [this] {
+        const auto& e = *entries;
+        by_gmfn.resize(e.size());
+        for (uint64_t i = 0; i < e.size(); ++i) by_gmfn[i] = i;
+        std::stable_sort(by_gmfn.begin(), by_gmfn.end(),
+                         [&e](uint64_t a, uint64_t b) { return e[a].gmfn < e[b].gmfn; });
+    });
+    return by_gmfn;
+}
+
+std::optional<uint64_t> DumpReader::index_of_gmfn(uint64_t gmfn) const {
+    if (impl_->type != format::GuestType::pv) return index_of_pfn(gmfn);
+    const auto& e = *impl_->entries;
+    const auto& order = impl_->gmfn_order();
+    auto it = std::lower_bound(order.begin(), order.end(), gmfn,
+                               [&e](uint64_t idx, uint64_t g) { return e[idx].gmfn < g; });
+    if (it == order.end() || e[*it].gmfn != gmfn) return std::nullopt;
+    return *it;
+}
+
+uint64_t DumpReader::page_offset(uint64_t index) const {
+    const auto& d = *impl_;
+    if (index >= d.entries->size())
+        throw Error("page index " + std::to_string(index) + " is past the table (" +
+                        std::to_string(d.entries->size()) + " entries)",
+                    d.file_name());
+    const uint64_t rel = index * format::kPageSize;  // index < file size / 16: no overflow
+    if (!reader::range_inside(rel, format::kPageSize, d.pages_size))
+        throw Error(".xen_pages: page " + std::to_string(index) + " at " + reader::hex(d.pages_offset + rel) +
+                        " is past the end of the section (" + reader::hex(d.pages_offset + d.pages_size) + ")",
+                    d.file_name(), d.pages_offset + rel);
+    return d.pages_offset + rel;
+}
+
+namespace {
+void read_page_at(const DumpReader& r, const reader::DumpFile& f, uint64_t index, std::span<std::byte> out) {
+    if (out.size() < format::kPageSize)
+        throw Error("page buffer of " + std::to_string(out.size()) + " bytes is smaller than a page", f.path());
+    f.read_exact(r.page_offset(index), out.first(format::kPageSize), "page " + std::to_string(index));
+}
+}  // namespace
+
+bool DumpReader::read_page_by_pfn(uint64_t pfn, std::span<std::byte> out) const {
+    auto idx = index_of_pfn(pfn);
+    if (!idx) return false;
+    read_page_at(*this, *impl_->file, *idx, out);
+    return true;
+}
+
+bool DumpReader::read_page_by_gmfn(uint64_t gmfn, std::span<std::byte> out) const {
+    auto idx = index_of_gmfn(gmfn);
+    if (!idx) return false;
+    read_page_at(*this, *impl_->file, *idx, out);
+    return true;
+}
+
+std::vector<Finding> DumpReader::verify(const VerifyOptions& options) const {
+    std::vector<Finding> out = impl_->open_findings;
+    auto more = reader::run_checks(*impl_, options);
+    out.insert(out.end(), more.begin(), more.end());
+    if (options.digests && impl_->digest) {
+        auto dig = reader::check_digests(*impl_, options);
+        out.insert(out.end(), dig.begin(), dig.end());
+    }
+    return out;
+}
+
+std::vector<Finding> DumpReader::verify_file(const std::filesystem::path& path, const VerifyOptions& options) {
+    try {
+        return open(path).verify(options);
+    } catch (const reader::CheckError& e) {
+        return {e.finding()};
+    }
+}
+
+}  // namespace xendump

@@ -1,0 +1,278 @@
+// The structural conformance checks of spec §8 (digests: digest.cpp). Each
+// Finding carries a short stable check name, the structure and its offset.
+#include <algorithm>
+#include <cstring>
+
+#include "reader/checked.hpp"
+#include "reader/reader_impl.hpp"
+
+namespace xendump::reader {
+
+namespace {
+
+constexpr uint64_t kPage = format::kPageSize;
+
+class Checker {
+public:
+    Checker(const DumpReader::Impl& d) : d_(d) {}
+    std::vector<Finding> run();
+
+private:
+    void add(const char* check, const std::string& structure, uint64_t offset, std::string msg) {
+        out_.push_back({check, structure, offset, std::move(msg)});
+    }
+    const Note* header_note() const {
+        return d_.format == FileFormat::v1 ? d_.notes.find(format::kNameXenCore, format::kNtXenHeader)
+                                           : d_.notes.find(format::kNameXen, format::kNoteDumpcoreHeader);
+    }
+    uint64_t table_entry_offset(uint64_t i) const { return d_.table_offset + i * d_.table_entry_size; }
+    void check_counts();
+    void check_table();
+    void check_header_notes();
+    void check_segments();
+    void check_sections_v1();
+    void check_section(const char* name, uint64_t offset, uint64_t size, uint32_t type, uint64_t entsize);
+    void check_pfn_array();
+    void check_vcpus();
+
+    const DumpReader::Impl& d_;
+    std::vector<Finding> out_;
+};
+
+std::vector<Finding> Checker::run() {
+    if (d_.format == FileFormat::v1 && d_.elf.ehdr.e_phoff != sizeof(Elf64_Ehdr))
+        add("phoff-range", "ELF header", offsetof(Elf64_Ehdr, e_phoff),
+            "e_phoff is " + hex(d_.elf.ehdr.e_phoff) + "; spec §1 puts the program headers right after the ELF header (0x40)");
+    check_counts();
+    check_table();
+    check_vcpus();
+    if (d_.format == FileFormat::v1) {
+        check_header_notes();
+        check_segments();
+        check_sections_v1();
+    } else if (d_.pages_offset % kPage != 0) {
+        const Section* s = d_.elf.find(".xen_pages");
+        add("section-placement", s->structure(), s->header_offset,
+            "sh_offset " + hex(d_.pages_offset) + " is not page-aligned");
+    }
+    return std::move(out_);
+}
+
+// nr_pages: header note == table length == .xen_pages size (== NR_PAGES=).
+void Checker::check_counts() {
+    const Note* h = header_note();
+    const uint64_t nr = d_.header.xch_nr_pages;
+    const uint64_t at = h->desc_offset + offsetof(format::HeaderDesc, xch_nr_pages);
+    if (nr != d_.table_raw_count)
+        add("nr-pages-mismatch", "header note", at,
+            "nr_pages is " + std::to_string(nr) + " but the " + d_.table_structure + " has " +
+                std::to_string(d_.table_raw_count) + " entries");
+    const Section* ps = d_.elf.find(".xen_pages");
+    if (d_.pages_size % kPage != 0 || d_.pages_size / kPage != d_.table_raw_count)
+        add("nr-pages-mismatch", ps->structure(), ps->header_offset,
+            "sh_size " + hex(d_.pages_size) + " is not " + std::to_string(d_.table_raw_count) +
+                " pages (the table's length)");
+    if (auto v = d_.domain.get(keys::kNrPages); v && *v != std::to_string(d_.table_raw_count)) {
+        const Note* dn = d_.notes.find(format::kNameXenCore, format::kNtXenDomain);
+        add("nr-pages-mismatch", "NT_XEN_DOMAIN note", dn->offset,
+            "NR_PAGES=" + *v + " but the table has " + std::to_string(d_.table_raw_count) + " entries");
+    }
+}
+
+void Checker::check_table() {
+    const auto& e = *d_.entries;
+    for (uint64_t i = 1; i < e.size(); ++i)
+        if (e[i].pfn <= e[i - 1].pfn) {
+            add("table-order", d_.table_structure, table_entry_offset(i),
+                "entry " + std::to_string(i) + " has pfn " + hex(e[i].pfn) + ", not above the previous entry's " +
+                    hex(e[i - 1].pfn));
+            break;
+        }
+    if (d_.type == format::GuestType::pv) {
+        const auto& order = d_.gmfn_order();
+        for (uint64_t k = 1; k < order.size(); ++k)
+            if (e[order[k]].gmfn == e[order[k - 1]].gmfn) {
+                add("gmfn-duplicate", d_.table_structure, table_entry_offset(order[k]),
+                    "entry " + std::to_string(order[k]) + " (pfn " + hex(e[order[k]].pfn) + ") has gmfn " +
+                        hex(e[order[k]].gmfn) + ", already used by entry " + std::to_string(order[k - 1]) +
+                        " (pfn " + hex(e[order[k - 1]].pfn) + ")");
+                break;
+            }
+    } else {
+        for (uint64_t i = 0; i < e.size(); ++i)
+            if (e[i].gmfn != e[i].pfn) {
+                add("hvm-gmfn-identity", d_.table_structure, table_entry_offset(i),
+                    "entry " + std::to_string(i) + " has gmfn " + hex(e[i].gmfn) + " != pfn " + hex(e[i].pfn) +
+                        " in an HVM/PVH dump");
+                break;
+            }
+    }
+}
+
+// Notes 2 and 5 carry the same header (spec §3); note 4 says version 1.
+void Checker::check_header_notes() {
+    const Note* core = header_note();
+    const Note* xen = d_.notes.find(format::kNameXen, format::kNoteDumpcoreHeader);
+    if (!xen)
+        add("header-notes-agree", "note segment", d_.notes_offset, "there is no Xen DUMPCORE_HEADER note");
+    else if (xen->desc.size() != core->desc.size() ||
+             std::memcmp(xen->desc.data(), core->desc.data(), core->desc.size()) != 0)
+        add("header-notes-agree", "DUMPCORE_HEADER note", xen->offset,
+            "its descriptor differs from the NT_XEN_HEADER note at " + hex(core->offset));
+    const Note* fv = d_.notes.find(format::kNameXen, format::kNoteDumpcoreFormatVersion);
+    uint64_t v = 0;
+    if (fv && fv->desc.size() >= 8) std::memcpy(&v, fv->desc.data(), 8);
+    if (!fv || v != format::kDumpcoreFormatVersion)
+        add("format-version", "DUMPCORE_FORMAT_VERSION note", fv ? fv->offset : d_.notes_offset,
+            fv ? "format version is " + hex(v) + ", expected 1" : "there is no DUMPCORE_FORMAT_VERSION note");
+    if (!d_.notes.find(format::kNameXenCore, format::kNtXenDomain))
+        add("notes-parse", "note segment", d_.notes_offset, "there is no NT_XEN_DOMAIN note");
+}
+
+// Spec §2: PT_NOTE first and alone; then one PT_LOAD per maximal run.
+void Checker::check_segments() {
+    const auto& segs = d_.elf.segments;
+    if (segs[0].phdr.p_type != PT_NOTE)
+        add("ptnote-first", segs[0].structure(), segs[0].header_offset,
+            "the first program header has p_type " + hex(segs[0].phdr.p_type) + ", not PT_NOTE");
+    std::vector<const Segment*> loads;
+    for (size_t i = 1; i < segs.size(); ++i) {
+        const auto& s = segs[i];
+        if (s.phdr.p_type == PT_LOAD)
+            loads.push_back(&s);
+        else if (s.phdr.p_type == PT_NOTE)
+            add("ptnote-first", s.structure(), s.header_offset,
+                "a second PT_NOTE: readers that take every later program header for PT_LOAD would read it as memory");
+        else
+            add("load-runs", s.structure(), s.header_offset,
+                "p_type " + hex(s.phdr.p_type) + " after the PT_NOTE; only PT_LOADs may follow");
+    }
+    const auto& runs = d_.runs;
+    for (size_t i = 0; i < std::min(loads.size(), runs.size()); ++i) {
+        const Segment& s = *loads[i];
+        const PageRun& r = runs[i];
+        const auto& p = s.phdr;
+        if (p.p_paddr != r.first_pfn * kPage || p.p_filesz != r.count * kPage || p.p_memsz != p.p_filesz) {
+            add("load-runs", s.structure(), s.header_offset,
+                "PT_LOAD p_paddr " + hex(p.p_paddr) + " p_filesz " + hex(p.p_filesz) + " p_memsz " + hex(p.p_memsz) +
+                    " is not run " + std::to_string(i) + " of the table (pfn " + hex(r.first_pfn) + ", " +
+                    std::to_string(r.count) + " pages)");
+            return;  // later segments are shifted too: one finding says it
+        }
+        if (p.p_offset != r.file_offset)
+            add("load-offset", s.structure(), s.header_offset,
+                "p_offset " + hex(p.p_offset) + " is not the slot of pfn " + hex(r.first_pfn) + " (" +
+                    hex(r.file_offset) + ")");
+    }
+    if (loads.size() != runs.size()) {
+        const Segment* at = loads.size() > runs.size() ? loads[runs.size()] : nullptr;
+        add("load-runs", at ? at->structure() : "ELF header", at ? at->header_offset : offsetof(Elf64_Ehdr, e_phnum),
+            std::to_string(loads.size()) + " PT_LOADs for " + std::to_string(runs.size()) +
+                " maximal runs of present pfns");
+    }
+}
+
+void Checker::check_section(const char* name, uint64_t offset, uint64_t size, uint32_t type, uint64_t entsize) {
+    const Section* s = d_.elf.find(name);
+    if (!s) {
+        add("section-placement", "section headers", d_.elf.ehdr.e_shoff, std::string("there is no ") + name + " section");
+        return;
+    }
+    const auto& h = s->shdr;
+    if (h.sh_offset != offset || h.sh_size != size)
+        add("section-placement", s->structure(), s->header_offset,
+            "points at " + hex(h.sh_offset) + " (+" + hex(h.sh_size) + "), expected " + hex(offset) + " (+" +
+                hex(size) + ")");
+    else if (h.sh_type != type || h.sh_entsize != entsize)
+        add("section-placement", s->structure(), s->header_offset,
+            "sh_type " + std::to_string(h.sh_type) + " sh_entsize " + std::to_string(h.sh_entsize) +
+                ", expected " + std::to_string(type) + " and " + std::to_string(entsize));
+}
+
+// Spec §6/§7: the sections point into the notes, the pages and the table.
+void Checker::check_sections_v1() {
+    const auto& n = d_.notes.notes;
+    static constexpr uint32_t kXenTypes[4] = {format::kNoteDumpcoreNone, format::kNoteDumpcoreHeader,
+                                              format::kNoteDumpcoreXenVersion, format::kNoteDumpcoreFormatVersion};
+    bool xen_first = n.size() >= 4;
+    for (size_t i = 0; xen_first && i < 4; ++i) xen_first = n[i].name == format::kNameXen && n[i].type == kXenTypes[i];
+    if (!xen_first)
+        add("section-placement", "note segment", d_.notes_offset,
+            "the segment does not start with the four Xen notes that .note.Xen covers");
+    else
+        check_section(".note.Xen", d_.notes_offset, n[3].end_offset - d_.notes_offset, SHT_NOTE, 0);
+    if (const Note* pr = d_.notes.find(format::kNameXenCore, format::kNtXenPrstatus))
+        check_section(".xen_prstatus", pr->desc_offset, pr->desc.size(), SHT_PROGBITS, format::kVcpuSlotSize);
+    if (const Note* si = d_.notes.find(format::kNameXenCore, format::kNtXenSharedInfo))
+        check_section(".xen_shared_info", si->desc_offset, si->desc.size(), SHT_PROGBITS, format::kSharedInfoSize);
+
+    const Section* ps = d_.elf.find(".xen_pages");
+    const uint64_t notes_end = d_.notes_offset + d_.notes_size;
+    if (d_.pages_offset % kPage != 0 || d_.pages_offset < notes_end)
+        add("section-placement", ps->structure(), ps->header_offset,
+            "sh_offset " + hex(d_.pages_offset) + " must be page-aligned and after the note segment (ends at " +
+                hex(notes_end) + ")");
+    const Section* ts = d_.elf.find(".note.xen_p2m");
+    const uint64_t pages_end = d_.pages_offset + d_.pages_size;
+    if (ts->shdr.sh_offset != pages_end || d_.table_offset % kPage != 0)
+        add("section-placement", ts->structure(), ts->header_offset,
+            "the table note at " + hex(ts->shdr.sh_offset) + " must follow the pages (end " + hex(pages_end) +
+                ") with its descriptor (at " + hex(d_.table_offset) + ") page-aligned");
+    if (d_.type == format::GuestType::pv)
+        check_section(".xen_p2m", d_.table_offset, d_.table_size, SHT_PROGBITS, sizeof(PageEntry));
+    else
+        check_pfn_array();
+    if (const Section* tr = d_.elf.find(".note.xen_trailer"); tr && tr->shdr.sh_type != SHT_NOTE)
+        add("section-placement", tr->structure(), tr->header_offset, "sh_type is not SHT_NOTE");
+}
+
+// Spec §4: HVM/PVH keep Xen's .xen_pfn array, the table's pfns in order.
+void Checker::check_pfn_array() {
+    const Section* s = d_.elf.find(".xen_pfn");
+    const auto& e = *d_.entries;
+    if (!s || s->shdr.sh_size != e.size() * 8 || !s->in_file) {
+        add("section-placement", s ? s->structure() : "section headers", s ? s->header_offset : d_.elf.ehdr.e_shoff,
+            s ? "sh_size " + hex(s->shdr.sh_size) + " is not 8 bytes per table entry" : "there is no .xen_pfn section");
+        return;
+    }
+    auto bytes = d_.file->read_bytes(s->shdr.sh_offset, s->shdr.sh_size, s->structure());
+    for (uint64_t i = 0; i < e.size(); ++i) {
+        uint64_t pfn;
+        std::memcpy(&pfn, bytes.data() + i * 8, 8);
+        if (pfn != e[i].pfn) {
+            add("pfn-array", s->structure(), s->shdr.sh_offset + i * 8,
+                "entry " + std::to_string(i) + " is pfn " + hex(pfn) + ", the table says " + hex(e[i].pfn));
+            return;
+        }
+    }
+}
+
+void Checker::check_vcpus() {
+    const uint64_t want = d_.header.xch_nr_vcpus;
+    if (d_.vcpus.size() == want) {
+        if (auto v = d_.domain.get(keys::kVcpus)) {
+            size_t listed = v->empty() ? 0 : 1 + static_cast<size_t>(std::count(v->begin(), v->end(), ','));
+            if (listed != want) {
+                const Note* dn = d_.notes.find(format::kNameXenCore, format::kNtXenDomain);
+                add("vcpu-count", "NT_XEN_DOMAIN note", dn->offset,
+                    "VCPUS=" + *v + " lists " + std::to_string(listed) + " vcpus, the header says " + std::to_string(want));
+            }
+        }
+        return;
+    }
+    if (d_.format == FileFormat::v1) {
+        const Note* pr = d_.notes.find(format::kNameXenCore, format::kNtXenPrstatus);
+        add("vcpu-count", "NT_XEN_PRSTATUS note", pr ? pr->offset : d_.notes_offset,
+            "holds " + std::to_string(d_.vcpus.size()) + " vcpu slots, the header says " + std::to_string(want));
+    } else {
+        const Section* s = d_.elf.find(".xen_prstatus");
+        add("vcpu-count", s ? s->structure() : "section headers", s ? s->header_offset : d_.elf.ehdr.e_shoff,
+            "holds " + std::to_string(d_.vcpus.size()) + " vcpu contexts, the header says " + std::to_string(want));
+    }
+}
+
+}  // namespace
+
+std::vector<Finding> run_checks(const DumpReader::Impl& d, const VerifyOptions&) { return Checker(d).run(); }
+
+}  // namespace xendump::reader

@@ -1,0 +1,128 @@
+#include "sim/host_store.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "xendump/error.hpp"
+
+namespace xendump::sim {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+bool DomainState::is_ballooned(uint64_t pfn) const {
+    auto it = std::upper_bound(ballooned.begin(), ballooned.end(), pfn,
+                               [](uint64_t p, const PfnRange& r) { return p < r.pfn; });
+    if (it == ballooned.begin()) return false;
+    --it;
+    return pfn - it->pfn < it->count;
+}
+
+uint64_t DomainState::ballooned_pages() const {
+    uint64_t n = 0;
+    for (auto& r : ballooned) n += r.count;
+    return n;
+}
+
+void DomainState::add_ballooned(uint64_t pfn, uint64_t count) {
+    ballooned.push_back({pfn, count});
+    std::sort(ballooned.begin(), ballooned.end(), [](auto& a, auto& b) { return a.pfn < b.pfn; });
+    std::vector<PfnRange> merged;
+    for (auto& r : ballooned) {
+        if (!merged.empty() && merged.back().pfn + merged.back().count >= r.pfn)
+            merged.back().count = std::max(merged.back().pfn + merged.back().count, r.pfn + r.count) - merged.back().pfn;
+        else
+            merged.push_back(r);
+    }
+    ballooned = std::move(merged);
+}
+
+std::string DomainState::name() const {
+    if (destroyed) return "destroyed";
+    if (shutdown) return shutdown_reason == ShutdownReason::crash ? "crashed" : "shutdown";
+    return pause_count > 0 ? "paused" : "running";
+}
+
+DomainState initial_state(const DomainSpec& d) {
+    DomainState s;
+    switch (d.state) {
+        case InitialState::running: break;
+        case InitialState::paused: s.pause_count = 1; break;
+        case InitialState::crashed: s.shutdown = true; s.shutdown_reason = ShutdownReason::crash; break;
+        case InitialState::shutdown: s.shutdown = true; s.shutdown_reason = ShutdownReason::poweroff; break;
+    }
+    return s;
+}
+
+DomainState read_state(const fs::path& path) {
+    std::ifstream in(path);
+    if (!in) throw Error("cannot open the domain state", path.string(), std::nullopt, errno);
+    DomainState s;
+    try {
+        json j = json::parse(in);
+        s.pause_count = j.at("pause_count").get<unsigned>();
+        s.shutdown = j.at("shutdown").get<bool>();
+        s.shutdown_reason = static_cast<ShutdownReason>(j.at("shutdown_reason").get<unsigned>());
+        s.destroyed = j.at("destroyed").get<bool>();
+        for (auto& r : j.at("ballooned")) s.ballooned.push_back({r.at(0).get<uint64_t>(), r.at(1).get<uint64_t>()});
+    } catch (const json::exception& e) {
+        throw Error(std::string("corrupt domain state: ") + e.what(), path.string());
+    }
+    return s;
+}
+
+void write_file(const fs::path& path, const void* data, size_t size) {
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd) throw_errno("cannot create", path.string());
+    const char* p = static_cast<const char*>(data);
+    while (size > 0) {
+        ssize_t n = ::write(fd.get(), p, size);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw_errno("cannot write", path.string());
+        }
+        p += n;
+        size -= static_cast<size_t>(n);
+    }
+}
+
+void write_state(const fs::path& path, const DomainState& s) {
+    json j;
+    j["pause_count"] = s.pause_count;
+    j["shutdown"] = s.shutdown;
+    j["shutdown_reason"] = static_cast<unsigned>(s.shutdown_reason);
+    j["destroyed"] = s.destroyed;
+    j["ballooned"] = json::array();
+    for (auto& r : s.ballooned) j["ballooned"].push_back({r.pfn, r.count});
+    std::string text = j.dump() + "\n";
+    fs::path tmp = path;
+    tmp += ".tmp." + std::to_string(::getpid());
+    write_file(tmp, text.data(), text.size());
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+        int e = errno;
+        ::unlink(tmp.c_str());
+        throw Error("cannot replace the domain state", path.string(), std::nullopt, e);
+    }
+}
+
+HostLock::HostLock(const HostPaths& paths) : fd_(::open(paths.lock().c_str(), O_RDWR | O_CLOEXEC)) {
+    if (!fd_) throw_errno("cannot open the host lock", paths.lock().string());
+    while (::flock(fd_.get(), LOCK_EX) != 0) {
+        if (errno != EINTR) throw_errno("cannot lock", paths.lock().string());
+    }
+}
+
+void append_event(const HostPaths& paths, const std::string& line) {
+    UniqueFd fd(::open(paths.events().c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
+    if (!fd) throw_errno("cannot open", paths.events().string());
+    std::string text = line + "\n";
+    if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+        throw_errno("cannot append to", paths.events().string());
+}
+
+}  // namespace xendump::sim

@@ -1,0 +1,333 @@
+#include "sim/sim_host.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "sim/pv_p2m_builder.hpp"
+#include "xendump/error.hpp"
+#include "xendump/fd.hpp"
+
+namespace xendump::sim {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string domain_object(uint32_t domid) { return "domain " + std::to_string(domid); }
+
+// Everything create() writes for one domain, computed before anything is written.
+struct BuiltDomain {
+    DomainSpec spec;
+    DomainDerived derived;
+    std::vector<std::byte> overlay;
+    std::vector<uint64_t> p2m_page_pfns;
+    std::vector<std::byte> shared_info;
+};
+
+BuiltDomain build_domain(const DomainSpec& spec, uint64_t shared_info_mfn) {
+    BuiltDomain b;
+    b.spec = spec;
+    b.derived.shared_info_mfn = shared_info_mfn;
+    b.derived.max_pages = spec.present_pages();
+    if (spec.is_pv()) {
+        PvP2mLayout layout = build_pv_p2m(spec);
+        b.derived.entries_per_page = layout.entries_per_page;
+        b.derived.frame_list_list_mfn = layout.frame_list_list_mfn;
+        b.derived.top_table_mfn = layout.top_table_mfn;
+        b.derived.shared_info_arch = {{"max_pfn", layout.max_pfn},
+                                      {"pfn_to_mfn_frame_list_list", layout.pfn_to_mfn_frame_list_list},
+                                      {"nmi_reason", 0},
+                                      {"p2m_cr3", layout.p2m_cr3},
+                                      {"p2m_vaddr", layout.p2m_vaddr},
+                                      {"p2m_generation", layout.p2m_generation}};
+        b.shared_info = build_shared_info(spec, &layout);
+        b.overlay.reserve(layout.pages.size() * kPageSize);
+        for (auto& page : layout.pages) {
+            b.derived.p2m_pfns.push_back(page.pfn);
+            b.overlay.insert(b.overlay.end(), page.bytes.begin(), page.bytes.end());
+        }
+        b.p2m_page_pfns = std::move(layout.p2m_page_pfns);
+    } else {
+        b.derived.shared_info_arch = json::object();
+        b.shared_info = build_shared_info(spec, nullptr);
+    }
+    return b;
+}
+
+void write_json(const fs::path& path, const json& j) {
+    std::string text = j.dump(2) + "\n";
+    write_file(path, text.data(), text.size());
+}
+
+void check_target_dir(const fs::path& dir) {
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) return;
+    if (!fs::is_directory(dir, ec)) throw Error("exists and is not a directory", dir.string());
+    if (!fs::is_empty(dir, ec)) throw Error("exists and is not empty (a host is created in a new directory)", dir.string());
+}
+
+void copy_cstr(char* dst, size_t size, const std::string& src) {
+    std::memset(dst, 0, size);
+    std::memcpy(dst, src.data(), std::min(size - 1, src.size()));
+}
+
+}  // namespace
+
+void SimHost::create(const fs::path& dir, const fs::path& spec_file) { create(dir, load_host_spec_file(spec_file)); }
+
+void SimHost::create(const fs::path& dir, const HostSpec& spec) {
+    check_target_dir(dir);
+    // shared_info is a Xen page shared with the guest: the domain may map its
+    // mfn, but it is in no extent and in no p2m (tools map it by
+    // shared_info_frame, e.g. xc_sr_save_x86_pv.c map_shinfo()).
+    uint64_t next_mfn = 0;
+    for (auto& d : spec.domains)
+        for (auto& e : d.extents) next_mfn = std::max(next_mfn, e.mfn + e.count);
+    next_mfn = (next_mfn + 0xff) / 0x100 * 0x100;
+    std::vector<BuiltDomain> built;
+    for (auto& d : spec.domains) built.push_back(build_domain(d, next_mfn++));
+
+    bool existed = fs::exists(dir);
+    HostPaths paths{dir};
+    try {
+        fs::create_directories(dir / "domains");
+        write_file(paths.lock(), "", 0);
+        write_file(paths.events(), "", 0);
+        json domids = json::array();
+        for (auto& b : built) {
+            const uint32_t id = b.spec.domid;
+            domids.push_back(id);
+            fs::create_directory(paths.domain_dir(id));
+            write_file(paths.overlay(id), b.overlay.data(), b.overlay.size());
+            write_file(paths.shared_info(id), b.shared_info.data(), b.shared_info.size());
+            if (b.spec.is_pv()) write_file(paths.p2m_pages(id), b.p2m_page_pfns.data(), b.p2m_page_pfns.size() * 8);
+            write_state(paths.state_json(id), initial_state(b.spec));
+            write_json(paths.domain_json(id), domain_record(b.spec, b.derived));
+        }
+        // Written last: a directory without host.json is no host.
+        write_json(paths.host_json(), {{"format", kHostFormat}, {"xen_version", spec.xen_version}, {"domids", domids}});
+    } catch (...) {
+        std::error_code ec;
+        if (existed) {
+            for (auto& entry : fs::directory_iterator(dir, ec)) fs::remove_all(entry.path(), ec);
+        } else {
+            fs::remove_all(dir, ec);
+        }
+        throw;
+    }
+}
+
+SimHost::SimHost(const fs::path& dir) : paths_{dir} {
+    std::ifstream in(paths_.host_json());
+    if (!in) throw Error("not a simulated host (no host.json; create one with xen-dump-sim create)", dir.string());
+    std::vector<uint32_t> ids;
+    try {
+        json j = json::parse(in);
+        if (j.at("format").get<std::string>() != kHostFormat)
+            throw Error("host.json has an unknown format \"" + j.at("format").get<std::string>() + "\"", dir.string());
+        xen_version_ = j.at("xen_version").get<std::string>();
+        ids = j.at("domids").get<std::vector<uint32_t>>();
+    } catch (const json::exception& e) {
+        throw Error(std::string("corrupt host.json: ") + e.what(), paths_.host_json().string());
+    }
+    for (uint32_t id : ids) domains_[id] = std::make_unique<SimDomain>(paths_, id);
+}
+
+format::XenVersionDesc SimHost::xen_version() const {
+    format::XenVersionDesc v{};
+    unsigned major = 0, minor = 0;
+    int used = 0;
+    std::sscanf(xen_version_.c_str(), "%u.%u%n", &major, &minor, &used);
+    v.major_version = major;
+    v.minor_version = minor;
+    copy_cstr(v.extra_version, sizeof v.extra_version, xen_version_.substr(static_cast<size_t>(used)));
+    copy_cstr(v.compiler, sizeof v.compiler, "xen-dump-sim (simulated host)");
+    copy_cstr(v.compile_by, sizeof v.compile_by, "xen-dump-sim");
+    copy_cstr(v.compile_domain, sizeof v.compile_domain, "simulated");
+    copy_cstr(v.compile_date, sizeof v.compile_date, "simulated");
+    copy_cstr(v.capabilities, sizeof v.capabilities, "xen-3.0-x86_64 hvm-3.0-x86_32 hvm-3.0-x86_32p hvm-3.0-x86_64");
+    copy_cstr(v.changeset, sizeof v.changeset, "simulated");
+    v.platform_virt_start = 0xffff800000000000ULL;  // HYPERVISOR_VIRT_START of x86_64 Xen
+    v.pagesize = kPageSize;
+    return v;
+}
+
+std::vector<uint32_t> SimHost::domids() const {
+    std::vector<uint32_t> out;
+    for (auto& [id, d] : domains_) out.push_back(id);
+    return out;
+}
+
+const SimDomain* SimHost::find(uint32_t domid) const {
+    auto it = domains_.find(domid);
+    return it == domains_.end() ? nullptr : it->second.get();
+}
+
+std::shared_ptr<const DomainState> SimHost::state(uint32_t domid) const {
+    if (!find(domid)) throw Error("no such domain", domain_object(domid), std::nullopt, ESRCH);
+    const fs::path path = paths_.state_json(domid);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) throw_errno("cannot stat the domain state", path.string());
+    const int64_t mtime = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+    std::lock_guard lock(cache_mutex_);
+    CachedState& c = cache_[domid];
+    // state.json is replaced by rename, so a change always brings a new inode.
+    if (!c.state || c.ino != st.st_ino || c.mtime_ns != mtime || c.size != st.st_size) {
+        c.state = std::make_shared<const DomainState>(read_state(path));
+        c.ino = st.st_ino;
+        c.mtime_ns = mtime;
+        c.size = st.st_size;
+    }
+    return c.state;
+}
+
+const SimDomain& SimHost::live(uint32_t domid) const {
+    const SimDomain* d = find(domid);
+    if (!d || state(domid)->destroyed) throw Error("no such domain", domain_object(domid), std::nullopt, ESRCH);
+    return *d;
+}
+
+DomainInfo SimHost::info(const SimDomain& d, const DomainState& s) const {
+    DomainInfo i;
+    const DomainSpec& spec = d.spec();
+    i.domid = spec.domid;
+    i.dying = false;
+    i.shutdown = s.shutdown;
+    i.shutdown_reason = s.shutdown_reason;
+    i.paused = s.pause_count > 0;
+    i.hvm = !spec.is_pv();
+    i.pvh = spec.type == GuestType::pvh;
+    i.tot_pages = spec.present_pages() - s.ballooned_pages();
+    i.max_pages = d.derived().max_pages;
+    i.shared_info_frame = d.derived().shared_info_mfn;
+    i.max_vcpu_id = spec.vcpus - 1;
+    i.handle = spec.uuid;
+    return i;
+}
+
+template <typename Change>
+void SimHost::change_state(uint32_t domid, const char* event, Change change) {
+    if (!find(domid)) throw Error("no such domain", domain_object(domid), std::nullopt, ESRCH);
+    HostLock lock(paths_);
+    const fs::path path = paths_.state_json(domid);
+    DomainState s = read_state(path);
+    if (s.destroyed) throw Error("no such domain (destroyed)", domain_object(domid), std::nullopt, ESRCH);
+    change(s);
+    write_state(path, s);
+    if (event) append_event(paths_, std::string(event) + " " + std::to_string(domid));
+}
+
+void SimHost::crash(uint32_t domid) { shutdown(domid, ShutdownReason::crash); }
+
+void SimHost::shutdown(uint32_t domid, ShutdownReason reason) {
+    change_state(domid, reason == ShutdownReason::crash ? "crash" : "shutdown", [&](DomainState& s) {
+        if (s.shutdown) throw Error("already shut down (" + s.name() + ")", domain_object(domid));
+        s.shutdown = true;
+        s.shutdown_reason = reason;
+    });
+}
+
+void SimHost::destroy(uint32_t domid) {
+    change_state(domid, "destroy", [](DomainState& s) { s.destroyed = true; });
+}
+
+void SimHost::pause(uint32_t domid) {
+    change_state(domid, nullptr, [&](DomainState& s) {
+        // Xen refuses to nest more than 255 toolstack pauses (EOVERFLOW).
+        if (s.pause_count >= 255) throw Error("paused too often", domain_object(domid), std::nullopt, EOVERFLOW);
+        ++s.pause_count;
+    });
+}
+
+void SimHost::unpause(uint32_t domid) {
+    change_state(domid, nullptr, [&](DomainState& s) {
+        if (s.pause_count == 0) throw Error("not paused", domain_object(domid), std::nullopt, EINVAL);
+        --s.pause_count;
+    });
+}
+
+void SimHost::balloon(uint32_t domid, uint64_t pfn, uint64_t count) {
+    const SimDomain& d = live(domid);
+    const DomainSpec& spec = d.spec();
+    const std::string object = domain_object(domid);
+    if (count == 0) throw Error("balloon: count is 0", object);
+    if (pfn >= spec.p2m_size || count > spec.p2m_size - pfn)
+        throw Error("balloon: pfns " + std::to_string(pfn) + "+" + std::to_string(count) + " are outside p2m_size " +
+                        std::to_string(spec.p2m_size),
+                    object);
+    change_state(domid, nullptr, [&](DomainState& s) {
+        for (uint64_t p = pfn; p < pfn + count; ++p) {
+            if (!spec.extent_of_pfn(p) || s.is_ballooned(p))
+                throw Error("balloon: pfn " + std::to_string(p) + " is not present", object);
+            if (d.holds_p2m_structure(p))
+                throw Error("balloon: pfn " + std::to_string(p) + " holds the guest's p2m", object);
+        }
+        if (spec.is_pv()) {
+            // The guest writes INVALID_P2M_ENTRY into its own p2m pages.
+            UniqueFd fd(::open(paths_.overlay(domid).c_str(), O_RDWR | O_CLOEXEC));
+            if (!fd) throw_errno("cannot open", paths_.overlay(domid).string());
+            const std::vector<std::byte> invalid(kPageSize, std::byte{0xff});
+            uint64_t p = pfn;
+            while (p < pfn + count) {
+                auto [page_pfn, offset] = d.p2m_entry_location(p);
+                uint64_t in_page = std::min(pfn + count - p, d.derived().entries_per_page - p % d.derived().entries_per_page);
+                size_t bytes = static_cast<size_t>(in_page * spec.guest_width);
+                off_t at = static_cast<off_t>(d.overlay_offset(page_pfn) + offset);
+                if (::pwrite(fd.get(), invalid.data(), bytes, at) != static_cast<ssize_t>(bytes))
+                    throw_errno("cannot write the p2m", paths_.overlay(domid).string(), static_cast<uint64_t>(at));
+                p += in_page;
+            }
+        }
+        s.add_ballooned(pfn, count);
+    });
+}
+
+json SimHost::info_json(uint32_t domid) const {
+    const SimDomain& d = live(domid);
+    auto s = state(domid);
+    json j = domain_spec_to_json(d.spec());
+    j["state"] = s->name();
+    j["paused"] = s->pause_count > 0;
+    j["pause_count"] = s->pause_count;
+    j["nr_pages"] = d.spec().present_pages() - s->ballooned_pages();
+    j["max_pages"] = d.derived().max_pages;
+    j["shared_info_mfn"] = d.derived().shared_info_mfn;
+    j["p2m_pfns"] = d.derived().p2m_pfns;
+    j["ballooned"] = json::array();
+    for (auto& r : s->ballooned) j["ballooned"].push_back({r.pfn, r.count});
+    if (d.spec().is_pv()) {
+        j["shared_info"] = d.derived().shared_info_arch;
+        j["p2m_cr3"] = d.derived().shared_info_arch.at("p2m_cr3");
+    }
+    j["maximum_gpfn"] = d.spec().p2m_size - 1;
+    return j;
+}
+
+json SimHost::list_json() const {
+    json out = json::array();
+    for (auto& [id, d] : domains_) {
+        auto s = state(id);
+        if (s->destroyed) continue;
+        const DomainSpec& spec = d->spec();
+        out.push_back({{"domid", id},
+                       {"name", spec.name},
+                       {"uuid", uuid_to_string(spec.uuid)},
+                       {"type", guest_type_name(spec.type)},
+                       {"guest_width", spec.guest_width},
+                       {"vcpus", spec.vcpus},
+                       {"state", s->name()},
+                       {"nr_pages", spec.present_pages() - s->ballooned_pages()},
+                       {"max_pages", d->derived().max_pages}});
+    }
+    return out;
+}
+
+}  // namespace xendump::sim

@@ -1,0 +1,78 @@
+// A simulated Xen host kept in a directory (simulated-host.md): created from
+// a spec by `xen-dump-sim create`, then opened by any number of processes.
+// Every state change takes DIR/lock and replaces the domain's state file, so
+// each process sees it at once; the sim Hypervisor backend and the
+// xen-dump-sim tool both drive this class.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/host_store.hpp"
+#include "sim/sim_domain.hpp"
+#include "xendump/format.hpp"
+#include "xendump/hypervisor.hpp"
+
+namespace xendump::sim {
+
+class SimHost {
+public:
+    // Builds a host in `dir` (which must not exist or be empty) from a spec file.
+    static void create(const std::filesystem::path& dir, const std::filesystem::path& spec_file);
+    static void create(const std::filesystem::path& dir, const HostSpec& spec);
+
+    explicit SimHost(const std::filesystem::path& dir);
+
+    const HostPaths& paths() const { return paths_; }
+    const std::string& xen_version_string() const { return xen_version_; }
+    format::XenVersionDesc xen_version() const;
+
+    // Every domain ever created (destroyed ones included), by domid.
+    std::vector<uint32_t> domids() const;
+    // nullptr when the host never had this domid.
+    const SimDomain* find(uint32_t domid) const;
+    // The current state (re-read when state.json changed). Throws Error for
+    // an unknown domid.
+    std::shared_ptr<const DomainState> state(uint32_t domid) const;
+    // The domain when it exists and is not destroyed; Error (ESRCH) otherwise.
+    const SimDomain& live(uint32_t domid) const;
+    DomainInfo info(const SimDomain& d, const DomainState& s) const;
+
+    void crash(uint32_t domid);
+    void shutdown(uint32_t domid, ShutdownReason reason);
+    void destroy(uint32_t domid);
+    void pause(uint32_t domid);
+    void unpause(uint32_t domid);
+    // The guest gives pfns [pfn, pfn+count) back: ~0 in its p2m pages, mfns no longer its own.
+    void balloon(uint32_t domid, uint64_t pfn, uint64_t count);
+
+    // `xen-dump-sim info --json` and `list --json`.
+    nlohmann::json info_json(uint32_t domid) const;
+    nlohmann::json list_json() const;
+
+private:
+    template <typename Change>
+    void change_state(uint32_t domid, const char* event, Change change);
+
+    struct CachedState {
+        uint64_t ino = 0;
+        int64_t mtime_ns = 0;
+        int64_t size = -1;
+        std::shared_ptr<const DomainState> state;
+    };
+
+    HostPaths paths_;
+    std::string xen_version_;
+    std::map<uint32_t, std::unique_ptr<SimDomain>> domains_;
+    mutable std::mutex cache_mutex_;
+    mutable std::map<uint32_t, CachedState> cache_;
+};
+
+}  // namespace xendump::sim

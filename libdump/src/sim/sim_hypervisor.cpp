@@ -1,0 +1,183 @@
+// The "sim:DIR" backend of the hypervisor interface (simulated-host.md,
+// "Behaviour the simulator must share with Xen").
+#include <fcntl.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+#include "hv/backends.hpp"
+#include "sim/map_cost.hpp"
+#include "sim/sim_host.hpp"
+#include "sim/vcpu_context.hpp"
+#include "xendump/error.hpp"
+#include "xendump/fd.hpp"
+
+namespace xendump {
+
+namespace {
+
+using sim::kPageSize;
+
+// Mapping buffers are reused: a dump maps thousands of batches of the same size.
+class BufferPool {
+public:
+    std::vector<std::byte> take(size_t bytes) {
+        std::lock_guard lock(mutex_);
+        for (auto it = free_.begin(); it != free_.end(); ++it) {
+            if (it->capacity() >= bytes) {
+                std::vector<std::byte> b = std::move(*it);
+                free_.erase(it);
+                b.resize(bytes);
+                return b;
+            }
+        }
+        return std::vector<std::byte>(bytes);
+    }
+    void give(std::vector<std::byte> b) {
+        std::lock_guard lock(mutex_);
+        if (free_.size() < 8) free_.push_back(std::move(b));
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<std::vector<std::byte>> free_;
+};
+
+class SimMapping : public ForeignMapping {
+public:
+    SimMapping(std::shared_ptr<BufferPool> pool, size_t count)
+        : pool_(std::move(pool)), pages_(pool_->take(count * kPageSize)), errors_(count, 0) {}
+    ~SimMapping() override { pool_->give(std::move(pages_)); }
+    size_t count() const override { return errors_.size(); }
+    const std::byte* page(size_t i) const override { return pages_.data() + i * kPageSize; }
+    int error(size_t i) const override { return errors_[i]; }
+    std::byte* page_for_write(size_t i) { return pages_.data() + i * kPageSize; }
+    void fail(size_t i, int err) { errors_[i] = err; }
+
+private:
+    std::shared_ptr<BufferPool> pool_;
+    std::vector<std::byte> pages_;
+    std::vector<int> errors_;
+};
+
+// Readable when DIR/events grew: a domain shut down, crashed or was destroyed.
+class SimWatch : public DomainWatch {
+public:
+    explicit SimWatch(const std::filesystem::path& events) : fd_(inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+        if (!fd_) throw_errno("inotify_init1");
+        if (inotify_add_watch(fd_.get(), events.c_str(), IN_MODIFY) < 0) throw_errno("cannot watch", events.string());
+    }
+    int fd() const override { return fd_.get(); }
+    bool consume() override {
+        bool any = false;
+        alignas(inotify_event) char buf[4096];
+        for (;;) {
+            ssize_t n = ::read(fd_.get(), buf, sizeof buf);
+            if (n > 0) {
+                any = true;
+                continue;
+            }
+            if (n < 0 && errno == EINTR) continue;
+            return any;  // EAGAIN: drained
+        }
+    }
+
+private:
+    UniqueFd fd_;
+};
+
+class SimHypervisor : public Hypervisor {
+public:
+    explicit SimHypervisor(const std::filesystem::path& dir) : host_(dir), pool_(std::make_shared<BufferPool>()) {}
+
+    std::string describe() const override { return "sim:" + host_.paths().dir.string(); }
+
+    std::vector<DomainInfo> list_domains() override {
+        std::vector<DomainInfo> out;
+        for (uint32_t id : host_.domids()) {
+            auto s = host_.state(id);
+            if (!s->destroyed) out.push_back(host_.info(*host_.find(id), *s));
+        }
+        return out;
+    }
+
+    std::optional<DomainInfo> domain_info(uint32_t domid) override {
+        const sim::SimDomain* d = host_.find(domid);
+        if (!d) return std::nullopt;
+        auto s = host_.state(domid);
+        if (s->destroyed) return std::nullopt;
+        return host_.info(*d, *s);
+    }
+
+    std::string domain_name(uint32_t domid) override {
+        const sim::SimDomain* d = host_.find(domid);
+        if (!d || host_.state(domid)->destroyed) return {};
+        return d->spec().name;
+    }
+
+    unsigned guest_width(uint32_t domid) override { return host_.live(domid).spec().guest_width; }
+
+    uint64_t maximum_gpfn(uint32_t domid) override { return host_.live(domid).spec().p2m_size - 1; }
+
+    std::optional<std::vector<std::byte>> vcpu_context(uint32_t domid, uint32_t vcpu) override {
+        const sim::SimDomain& d = host_.live(domid);
+        if (vcpu >= d.spec().vcpus) return std::nullopt;
+        return sim::build_vcpu_context(domid, vcpu, d.spec().guest_width, d.spec().is_pv(), d.cr3());
+    }
+
+    std::unique_ptr<ForeignMapping> map_foreign(uint32_t domid, std::span<const uint64_t> frames) override {
+        const sim::SimDomain& d = host_.live(domid);
+        auto state = host_.state(domid);
+        const sim::DomainSpec& spec = d.spec();
+        auto mapping = std::make_unique<SimMapping>(pool_, frames.size());
+        for (size_t i = 0; i < frames.size(); ++i) {
+            const uint64_t frame = frames[i];
+            std::byte* out = mapping->page_for_write(i);
+            if (spec.is_pv()) {
+                // PV guests are mapped by mfn; the frame must be the domain's own.
+                if (frame == d.derived().shared_info_mfn) {
+                    std::memcpy(out, d.shared_info_page().data(), kPageSize);
+                    continue;
+                }
+                auto pfn = d.pfn_of_mfn(frame);
+                if (!pfn || state->is_ballooned(*pfn)) {
+                    mapping->fail(i, EPERM);
+                    continue;
+                }
+                d.read_page(*pfn, out);
+            } else {
+                // HVM/PVH are mapped by gfn; an unpopulated gfn fails.
+                if (frame >= spec.p2m_size || !spec.extent_of_pfn(frame) || state->is_ballooned(frame)) {
+                    mapping->fail(i, EINVAL);
+                    continue;
+                }
+                d.read_page(frame, out);
+            }
+        }
+        sim::wait_map_cost(spec.per_call_us, spec.per_page_ns, frames.size());
+        return mapping;
+    }
+
+    void pause(uint32_t domid) override { host_.pause(domid); }
+    void unpause(uint32_t domid) override { host_.unpause(domid); }
+    void destroy(uint32_t domid) override { host_.destroy(domid); }
+    format::XenVersionDesc xen_version() override { return host_.xen_version(); }
+    std::unique_ptr<DomainWatch> watch_domains() override {
+        return std::make_unique<SimWatch>(host_.paths().events());
+    }
+
+private:
+    sim::SimHost host_;
+    std::shared_ptr<BufferPool> pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<Hypervisor> open_sim_backend(const std::filesystem::path& dir) {
+    return std::make_unique<SimHypervisor>(dir);
+}
+
+}  // namespace xendump

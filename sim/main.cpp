@@ -1,0 +1,168 @@
+// xen-dump-sim: the simulated Xen host's own tool (simulated-host.md,
+// "xen-dump-sim: the host's own tool"). It drives the same SimHost code as
+// the "sim:DIR" hypervisor backend.
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "sim/sim_host.hpp"
+#include "xendump/error.hpp"
+#include "xendump_config.h"
+
+namespace {
+
+using namespace xendump;
+namespace cli = xendump::cli;
+
+constexpr const char* kUsage =
+    "Usage: xen-dump-sim COMMAND ARGS...\n"
+    "A simulated Xen host kept in a directory, for testing xen-dumpd and its tools\n"
+    "(select it elsewhere with --host sim:DIR or XEN_DUMP_HOST=sim:DIR).\n"
+    "\n"
+    "Commands:\n"
+    "  create DIR SPEC.json        build a host in DIR (new or empty) from a JSON spec\n"
+    "  list DIR [--json]           the domains, their state and pages\n"
+    "  info DIR DOMID [--json]     one domain: its spec plus p2m_pfns, nr_pages, shared_info_mfn\n"
+    "  crash DIR DOMID             the domain crashes (shutdown reason crash); watchers are told\n"
+    "  destroy DIR DOMID           the domain disappears; watchers are told\n"
+    "  pause DIR DOMID             as xl pause\n"
+    "  unpause DIR DOMID           as xl unpause\n"
+    "  balloon DIR DOMID PFN COUNT the guest gives pfns PFN..PFN+COUNT-1 back (p2m entries become ~0)\n"
+    "\n"
+    "DOMID is a domain id or a domain name.\n"
+    "Exit status: 0 success, 1 failure, 2 bad command line.\n";
+
+struct UsageError {
+    std::string message;
+};
+
+bool parse_u64(const std::string& s, uint64_t& out) {
+    if (s.empty()) return false;
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long v = std::strtoull(s.c_str(), &end, 0);
+    if (errno != 0 || *end != '\0' || s[0] == '-') return false;
+    out = v;
+    return true;
+}
+
+uint64_t number_arg(const std::string& s, const char* what) {
+    uint64_t v = 0;
+    if (!parse_u64(s, v)) throw UsageError{std::string(what) + " \"" + s + "\" is not a number"};
+    return v;
+}
+
+uint32_t resolve(const sim::SimHost& host, const std::string& id) {
+    uint64_t v = 0;
+    if (parse_u64(id, v)) {
+        if (v > UINT32_MAX) throw UsageError{"domain id \"" + id + "\" is out of range"};
+        return static_cast<uint32_t>(v);
+    }
+    for (uint32_t domid : host.domids())
+        if (host.find(domid)->spec().name == id && !host.state(domid)->destroyed) return domid;
+    throw Error("no such domain", id);
+}
+
+void print_list(const nlohmann::json& list) {
+    std::printf("%-6s %-24s %-4s %-10s %12s\n", "DOMID", "NAME", "TYPE", "STATE", "PAGES");
+    for (const auto& d : list)
+        std::printf("%-6u %-24s %-4s %-10s %12llu\n", d["domid"].get<unsigned>(), d["name"].get<std::string>().c_str(),
+                    d["type"].get<std::string>().c_str(), d["state"].get<std::string>().c_str(),
+                    static_cast<unsigned long long>(d["nr_pages"].get<uint64_t>()));
+}
+
+void print_info(const nlohmann::json& j) {
+    for (const char* key : {"domid", "name", "uuid", "type", "guest_width", "vcpus", "state", "p2m_size", "p2m_format",
+                            "nr_pages", "max_pages", "shared_info_mfn"}) {
+        if (!j.contains(key)) continue;
+        const auto& v = j[key];
+        std::printf("%-16s %s\n", key, v.is_string() ? v.get<std::string>().c_str() : v.dump().c_str());
+    }
+    std::printf("%-16s %zu pages\n", "p2m_pfns", j["p2m_pfns"].size());
+}
+
+int run(std::vector<std::string> args) {
+    bool json = false;
+    std::vector<std::string> pos;
+    for (const auto& a : args) {
+        if (a == "--help" || a == "-h") {
+            std::fputs(kUsage, stdout);
+            return cli::kExitOk;
+        }
+        if (a == "--version") {
+            std::printf("xen-dump-sim %s\n", XENDUMP_VERSION);
+            return cli::kExitOk;
+        }
+        if (a == "--json") json = true;
+        else if (a.size() > 1 && a[0] == '-')
+            throw UsageError{"unknown option " + a};
+        else pos.push_back(a);
+    }
+    if (pos.empty()) throw UsageError{"no command given"};
+    const std::string cmd = pos[0];
+    auto want = [&](size_t n, const char* shape) {
+        if (pos.size() != n) throw UsageError{"usage: xen-dump-sim " + std::string(shape)};
+    };
+    if (json && cmd != "list" && cmd != "info") throw UsageError{"--json applies to list and info only"};
+    if (cmd == "create") {
+        want(3, "create DIR SPEC.json");
+        sim::SimHost::create(pos[1], pos[2]);
+        return cli::kExitOk;
+    }
+    if (cmd == "list") {
+        want(2, "list DIR [--json]");
+        sim::SimHost host(pos[1]);
+        auto list = host.list_json();
+        if (json) std::cout << list.dump(2) << "\n";
+        else print_list(list);
+        return cli::kExitOk;
+    }
+    static const std::vector<std::string> domain_cmds = {"info", "crash", "destroy", "pause", "unpause", "balloon"};
+    if (std::find(domain_cmds.begin(), domain_cmds.end(), cmd) == domain_cmds.end())
+        throw UsageError{"unknown command \"" + cmd + "\""};
+    if (cmd == "balloon") want(5, "balloon DIR DOMID PFN COUNT");
+    else want(3, (cmd + " DIR DOMID").c_str());
+    uint64_t pfn = 0, count = 0;
+    if (cmd == "balloon") {
+        pfn = number_arg(pos[3], "PFN");
+        count = number_arg(pos[4], "COUNT");
+    }
+    sim::SimHost host(pos[1]);
+    const uint32_t domid = resolve(host, pos[2]);
+    if (cmd == "info") {
+        auto info = host.info_json(domid);
+        if (json) std::cout << info.dump(2) << "\n";
+        else print_info(info);
+    } else if (cmd == "crash") {
+        host.crash(domid);
+    } else if (cmd == "destroy") {
+        host.destroy(domid);
+    } else if (cmd == "pause") {
+        host.pause(domid);
+    } else if (cmd == "unpause") {
+        host.unpause(domid);
+    } else {
+        host.balloon(domid, pfn, count);
+    }
+    return cli::kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(std::vector<std::string>(argv + 1, argv + argc));
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "xen-dump-sim: %s\nTry 'xen-dump-sim --help'.\n", e.message.c_str());
+        return cli::kExitUsage;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "xen-dump-sim: %s\n", e.what());
+        return cli::kExitFailure;
+    }
+}
