@@ -97,6 +97,13 @@ TEST_P(SimP2m, DecodesToExactlyTheExtents) {
     } else {
         EXPECT_EQ(a.p2m_cr3, 0u);
     }
+    auto ctx1 = h.hv->vcpu_context(9, 1);
+    ASSERT_TRUE(ctx1);
+    const bool wide = c.width == 8;
+    EXPECT_EQ(word(ctx1->data(), 512, c.width) & (1u << 5), 1u << 5);  // VGCF_online
+    // rip (64-bit: user_regs 520 + 128; 32-bit: 516 + 32): the simulator's kernel text address.
+    EXPECT_EQ(word(ctx1->data(), wide ? 648 : 548, c.width),
+              (wide ? 0xffffffff81000000ULL : 0xc1000000ULL) + (9u << 16) + (1u << 4));
     EXPECT_FALSE(h.hv->vcpu_context(9, 2));
     EXPECT_EQ(h.hv->maximum_gpfn(9), 12 * e + 16);
 

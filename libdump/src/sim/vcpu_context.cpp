@@ -23,6 +23,24 @@ void put(std::vector<std::byte>& buf, size_t offset, uint64_t value, unsigned si
     }
 }
 
+// Where each register lives in the context of a 64-bit and a 32-bit guest.
+struct RegLayout {
+    size_t user_regs, kernel_ss, ctrlreg;
+    size_t ax, bx, cx, dx, si, di, bp, ip, cs, flags, sp, ss;
+    uint16_t kernel_cs, kernel_ss_selector;
+};
+
+constexpr RegLayout kLayout64 = {
+    abi::kUserRegs64, abi::kKernelSs64, abi::kCtrlreg64,
+    abi::regs64::rax, abi::regs64::rbx, abi::regs64::rcx, abi::regs64::rdx, abi::regs64::rsi, abi::regs64::rdi,
+    abi::regs64::rbp, abi::regs64::rip, abi::regs64::cs, abi::regs64::rflags, abi::regs64::rsp, abi::regs64::ss,
+    abi::kFlatKernelCs64, abi::kFlatKernelSs64};
+constexpr RegLayout kLayout32 = {
+    abi::kUserRegs32, abi::kKernelSs32, abi::kCtrlreg32,
+    abi::regs32::eax, abi::regs32::ebx, abi::regs32::ecx, abi::regs32::edx, abi::regs32::esi, abi::regs32::edi,
+    abi::regs32::ebp, abi::regs32::eip, abi::regs32::cs, abi::regs32::eflags, abi::regs32::esp, abi::regs32::ss,
+    abi::kFlatKernelCs32, abi::kFlatKernelSs32};
+
 }  // namespace
 
 uint64_t simulated_rip(uint32_t domid, uint32_t vcpu, unsigned width) {
@@ -42,47 +60,22 @@ std::vector<std::byte> build_vcpu_context(uint32_t domid, uint32_t vcpu, unsigne
     put(ctx, abi::kVcpuFlags, abi::kVgcfOnline | (pv ? abi::kVgcfInKernel : 0), wide ? 8 : 4);
     const uint64_t ip_value = simulated_rip(domid, vcpu, width);
     const uint64_t sp_value = (wide ? 0xffffc90000400000ULL : 0xc2000000ULL) + (uint64_t{vcpu} << 14) - 0x100;
-    if (wide) {
-        const size_t r = abi::kUserRegs64;
-        using namespace abi::regs64;
-        put(ctx, r + rax, reg(0), 8);
-        put(ctx, r + rbx, reg(1), 8);
-        put(ctx, r + rcx, reg(2), 8);
-        put(ctx, r + rdx, reg(3), 8);
-        put(ctx, r + rsi, reg(4), 8);
-        put(ctx, r + rdi, reg(5), 8);
-        put(ctx, r + rbp, sp_value + 0x80, 8);
-        put(ctx, r + rip, ip_value, 8);
-        put(ctx, r + cs, pv ? abi::kFlatKernelCs64 : 0x10, 2);
-        put(ctx, r + rflags, 0x246, 8);
-        put(ctx, r + rsp, sp_value, 8);
-        put(ctx, r + ss, pv ? abi::kFlatKernelSs64 : 0x18, 2);
-        put(ctx, abi::kKernelSs64, abi::kFlatKernelSs64, 8);
-        put(ctx, abi::kKernelSs64 + 8, sp_value, 8);
-        put(ctx, abi::kCtrlreg64 + 0 * 8, 0x80050033, 8);  // PE MP ET NE WP AM PG
-        put(ctx, abi::kCtrlreg64 + 3 * 8, cr3, 8);
-        put(ctx, abi::kCtrlreg64 + 4 * 8, 0x6f0, 8);
-    } else {
-        const size_t r = abi::kUserRegs32;
-        using namespace abi::regs32;
-        put(ctx, r + eax, reg(0), 4);
-        put(ctx, r + ebx, reg(1), 4);
-        put(ctx, r + ecx, reg(2), 4);
-        put(ctx, r + edx, reg(3), 4);
-        put(ctx, r + esi, reg(4), 4);
-        put(ctx, r + edi, reg(5), 4);
-        put(ctx, r + ebp, sp_value + 0x80, 4);
-        put(ctx, r + eip, ip_value, 4);
-        put(ctx, r + cs, abi::kFlatKernelCs32, 2);
-        put(ctx, r + eflags, 0x246, 4);
-        put(ctx, r + esp, sp_value, 4);
-        put(ctx, r + ss, abi::kFlatKernelSs32, 2);
-        put(ctx, abi::kKernelSs32, abi::kFlatKernelSs32, 4);
-        put(ctx, abi::kKernelSs32 + 4, sp_value, 4);
-        put(ctx, abi::kCtrlreg32 + 0 * 4, 0x80050033, 4);
-        put(ctx, abi::kCtrlreg32 + 3 * 4, cr3, 4);
-        put(ctx, abi::kCtrlreg32 + 4 * 4, 0x6f0, 4);
-    }
+    const RegLayout& l = wide ? kLayout64 : kLayout32;
+    const unsigned w = wide ? 8 : 4;
+    const size_t r = l.user_regs;
+    const size_t general[] = {l.ax, l.bx, l.cx, l.dx, l.si, l.di};
+    for (unsigned n = 0; n < 6; ++n) put(ctx, r + general[n], reg(n), w);
+    put(ctx, r + l.bp, sp_value + 0x80, w);
+    put(ctx, r + l.ip, ip_value, w);
+    put(ctx, r + l.cs, pv || !wide ? l.kernel_cs : 0x10, 2);
+    put(ctx, r + l.flags, 0x246, w);
+    put(ctx, r + l.sp, sp_value, w);
+    put(ctx, r + l.ss, pv || !wide ? l.kernel_ss_selector : 0x18, 2);
+    put(ctx, l.kernel_ss, l.kernel_ss_selector, w);
+    put(ctx, l.kernel_ss + w, sp_value, w);
+    put(ctx, l.ctrlreg + 0 * w, 0x80050033, w);  // cr0: PE MP ET NE WP AM PG
+    put(ctx, l.ctrlreg + 3 * w, cr3, w);
+    put(ctx, l.ctrlreg + 4 * w, 0x6f0, w);
     return ctx;
 }
 
