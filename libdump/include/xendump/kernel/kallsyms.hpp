@@ -1,0 +1,94 @@
+// The guest kernel's symbol table, decoded from its kallsyms tables in guest
+// physical memory (no vmlinux or System.map needed). Layout facts: Linux 6.1
+// scripts/kallsyms.c and kernel/kallsyms.c (CONFIG_KALLSYMS_BASE_RELATIVE):
+// kallsyms_offsets (s32[N]), kallsyms_relative_base (u64), kallsyms_num_syms
+// (u32), kallsyms_names (length-prefixed token codes; a length byte with bit
+// 7 set is followed by a second byte: "big" symbols), kallsyms_markers
+// (u32 or u64 every 256 names), kallsyms_token_table (256 NUL-terminated
+// tokens), kallsyms_token_index (u16[256]), each 8-aligned, in that order.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "xendump/kernel/guest_memory.hpp"
+#include "xendump/kernel/vmcoreinfo.hpp"
+
+namespace xendump::kernel {
+
+struct KernelSymbol {
+    std::string name;
+    uint64_t address = 0;
+    char type = '?';  // nm-style: T/t text, D/d data, B/b bss, R/r rodata, ...
+};
+
+class SymbolTable {
+public:
+    SymbolTable() = default;
+    explicit SymbolTable(std::vector<KernelSymbol> symbols);
+
+    // By name. Per-cpu variables are accepted with or without the
+    // "per_cpu__" prefix that kernels before 2.6.34 gave them (crash does the
+    // same). With duplicate names a global (upper-case type) symbol wins.
+    const KernelSymbol* find(std::string_view name) const;
+    std::optional<uint64_t> address(std::string_view name) const;
+
+    struct Resolved {
+        const KernelSymbol* symbol;
+        uint64_t offset;
+    };
+    // The symbol at or below `address` (the nearest lower one), if any.
+    std::optional<Resolved> resolve(uint64_t address) const;
+    std::string describe(uint64_t address) const;  // "name+0x1f" or hex
+
+    const std::vector<KernelSymbol>& symbols() const { return symbols_; }
+    size_t size() const { return symbols_.size(); }
+
+private:
+    std::vector<KernelSymbol> symbols_;             // kallsyms order
+    std::unordered_map<std::string, size_t> by_name_;
+    std::vector<size_t> by_address_;                // indices sorted by address
+};
+
+// Guest-physical addresses where the tables were found.
+struct KallsymsLocation {
+    uint64_t offsets = 0, relative_base = 0, num_syms = 0, names = 0, markers = 0,
+             token_table = 0, token_index = 0;
+    unsigned marker_size = 0;       // 4 or 8
+    bool absolute_percpu = false;   // CONFIG_KALLSYMS_ABSOLUTE_PERCPU encoding seen
+};
+
+struct Kallsyms {
+    SymbolTable table;
+    KallsymsLocation where;
+    uint64_t phys_base = 0;       // used to translate kernel-image addresses
+    bool phys_base_from_vmcoreinfo = false;
+    size_t verified_symbols = 0;  // vmcoreinfo SYMBOL() lines found and equal
+};
+
+struct KallsymsOptions {
+    // Where the shape search starts without vmcoreinfo (x86_64's default
+    // CONFIG_PHYSICAL_START, 16 MiB) and how far it reads.
+    uint64_t scan_start = 0x1000000;
+    uint64_t scan_bytes = 256ULL << 20;
+};
+
+// Finds and decodes kallsyms. With `vmcoreinfo`: its SYMBOL(kallsyms_*)
+// lines (present in some kernels) are tried first, the search starts at
+// _stext, phys_base comes from NUMBER(phys_base), and a table is accepted
+// only if every SYMBOL() naming a kernel-image address that it holds has the
+// same address. Without: phys_base is derived by matching linux_banner's
+// address with "Linux version " text in memory. nullopt when nothing fits.
+std::optional<Kallsyms> find_kallsyms(const PageReader& reader,
+                                      const Vmcoreinfo* vmcoreinfo = nullptr,
+                                      const KallsymsOptions& options = {});
+
+// The NUL-terminated linux_banner text ("Linux version ..."), read through
+// the symbol table.
+std::optional<std::string> read_linux_banner(PhysicalMemory& memory, const Kallsyms& kallsyms);
+
+}  // namespace xendump::kernel

@@ -1,0 +1,324 @@
+// Finding and validating the guest kernel's vmcoreinfo (spec §3 note 7).
+//
+// Validation rules (a candidate must pass all of them):
+//  - the text is printable ASCII lines, each ending in '\n', NUL-terminated
+//    inside the page, and every byte after the NUL up to the end of the page
+//    is zero (both kernel copies live in zeroed pages: crash_core.c
+//    get_zeroed_page / alloc_pages_exact(__GFP_ZERO)); a fragment left in a
+//    reused buffer fails here;
+//  - every line is KEY=value with KEY either an upper-case word (OSRELEASE,
+//    BUILD-ID, PAGESIZE, CRASHTIME, KERNELOFFSET, ...) or NAME(arg) with NAME
+//    one of SYMBOL, OFFSET, SIZE, LENGTH, NUMBER; SYMBOL values are hex,
+//    OFFSET/SIZE/LENGTH decimal, NUMBER decimal (maybe negative) or 0x-hex;
+//  - the first line is OSRELEASE=, PAGESIZE is a power of two >= 4096, and
+//    SYMBOL(swapper_pg_dir) is present (Linux writes these first, always).
+//
+// Choosing among valid candidates (look-alikes are e.g. a saved copy in a
+// file's page cache, which is page-aligned and zero-padded too): distinct
+// texts are ranked by, in order,
+//  1. witnessed: init_uts_ns, located with the text's own SYMBOL/phys_base/
+//     OFFSET, holds the text's OSRELEASE (only when memory can be read);
+//  2. confirmed by note: the same text is present both as vmcoreinfo_data
+//     and inside a vmcoreinfo_note page, as the running kernel keeps it
+//     (crash_core.c update_vmcoreinfo_note); a file copy is one raw page;
+//  3. completeness: more lines wins (a partial copy loses);
+//  4. the lowest pfn.
+// When the runner-up has the same 1-3 the result is marked ambiguous.
+#include "xendump/kernel/vmcoreinfo.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+namespace xendump::kernel {
+namespace {
+
+constexpr std::string_view kFirstKey = "OSRELEASE=";
+// Linux's ELF note header for vmcoreinfo_note: namesz 11, descsz, type 0,
+// name "VMCOREINFO\0" padded to 12: the text starts at byte 24.
+constexpr uint32_t kNoteNameSize = 11;
+constexpr size_t kNoteTextOffset = 24;
+
+bool is_upper_key(std::string_view k) {
+    if (k.empty()) return false;
+    return std::all_of(k.begin(), k.end(), [](char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    });
+}
+
+bool is_hex(std::string_view v) {
+    return !v.empty() && v.size() <= 16 && std::all_of(v.begin(), v.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    });
+}
+
+bool is_decimal(std::string_view v, bool allow_minus) {
+    if (allow_minus && !v.empty() && v.front() == '-') v.remove_prefix(1);
+    return !v.empty() && v.size() <= 20 &&
+           std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::optional<uint64_t> parse_hex(std::string_view v) {
+    if (!is_hex(v)) return std::nullopt;
+    uint64_t x = 0;
+    auto r = std::from_chars(v.data(), v.data() + v.size(), x, 16);
+    if (r.ec != std::errc() || r.ptr != v.data() + v.size()) return std::nullopt;
+    return x;
+}
+
+std::optional<int64_t> parse_number(std::string_view v) {
+    if (v.starts_with("0x")) {
+        auto x = parse_hex(v.substr(2));
+        if (!x) return std::nullopt;
+        return static_cast<int64_t>(*x);
+    }
+    if (!is_decimal(v, true)) return std::nullopt;
+    int64_t x = 0;
+    auto r = std::from_chars(v.data(), v.data() + v.size(), x, 10);
+    if (r.ec != std::errc() || r.ptr != v.data() + v.size()) return std::nullopt;
+    return x;
+}
+
+// KEY is NAME(arg): the value grammar depends on NAME.
+bool valid_function_line(std::string_view key, std::string_view value) {
+    const size_t open = key.find('(');
+    if (open == std::string_view::npos || key.back() != ')') return false;
+    const std::string_view name = key.substr(0, open);
+    const std::string_view arg = key.substr(open + 1, key.size() - open - 2);
+    if (arg.empty() || !std::all_of(arg.begin(), arg.end(), [](char c) {
+            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   c == '_' || c == '.';
+        }))
+        return false;
+    if (name == "SYMBOL") return is_hex(value);
+    if (name == "OFFSET" || name == "SIZE" || name == "LENGTH") return is_decimal(value, true);
+    if (name == "NUMBER") return parse_number(value).has_value();
+    return false;
+}
+
+bool zero_tail(std::span<const std::byte> bytes) {
+    return std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; });
+}
+
+// The text of a copy starting at `text` within `page`, if NUL-terminated
+// within `limit` bytes with a zero tail.
+std::optional<std::string_view> text_in(std::span<const std::byte> page, size_t text, size_t limit) {
+    if (text > page.size() || page.size() - text < limit) return std::nullopt;
+    const auto* begin = reinterpret_cast<const char*>(page.data() + text);
+    const void* nul = std::memchr(begin, 0, limit);
+    if (nul == nullptr) return std::nullopt;
+    const size_t len = static_cast<size_t>(static_cast<const char*>(nul) - begin);
+    if (!zero_tail(page.subspan(text + len))) return std::nullopt;
+    return std::string_view(begin, len);
+}
+
+}  // namespace
+
+std::optional<Vmcoreinfo> Vmcoreinfo::parse(std::string_view text) {
+    if (!text.starts_with(kFirstKey) || text.back() != '\n') return std::nullopt;
+    Vmcoreinfo info;
+    size_t pos = 0;
+    while (pos < text.size()) {
+        const size_t eol = text.find('\n', pos);
+        const std::string_view line = text.substr(pos, eol - pos);
+        pos = eol + 1;
+        if (!std::all_of(line.begin(), line.end(), [](char c) { return c >= 0x20 && c < 0x7f; }))
+            return std::nullopt;
+        const size_t eq = line.find('=');
+        if (eq == std::string_view::npos || eq == 0) return std::nullopt;
+        const std::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
+        const bool ok = key.find('(') != std::string_view::npos ? valid_function_line(key, value)
+                                                                : is_upper_key(key);
+        if (!ok) return std::nullopt;
+        info.entries_.emplace(std::string(key), std::string(value));  // first one wins
+    }
+    const auto page_size = info.value("PAGESIZE");
+    uint64_t ps = 0;
+    if (!page_size || !is_decimal(*page_size, false) ||
+        std::from_chars(page_size->data(), page_size->data() + page_size->size(), ps).ec !=
+            std::errc() ||
+        ps < 4096 || (ps & (ps - 1)) != 0)
+        return std::nullopt;
+    if (info.release().empty() || !info.symbol("swapper_pg_dir")) return std::nullopt;
+    if (info.value("KERNELOFFSET") && !info.kernel_offset()) return std::nullopt;
+    info.text_ = std::string(text);
+    return info;
+}
+
+std::optional<std::string_view> Vmcoreinfo::value(std::string_view key) const {
+    auto it = entries_.find(key);
+    if (it == entries_.end()) return std::nullopt;
+    return std::string_view(it->second);
+}
+
+std::string_view Vmcoreinfo::release() const { return value("OSRELEASE").value_or(""); }
+
+uint64_t Vmcoreinfo::page_size() const {
+    uint64_t ps = 0;
+    if (auto v = value("PAGESIZE")) std::from_chars(v->data(), v->data() + v->size(), ps);
+    return ps;
+}
+
+std::optional<uint64_t> Vmcoreinfo::symbol(std::string_view name) const {
+    auto v = value("SYMBOL(" + std::string(name) + ")");
+    return v ? parse_hex(*v) : std::nullopt;
+}
+
+std::optional<int64_t> Vmcoreinfo::number(std::string_view name) const {
+    auto v = value("NUMBER(" + std::string(name) + ")");
+    return v ? parse_number(*v) : std::nullopt;
+}
+
+std::optional<uint64_t> Vmcoreinfo::kernel_offset() const {
+    auto v = value("KERNELOFFSET");
+    return v ? parse_hex(*v) : std::nullopt;
+}
+
+uint64_t Vmcoreinfo::phys_base() const {
+    return static_cast<uint64_t>(number("phys_base").value_or(0));
+}
+
+std::optional<std::string_view> Vmcoreinfo::build_id() const { return value("BUILD-ID"); }
+
+std::vector<std::pair<std::string, uint64_t>> Vmcoreinfo::symbols() const {
+    std::vector<std::pair<std::string, uint64_t>> out;
+    for (const auto& [key, v] : entries_) {
+        if (!key.starts_with("SYMBOL(")) continue;
+        if (auto x = parse_hex(v)) out.emplace_back(key.substr(7, key.size() - 8), *x);
+    }
+    return out;
+}
+
+std::optional<VmcoreinfoCandidate> vmcoreinfo_from_page(uint64_t pfn,
+                                                        std::span<const std::byte> page) {
+    if (page.size() != kPageSize) return std::nullopt;
+    // Fast reject on the first 8 bytes: a load and two compares per page.
+    uint64_t head = 0;
+    std::memcpy(&head, page.data(), sizeof head);
+    uint64_t data_head = 0;
+    std::memcpy(&data_head, kFirstKey.data(), sizeof data_head);
+    const bool data_form = head == data_head;
+    const bool note_form = static_cast<uint32_t>(head) == kNoteNameSize;
+    if (!data_form && !note_form) return std::nullopt;
+
+    std::optional<std::string_view> text;
+    VmcoreinfoForm form = VmcoreinfoForm::data;
+    if (data_form) {
+        text = text_in(page, 0, kPageSize);
+    } else {
+        uint32_t descsz = 0, type = 1;
+        std::memcpy(&descsz, page.data() + 4, 4);
+        std::memcpy(&type, page.data() + 8, 4);
+        if (type != 0 || std::memcmp(page.data() + 12, "VMCOREINFO\0\0", 12) != 0) return std::nullopt;
+        if (descsz == 0 || descsz > kPageSize - kNoteTextOffset) return std::nullopt;
+        // The note's descriptor is the text without its NUL (crash_core.c
+        // append_elf_note with data_size = vmcoreinfo_size), then padding.
+        const std::string_view desc(reinterpret_cast<const char*>(page.data() + kNoteTextOffset), descsz);
+        if (desc.find('\0') != std::string_view::npos) return std::nullopt;
+        // Then padding, the final empty note and the zeroed rest of the page.
+        if (!zero_tail(page.subspan(kNoteTextOffset + descsz))) return std::nullopt;
+        text = desc;
+        form = VmcoreinfoForm::note;
+    }
+    if (!text) return std::nullopt;
+    auto info = Vmcoreinfo::parse(*text);
+    if (!info) return std::nullopt;
+    return VmcoreinfoCandidate{pfn, form, std::move(*info)};
+}
+
+void VmcoreinfoScanner::observe(uint64_t pfn, std::span<const std::byte> page) {
+    ++pages_seen_;
+    if (auto c = vmcoreinfo_from_page(pfn, page)) candidates_.push_back(std::move(*c));
+}
+
+std::optional<VmcoreinfoResult> VmcoreinfoScanner::result(PhysicalMemory* memory) const {
+    return choose_vmcoreinfo(candidates_, memory);
+}
+
+namespace {
+
+// init_uts_ns.name.release == OSRELEASE, reading memory where the text says
+// (struct new_utsname: sysname[65], nodename[65], release[65]).
+bool witnessed_by_uts(const Vmcoreinfo& info, PhysicalMemory& memory) {
+    auto uts = info.symbol("init_uts_ns");
+    auto name_off = info.value("OFFSET(uts_namespace.name)");
+    if (!uts || !name_off || !is_kernel_image_address(*uts)) return false;
+    auto off = parse_number(*name_off);
+    if (!off || *off < 0 || *off > 4096) return false;
+    constexpr uint64_t kReleaseInName = 2 * 65;
+    const uint64_t phys =
+        kernel_virt_to_phys(*uts, info.phys_base()) + static_cast<uint64_t>(*off) + kReleaseInName;
+    auto release = memory.c_string(phys, 64);
+    return release && *release == info.release();
+}
+
+struct Ranked {
+    const VmcoreinfoCandidate* best = nullptr;  // data form preferred as the reported copy
+    bool has_data = false, has_note = false, witnessed = false;
+    uint64_t min_pfn = ~0ULL;
+    auto key() const {
+        return std::make_tuple(witnessed, has_data && has_note, best->info.size());
+    }
+};
+
+}  // namespace
+
+std::optional<VmcoreinfoResult> choose_vmcoreinfo(std::span<const VmcoreinfoCandidate> candidates,
+                                                  PhysicalMemory* memory) {
+    std::vector<Ranked> groups;
+    for (const auto& c : candidates) {
+        auto it = std::find_if(groups.begin(), groups.end(),
+                               [&](const Ranked& r) { return r.best->info.text() == c.info.text(); });
+        if (it == groups.end()) {
+            groups.push_back(Ranked{&c});
+            it = groups.end() - 1;
+            it->witnessed = memory != nullptr && witnessed_by_uts(c.info, *memory);
+        }
+        (c.form == VmcoreinfoForm::data ? it->has_data : it->has_note) = true;
+        if (c.form == VmcoreinfoForm::data && it->best->form != VmcoreinfoForm::data) it->best = &c;
+        it->min_pfn = std::min(it->min_pfn, c.pfn);
+    }
+    if (groups.empty()) return std::nullopt;
+    std::stable_sort(groups.begin(), groups.end(), [](const Ranked& a, const Ranked& b) {
+        if (a.key() != b.key()) return a.key() > b.key();
+        return a.min_pfn < b.min_pfn;
+    });
+    const Ranked& win = groups.front();
+    VmcoreinfoResult r{win.best->info, win.best->pfn, win.has_data && win.has_note, win.witnessed,
+                       groups.size() > 1 && groups[1].key() == win.key(), candidates.size()};
+    return r;
+}
+
+std::optional<VmcoreinfoResult> find_vmcoreinfo(const PageReader& reader,
+                                                std::span<const uint64_t> pfns) {
+    std::vector<VmcoreinfoCandidate> found;
+    std::array<std::byte, kPageSize> page;
+    for (uint64_t pfn : pfns) {
+        if (!reader(pfn, PageSpan(page))) continue;
+        if (auto c = vmcoreinfo_from_page(pfn, page)) found.push_back(std::move(*c));
+    }
+    PhysicalMemory memory(reader);
+    return choose_vmcoreinfo(found, &memory);
+}
+
+std::optional<VmcoreinfoResult> find_vmcoreinfo(PageSource& source) {
+    VmcoreinfoScanner scanner;
+    const auto entries = source.entries();
+    const size_t batch = std::max<size_t>(1, source.preferred_batch());
+    std::vector<std::byte> buf(batch * kPageSize);
+    std::vector<uint8_t> unreadable(batch);
+    for (size_t first = 0; first < entries.size(); first += batch) {
+        const size_t n = std::min(batch, entries.size() - first);
+        std::fill(unreadable.begin(), unreadable.end(), 0);
+        source.read_pages(first, n, std::span(buf).first(n * kPageSize),
+                          std::span(unreadable).first(n));
+        for (size_t i = 0; i < n; ++i)
+            if (!unreadable[i])
+                scanner.observe(entries[first + i].pfn,
+                                std::span<const std::byte>(buf).subspan(i * kPageSize, kPageSize));
+    }
+    PhysicalMemory memory(page_reader(source));
+    return choose_vmcoreinfo(scanner.candidates(), &memory);
+}
+
+}  // namespace xendump::kernel
