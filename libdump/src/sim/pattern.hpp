@@ -4,10 +4,8 @@
 // fly, so a 16 GiB guest costs no disk.
 #pragma once
 
-#include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 namespace xendump::sim {
 
@@ -22,14 +20,8 @@ inline uint64_t pattern_word(uint32_t domid, uint64_t pfn, unsigned index) {
     return splitmix64((uint64_t{domid} << 52) ^ (pfn << 9) ^ index);
 }
 
-// Writes the 4096-byte pattern page of (domid, pfn) to `page`.
-inline void fill_pattern_page(uint32_t domid, uint64_t pfn, std::byte* page) {
-    const uint64_t base = (uint64_t{domid} << 52) ^ (pfn << 9);
-    for (unsigned i = 0; i < 512; ++i) {
-        uint64_t w = splitmix64(base ^ i);
-        if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
-        std::memcpy(page + 8 * i, &w, 8);
-    }
-}
+// Writes the 4096-byte pattern page of (domid, pfn) to `page`. Reading a
+// pattern guest is generating it, so this is built for speed (pattern.cpp).
+void fill_pattern_page(uint32_t domid, uint64_t pfn, std::byte* page);
 
 }  // namespace xendump::sim
