@@ -1,0 +1,187 @@
+// Dump a domain (issue 3): discover the guest's present pages, read its vcpu
+// contexts, pause it for the duration (unless live), write a v1 file.
+#include "xendump/dumper.hpp"
+
+#include <ctime>
+#include <cstring>
+
+#include "dump/hypervisor_page_source.hpp"
+#include "p2m/p2m.hpp"
+#include "xendump/error.hpp"
+#include "xendump_config.h"
+
+namespace xendump {
+
+namespace {
+
+using format::GuestType;
+
+// Pages per mapping call: large enough that the per-call cost of foreign
+// mapping (an mmap + hypercall on a real host) is amortised; small enough
+// that one batch stays well inside the dumper's memory bound.
+constexpr size_t kMapBatchPages = 4096;
+
+std::string object_of(uint32_t domid) { return "domain " + std::to_string(domid); }
+
+std::string utc_rfc3339(std::chrono::system_clock::time_point t) {
+    std::time_t tt = std::chrono::system_clock::to_time_t(t);
+    std::tm tm{};
+    gmtime_r(&tt, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+GuestType guest_type_of(const DomainInfo& info) {
+    if (!info.hvm) return GuestType::pv;
+    return info.pvh ? GuestType::pvh : GuestType::hvm;
+}
+
+// Everything read from the hypervisor before the pages: the spec and the
+// page source. Built while the domain is already paused.
+struct Prepared {
+    DumpSpec spec;
+    std::unique_ptr<dump::HypervisorPageSource> source;
+    std::vector<std::string> warnings;
+    DomainInfo info;
+    std::string name;
+};
+
+Prepared prepare(Hypervisor& hv, uint32_t domid, const DumpOptions& opt, bool paused) {
+    Prepared p;
+    auto info = hv.domain_info(domid);
+    if (!info) throw Error("no such domain", object_of(domid));
+    if (info->dying) throw Error("the domain is dying; its memory can no longer be read", object_of(domid));
+    p.info = *info;
+    p.name = hv.domain_name(domid);
+
+    DumpSpec& spec = p.spec;
+    spec.type = guest_type_of(*info);
+    spec.guest_width = spec.type == GuestType::pv ? hv.guest_width(domid) : 8;
+    if (spec.guest_width != 4 && spec.guest_width != 8)
+        throw Error("unsupported guest width " + std::to_string(spec.guest_width), object_of(domid));
+    spec.xen_version = hv.xen_version();
+
+    // vcpu contexts: every vcpu whose context can be read, as xg_core does;
+    // the slot order is the order of VCPUS=.
+    std::string vcpu_ids;
+    for (uint32_t v = 0; v <= info->max_vcpu_id; ++v) {
+        auto ctx = hv.vcpu_context(domid, v);
+        if (!ctx) continue;
+        spec.vcpus.push_back(VcpuContext{v, std::move(*ctx)});
+    }
+    if (spec.vcpus.empty()) throw Error("no vcpu context could be read", object_of(domid));
+
+    P2mMap discovered = discover_p2m(hv, *info);
+    for (auto& w : discovered.warnings) p.warnings.push_back(std::move(w));
+    if (spec.type == GuestType::pv && discovered.shared_info.size() == format::kSharedInfoSize)
+        spec.shared_info = std::move(discovered.shared_info);
+
+    KeyValues& kv = spec.domain;
+    kv.set(keys::kDomid, std::to_string(domid));
+    kv.set(keys::kName, p.name);
+    kv.set(keys::kUuid, uuid_to_string(info->handle));
+    kv.set(keys::kType, std::string(format::to_string(spec.type)));
+    kv.set(keys::kGuestWidth, std::to_string(spec.guest_width));
+    kv.set(keys::kMaxPfn, std::to_string(discovered.p2m_size));
+    kv.set(keys::kP2m, std::string(format::to_string(discovered.kind)));
+    kv.set(keys::kReason, std::string(format::to_string(opt.reason)));
+    kv.set(keys::kPaused, paused ? "1" : "0");
+    kv.set(keys::kTime, utc_rfc3339(std::chrono::system_clock::now()));
+    kv.set(keys::kWriter, std::string("xen-dumpd ") + XENDUMP_VERSION);
+
+    p.source = std::make_unique<dump::HypervisorPageSource>(hv, domid, std::move(discovered.pages),
+                                                            kMapBatchPages);
+    return p;
+}
+
+WriteOptions write_options(const DumpOptions& opt) {
+    WriteOptions w;
+    w.digests = opt.digests;
+    w.on_progress = opt.on_progress;
+    w.cancel = opt.cancel;
+    return w;
+}
+
+template <typename Write>
+DumpResult run_dump(Hypervisor& hv, uint32_t domid, const DumpOptions& opt, Write&& write) {
+    std::optional<PausedDomain> pause;
+    if (!opt.live) pause.emplace(hv, domid);
+    // A domain that was already paused (crashed, or paused by the operator)
+    // stays paused the whole dump too.
+    auto info = hv.domain_info(domid);
+    bool paused = !opt.live || (info && (info->paused || info->shutdown));
+    Prepared p = prepare(hv, domid, opt, paused);
+    for (const auto& w : p.warnings)
+        if (opt.on_warning) opt.on_warning(w);
+
+    WriteResult wr = write(p.spec, *p.source);
+
+    DumpResult r;
+    r.domid = domid;
+    r.name = p.name;
+    r.uuid = uuid_to_string(p.info.handle);
+    r.type = p.spec.type;
+    r.nr_pages = wr.nr_pages;
+    r.nr_runs = wr.nr_runs;
+    r.file_size = wr.file_size;
+    r.unreadable_pfns = std::move(wr.unreadable_pfns);
+    r.warnings = std::move(p.warnings);
+    if (!r.unreadable_pfns.empty()) {
+        std::string w = std::to_string(r.unreadable_pfns.size()) +
+                        " page(s) could not be read and were stored as zeros (listed in NT_XEN_UNREADABLE)";
+        if (opt.on_warning) opt.on_warning(w);
+        r.warnings.push_back(std::move(w));
+    }
+    return r;
+}
+
+}  // namespace
+
+uint32_t resolve_domain(Hypervisor& hv, const std::string& id_or_name) {
+    if (!id_or_name.empty() && id_or_name.find_first_not_of("0123456789") == std::string::npos) {
+        unsigned long v = 0;
+        try {
+            v = std::stoul(id_or_name);
+        } catch (const std::exception&) {
+            throw Error("domain id out of range: " + id_or_name);
+        }
+        if (v > 0x7FF0) throw Error("domain id out of range: " + id_or_name);
+        auto domid = static_cast<uint32_t>(v);
+        if (!hv.domain_info(domid)) throw Error("no such domain", object_of(domid));
+        return domid;
+    }
+    if (auto d = hv.find_domain_by_name(id_or_name)) return *d;
+    throw Error("no domain named '" + id_or_name + "'");
+}
+
+std::string default_dump_name(const std::string& name, uint32_t domid,
+                              std::chrono::system_clock::time_point when) {
+    std::time_t tt = std::chrono::system_clock::to_time_t(when);
+    std::tm tm{};
+    gmtime_r(&tt, &tm);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    std::string safe;
+    for (char c : name.empty() ? std::string("domain") : name)
+        safe += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
+    return safe + "-" + std::to_string(domid) + "-" + stamp + ".core";
+}
+
+DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesystem::path& path,
+                               const DumpOptions& options) {
+    DumpResult r = run_dump(hv, domid, options, [&](const DumpSpec& spec, PageSource& src) {
+        return write_dump_file(path, spec, src, write_options(options));
+    });
+    r.path = path;
+    return r;
+}
+
+DumpResult dump_domain_to_fd(Hypervisor& hv, uint32_t domid, int fd, bool seekable,
+                             const DumpOptions& options) {
+    return run_dump(hv, domid, options, [&](const DumpSpec& spec, PageSource& src) {
+        return write_dump(fd, seekable, spec, src, write_options(options));
+    });
+}
+
+}  // namespace xendump

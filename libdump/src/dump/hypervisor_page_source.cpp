@@ -1,0 +1,43 @@
+#include "dump/hypervisor_page_source.hpp"
+
+#include <cstring>
+
+#include "xendump/error.hpp"
+#include "xendump/format.hpp"
+
+namespace xendump::dump {
+
+using format::kPageSize;
+
+HypervisorPageSource::HypervisorPageSource(Hypervisor& hv, uint32_t domid,
+                                           std::vector<PageEntry> entries, size_t batch_pages)
+    : hv_(hv), domid_(domid), entries_(std::move(entries)), batch_(batch_pages ? batch_pages : 1024) {}
+
+void HypervisorPageSource::read_pages(size_t first, size_t count, std::span<std::byte> out,
+                                      std::span<uint8_t> unreadable) {
+    if (first > entries_.size() || count > entries_.size() - first)
+        throw Error("page batch out of range", "domain " + std::to_string(domid_));
+    if (out.size() < count * kPageSize || unreadable.size() < count)
+        throw Error("page batch buffer too small", "domain " + std::to_string(domid_));
+    // The caller's batch may be larger than one mapping call should be; map in
+    // slices of batch_ frames (the mapping is an mmap on a real host).
+    for (size_t done = 0; done < count;) {
+        size_t n = std::min(batch_, count - done);
+        frames_.resize(n);
+        for (size_t i = 0; i < n; ++i) frames_[i] = entries_[first + done + i].gmfn;
+        auto mapping = hv_.map_foreign(domid_, frames_);
+        for (size_t i = 0; i < n; ++i) {
+            std::byte* dst = out.data() + (done + i) * kPageSize;
+            if (mapping->error(i) != 0) {
+                std::memset(dst, 0, kPageSize);
+                unreadable[done + i] = 1;
+            } else {
+                std::memcpy(dst, mapping->page(i), kPageSize);
+                unreadable[done + i] = 0;
+            }
+        }
+        done += n;
+    }
+}
+
+}  // namespace xendump::dump
