@@ -1,0 +1,51 @@
+#include "legacy/byte_source.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "legacy/hex.hpp"
+#include "xendump/error.hpp"
+
+namespace xendump::legacy {
+
+void ByteSource::read(uint64_t offset, std::span<std::byte> out, const char* what) const {
+    uint64_t total = size();
+    if (offset > total || total - offset < out.size())
+        throw Error(std::string(what) + ": " + std::to_string(out.size()) + " bytes at " + hex(offset) +
+                        " are past the end of the file (size " + hex(total) + ")",
+                    name(), offset);
+    read_unchecked(offset, out);
+}
+
+FileByteSource::FileByteSource(std::string path) : path_(std::move(path)) {
+    fd_.reset(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd_) throw_errno("cannot open", path_);
+    struct stat st {};
+    if (fstat(fd_.get(), &st) != 0) throw_errno("cannot stat", path_);
+    if (!S_ISREG(st.st_mode)) throw Error("not a regular file", path_);
+    size_ = static_cast<uint64_t>(st.st_size);
+}
+
+void FileByteSource::read_unchecked(uint64_t offset, std::span<std::byte> out) const {
+    size_t done = 0;
+    while (done < out.size()) {
+        ssize_t n = ::pread(fd_.get(), out.data() + done, out.size() - done,
+                            static_cast<off_t>(offset + done));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw_errno("read failed", path_, offset + done);
+        }
+        if (n == 0) throw Error("file shrank while being read", path_, offset + done);
+        done += static_cast<size_t>(n);
+    }
+}
+
+void MemoryByteSource::read_unchecked(uint64_t offset, std::span<std::byte> out) const {
+    std::memcpy(out.data(), bytes_.data() + offset, out.size());
+}
+
+}  // namespace xendump::legacy

@@ -1,0 +1,68 @@
+// Random access to the bytes of an input file, bounds-checked. The legacy
+// parser reads through this so the same code runs over a file descriptor (the
+// converter) and over memory (the fuzz target).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "xendump/fd.hpp"
+#include "xendump/page_source.hpp"
+
+namespace xendump::legacy {
+
+class ByteSource {
+public:
+    virtual ~ByteSource() = default;
+    virtual uint64_t size() const = 0;
+    // Name used in error messages (the file path).
+    virtual const std::string& name() const = 0;
+    // Reads exactly out.size() bytes at `offset`; throws Error naming `what`
+    // and the offset when the range is past the end of the input.
+    void read(uint64_t offset, std::span<std::byte> out, const char* what) const;
+    // Where these bytes sit in a real file, for copy_file_range.
+    virtual std::optional<FileRange> file_range(uint64_t /*offset*/) const { return std::nullopt; }
+
+protected:
+    virtual void read_unchecked(uint64_t offset, std::span<std::byte> out) const = 0;
+};
+
+// Over a regular file, opened read-only (the source is never modified).
+class FileByteSource : public ByteSource {
+public:
+    explicit FileByteSource(std::string path);
+    uint64_t size() const override { return size_; }
+    const std::string& name() const override { return path_; }
+    std::optional<FileRange> file_range(uint64_t offset) const override {
+        return FileRange{fd_.get(), offset};
+    }
+
+protected:
+    void read_unchecked(uint64_t offset, std::span<std::byte> out) const override;
+
+private:
+    std::string path_;
+    UniqueFd fd_;
+    uint64_t size_ = 0;
+};
+
+// Over bytes in memory (fuzzing, unit tests). Does not own them.
+class MemoryByteSource : public ByteSource {
+public:
+    MemoryByteSource(std::span<const std::byte> bytes, std::string name)
+        : bytes_(bytes), name_(std::move(name)) {}
+    uint64_t size() const override { return bytes_.size(); }
+    const std::string& name() const override { return name_; }
+
+protected:
+    void read_unchecked(uint64_t offset, std::span<std::byte> out) const override;
+
+private:
+    std::span<const std::byte> bytes_;
+    std::string name_;
+};
+
+}  // namespace xendump::legacy

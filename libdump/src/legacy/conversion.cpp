@@ -1,0 +1,175 @@
+#include "legacy/conversion.hpp"
+
+#include <elf.h>
+#include <sys/stat.h>
+
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <memory>
+
+#include "legacy/byte_source.hpp"
+#include "legacy/layout.hpp"
+#include "legacy/legacy_page_source.hpp"
+#include "legacy/xc_core.hpp"
+#include "xendump/error.hpp"
+#include "xendump/reader.hpp"
+#include "xendump_config.h"
+
+namespace xendump::legacy {
+namespace fs = std::filesystem;
+
+std::string_view to_string(InputFormat f) {
+    switch (f) {
+    case InputFormat::xc_core: return "xc_core";
+    case InputFormat::xen_elf: return "xen-elf";
+    case InputFormat::v1: return "v1";
+    case InputFormat::unknown: return "unknown";
+    }
+    return "unknown";
+}
+
+InputFormat sniff_format(const fs::path& path) {
+    FileByteSource src(path.string());
+    std::byte head[sizeof(Elf64_Ehdr)]{};
+    size_t n = static_cast<size_t>(std::min<uint64_t>(src.size(), sizeof head));
+    src.read(0, std::span(head, n), "file header");
+    if (looks_like_xc_core(std::span(head, n))) return InputFormat::xc_core;
+    if (n >= EI_NIDENT && std::memcmp(head, ELFMAG, SELFMAG) == 0) {
+        // Xen's own dump-core has sections only; v1 adds program headers
+        // (spec xen-core-format.md §1-2). e_phnum sits at the same offset
+        // for both ELF classes' headers only in ELF64, the only class used.
+        if (n < sizeof(Elf64_Ehdr)) return InputFormat::unknown;
+        Elf64_Ehdr eh;
+        std::memcpy(&eh, head, sizeof eh);
+        if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_CORE) return InputFormat::unknown;
+        return eh.e_phnum == 0 ? InputFormat::xen_elf : InputFormat::v1;
+    }
+    return InputFormat::unknown;
+}
+
+namespace {
+
+// Drops the entries of ~0 that Xen's writer leaves at the end of .xen_p2m /
+// .xen_pfn (spec legacy-formats.md §B), passing everything else through.
+class TrimmedSource : public PageSource {
+public:
+    TrimmedSource(std::unique_ptr<PageSource> inner) : inner_(std::move(inner)) {
+        auto all = inner_->entries();
+        size_t n = all.size();
+        while (n > 0 && all[n - 1].pfn == ~uint64_t{0}) --n;
+        entries_ = all.first(n);
+    }
+    std::span<const PageEntry> entries() const override { return entries_; }
+    void read_pages(size_t first, size_t count, std::span<std::byte> out, std::span<uint8_t> unreadable) override {
+        inner_->read_pages(first, count, out, unreadable);
+    }
+    size_t preferred_batch() const override { return inner_->preferred_batch(); }
+    std::optional<FileRange> file_range(size_t first, size_t count) const override {
+        return inner_->file_range(first, count);
+    }
+
+private:
+    std::unique_ptr<PageSource> inner_;
+    std::span<const PageEntry> entries_;
+};
+
+std::string rfc3339_mtime(const fs::path& p) {
+    struct stat st {};
+    if (stat(p.c_str(), &st) != 0) return {};
+    std::tm tm{};
+    gmtime_r(&st.st_mtime, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+void common_keys(KeyValues& kv, const fs::path& input, const std::string& source_kind, const std::string& layout,
+                 const ConvertOptions& opt) {
+    kv.set(keys::kReason, std::string(format::to_string(format::Reason::convert)));
+    kv.set(keys::kSource, source_kind + ":" + input.filename().string());
+    kv.set(keys::kLayout, layout);
+    kv.set(keys::kP2m, std::string(format::to_string(format::P2mKind::file)));
+    kv.set(keys::kWriter, opt.writer_name + " " XENDUMP_VERSION);
+    // The source's modification time is the best known time of the dump.
+    if (auto t = rfc3339_mtime(input); !t.empty()) kv.set(keys::kTime, t);
+}
+
+void set_max_pfn(KeyValues& kv, std::span<const PageEntry> entries) {
+    kv.set(keys::kMaxPfn, std::to_string(entries.empty() ? 0 : entries.back().pfn + 1));
+}
+
+// The legacy path: parse, decide, and (when `output`) write.
+Plan legacy(const fs::path& input, const fs::path* output, const ConvertOptions& opt) {
+    FileByteSource src(input.string());
+    XcCoreFile file = parse_xc_core(src);
+    LegacyLayout layout = decide_layout(src, file, {opt.system_map, opt.allow_inferred});
+    Plan plan{InputFormat::xc_core, layout.layout, layout.entries.size(), layout.inferred};
+    if (layout.entries.empty()) throw Error("no page of the dump has a known pfn", input.string());
+    if (!output) return plan;
+
+    DumpSpec spec;
+    spec.type = layout.type;
+    // A 32-bit tool's context is a 32-bit guest's (Xen <= 3.0.4 had no compat guests).
+    spec.guest_width = file.guest_width;
+    common_keys(spec.domain, input, "legacy-xc_core", layout.layout, opt);
+    spec.domain.set(keys::kType, std::string(format::to_string(layout.type)));
+    spec.domain.set(keys::kGuestWidth, std::to_string(file.guest_width));
+    set_max_pfn(spec.domain, layout.entries);
+    for (uint32_t v = 0; v < file.contexts.size(); ++v) spec.vcpus.push_back({v, file.contexts[v]});
+    spec.xen_version.pagesize = 4096;
+    LegacyPageSource pages(src, file, layout);
+    WriteOptions wo;
+    wo.digests = opt.digests;
+    wo.on_progress = opt.on_progress;
+    wo.cancel = opt.cancel;
+    write_dump_file(*output, spec, pages, wo);
+    return plan;
+}
+
+Plan xen_elf(const fs::path& input, const fs::path* output, const ConvertOptions& opt) {
+    DumpReader reader = DumpReader::open(input);
+    TrimmedSource pages(reader.page_source());
+    bool pv = reader.type() == format::GuestType::pv;
+    std::string layout = std::string(pv ? "pfn-table" : "pfn-array") + ";decided-by=" + (pv ? ".xen_p2m" : ".xen_pfn");
+    Plan plan{InputFormat::xen_elf, layout, pages.entries().size(), false};
+    if (!output) return plan;
+
+    DumpSpec spec;
+    spec.type = reader.type();
+    spec.guest_width = reader.guest_width();
+    common_keys(spec.domain, input, "xen-elf-core", layout, opt);
+    spec.domain.set(keys::kType, std::string(format::to_string(spec.type)));
+    spec.domain.set(keys::kGuestWidth, std::to_string(spec.guest_width));
+    set_max_pfn(spec.domain, pages.entries());
+    spec.vcpus = reader.vcpus();
+    spec.xen_version = reader.xen_version();
+    spec.shared_info = reader.shared_info();
+    WriteOptions wo;
+    wo.digests = opt.digests;
+    wo.on_progress = opt.on_progress;
+    wo.cancel = opt.cancel;
+    write_dump_file(*output, spec, pages, wo);
+    return plan;
+}
+
+Plan run(const fs::path& input, const fs::path* output, const ConvertOptions& opt) {
+    switch (sniff_format(input)) {
+    case InputFormat::xc_core: return legacy(input, output, opt);
+    case InputFormat::xen_elf: return xen_elf(input, output, opt);
+    case InputFormat::v1: return Plan{InputFormat::v1, {}, 0, false};
+    case InputFormat::unknown: break;
+    }
+    throw Error("not a Xen dump: neither an xc_core magic (0xf00febed/0xf00febee) nor an ELF core file",
+                input.string(), 0);
+}
+
+}  // namespace
+
+Plan plan_conversion(const fs::path& input, const ConvertOptions& options) { return run(input, nullptr, options); }
+
+Plan convert_file(const fs::path& input, const fs::path& output, const ConvertOptions& options) {
+    return run(input, &output, options);
+}
+
+}  // namespace xendump::legacy

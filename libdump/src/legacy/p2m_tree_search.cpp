@@ -1,0 +1,153 @@
+#include "legacy/p2m_tree_search.hpp"
+
+#include <cstring>
+#include <vector>
+
+#include "legacy/hex.hpp"
+
+namespace xendump::legacy {
+namespace {
+
+constexpr size_t kPage = 4096;
+// More candidate roots than this means the shape does not discriminate
+// (e.g. a guest full of MFN lists); stop rather than spend minutes.
+constexpr size_t kMaxRootsTried = 64;
+
+class PageEntries {
+public:
+    PageEntries(const ByteSource& src, const XcCoreFile& f) : src_(src), f_(f), raw_(kPage) {}
+    // Loads the page of `slot` and decodes its guest-width entries (~0 widened).
+    const std::vector<uint64_t>& load(uint64_t slot) {
+        src_.read(f_.page_offset(slot), raw_, "page");
+        size_t w = f_.guest_width;
+        entries_.resize(kPage / w);
+        for (size_t i = 0; i < entries_.size(); ++i) {
+            if (w == 4) {
+                uint32_t e;
+                std::memcpy(&e, raw_.data() + i * 4, 4);
+                entries_[i] = e == 0xFFFFFFFFu ? kInvalidEntry : e;
+            } else {
+                std::memcpy(&entries_[i], raw_.data() + i * 8, 8);
+            }
+        }
+        return entries_;
+    }
+
+private:
+    const ByteSource& src_;
+    const XcCoreFile& f_;
+    std::vector<std::byte> raw_;
+    std::vector<uint64_t> entries_;
+};
+
+// Shape of one page: a p2m leaf (dumped MFNs or ~0, at least one MFN) and/or
+// an MFN list (k >= 1 dumped MFNs, then only 0 or ~0).
+struct Shape {
+    bool leaf = false;
+    uint32_t list_len = 0;
+};
+
+Shape classify(const std::vector<uint64_t>& e, const MfnSlots& slots) {
+    Shape s;
+    size_t i = 0;
+    while (i < e.size() && e[i] != 0 && e[i] != kInvalidEntry && slots.count(e[i])) ++i;
+    size_t prefix = i;
+    bool leaf = true, tail_empty = true;
+    uint64_t mfns = prefix;
+    for (; i < e.size(); ++i) {
+        if (e[i] == kInvalidEntry) continue;
+        if (e[i] == 0) {
+            leaf = false;
+            continue;
+        }
+        tail_empty = false;
+        if (slots.count(e[i]))
+            ++mfns;
+        else {
+            leaf = false;
+            break;
+        }
+    }
+    s.leaf = leaf && mfns > 0;
+    s.list_len = (prefix > 0 && tail_empty) ? static_cast<uint32_t>(prefix) : 0;
+    return s;
+}
+
+}  // namespace
+
+TreeSearchResult find_p2m_tree(const ByteSource& src, const XcCoreFile& f, const MfnSlots& slots) {
+    TreeSearchResult result;
+    const std::vector<uint64_t>& index = f.index;
+    PageEntries pages(src, f);
+    std::vector<Shape> shape(index.size());
+    for (uint64_t slot = 0; slot < index.size(); ++slot)
+        if (index[slot] != kInvalidEntry) shape[slot] = classify(pages.load(slot), slots);
+
+    auto shape_of = [&](uint64_t mfn) -> const Shape* {
+        auto it = slots.find(mfn);
+        return it == slots.end() ? nullptr : &shape[it->second];
+    };
+
+    size_t per_page = kPage / f.guest_width;
+    size_t roots_tried = 0, consistent = 0;
+    std::string first_conflict;
+    for (uint64_t root = 0; root < index.size() && roots_tried < kMaxRootsTried; ++root) {
+        if (shape[root].list_len == 0) continue;
+        const auto& root_entries = pages.load(root);
+        std::vector<uint64_t> middles(root_entries.begin(), root_entries.begin() + shape[root].list_len);
+        // Every middle must be a list of leaves: check shapes before reading.
+        bool fits = true;
+        for (uint64_t m : middles) {
+            const Shape* s = shape_of(m);
+            if (!s || s->list_len == 0) {
+                fits = false;
+                break;
+            }
+        }
+        if (!fits) continue;
+        std::vector<uint64_t> leaves;
+        for (uint64_t m : middles) {
+            const auto& e = pages.load(slots.at(m));
+            for (size_t i = 0; i < shape_of(m)->list_len && fits; ++i) {
+                const Shape* s = shape_of(e[i]);
+                if (!s || !s->leaf) fits = false;
+                leaves.push_back(e[i]);
+            }
+            if (!fits) break;
+        }
+        if (!fits) continue;
+        ++roots_tried;
+        PfnCollector collect(index, slots);
+        bool ok = true;
+        for (size_t l = 0; l < leaves.size() && ok; ++l) {
+            const auto& e = pages.load(slots.at(leaves[l]));
+            for (size_t i = 0; i < per_page && ok; ++i)
+                if (e[i] != kInvalidEntry) ok = collect.add(l * per_page + i, e[i]);
+        }
+        if (!ok || !collect.complete()) {
+            if (first_conflict.empty())
+                first_conflict = "candidate root mfn " + hex(index[root]) + ": " +
+                                 (ok ? "maps " + std::to_string(collect.found()) + " of " +
+                                           std::to_string(collect.expected()) + " dumped mfns"
+                                     : collect.conflict());
+            continue;
+        }
+        ++consistent;
+        auto mapping = collect.take();
+        if (result.recovery && result.recovery->pfn_of_slot != mapping) {
+            result.recovery.reset();
+            result.detail = "two p2m trees (root mfns " + hex(index[root]) +
+                            " and another) give different mappings: ambiguous";
+            return result;
+        }
+        if (!result.recovery)
+            result.recovery = PfnRecovery{std::move(mapping), "p2m-tree:root-mfn=" + hex(index[root])};
+    }
+    if (!result.recovery)
+        result.detail = "shape search over " + std::to_string(index.size()) + " pages found " +
+                        std::to_string(roots_tried) + " candidate p2m tree root(s), none consistent" +
+                        (first_conflict.empty() ? "" : " (" + first_conflict + ")");
+    return result;
+}
+
+}  // namespace xendump::legacy

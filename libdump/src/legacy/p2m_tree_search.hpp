@@ -1,0 +1,25 @@
+// Finding a PV guest's p2m frame-list tree among the pages of a page-list
+// dump by its shape (spec legacy-formats.md §A.1), the way memory analysers
+// find kernel tables: a root page whose entries are MFNs of dumped pages,
+// whose entries are MFNs of dumped pages ("frame lists"), whose entries are
+// the guest's MFNs or ~0 (the p2m array itself). This is Linux's
+// pfn_to_mfn_frame_list_list -> pfn_to_mfn_frame_list[] -> phys_to_machine_mapping.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "legacy/byte_source.hpp"
+#include "legacy/pfn_map.hpp"
+#include "legacy/xc_core.hpp"
+
+namespace xendump::legacy {
+
+struct TreeSearchResult {
+    std::optional<PfnRecovery> recovery;  // set when exactly one consistent mapping was found
+    std::string detail;                   // what was examined, for messages
+};
+
+TreeSearchResult find_p2m_tree(const ByteSource& src, const XcCoreFile& file, const MfnSlots& slots);
+
+}  // namespace xendump::legacy

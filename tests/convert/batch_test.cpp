@@ -1,0 +1,268 @@
+// xen-dump-convert as a program: batches of mixed files, kill -9 and rerun,
+// idempotence, --remove-source, --dry-run, bad inputs in a batch, usage errors.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "legacy/conversion.hpp"
+#include "legacy_gen.hpp"
+#include "test_support.hpp"
+#include "xendump/fd.hpp"
+#include "xendump/reader.hpp"
+#include "xl_elf_gen.hpp"
+
+extern char** environ;
+
+namespace xendump::test {
+namespace {
+
+namespace fs = std::filesystem;
+namespace gen = legacy_gen;
+
+void make_legacy(const fs::path& p, gen::Variant v, unsigned width, uint64_t pfns, uint64_t seed) {
+    bool pv = v == gen::Variant::pv_page_list || v == gen::Variant::pv_pfn_order;
+    std::vector<uint64_t> holes;
+    if (v == gen::Variant::pv_pfn_order || v == gen::Variant::hvm_pfn_order) holes = {1, pfns / 2};
+    auto g = gen::make_guest({.width = width, .nr_pfns = pfns, .seed = seed, .hole_pfns = holes, .p2m_tree = pv});
+    gen::write_bytes(p, gen::make_file(g, {.variant = v, .tool_width = width, .shuffle_seed = seed}));
+}
+
+void make_xl(const fs::path& p, bool hvm, uint64_t pfns, uint64_t seed) {
+    xl_elf_gen::XlSpec s{.hvm = hvm, .seed = seed};
+    for (uint64_t i = 0; i < pfns; ++i)
+        if (i % 50 != 7) s.pfns.push_back(i);
+    gen::write_bytes(p, xl_elf_gen::make_xl_core(s));
+}
+
+// NAME.v1.core beside NAME.core (the program's default).
+std::string legacy_output_name(const fs::path& src) { return src.stem().string() + ".v1.core"; }
+
+bool verifies(const fs::path& p) {
+    try {
+        return DumpReader::open(p).verify().empty();
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+std::vector<fs::path> files_under(const fs::path& dir) {
+    std::vector<fs::path> out;
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+        if (e.is_regular_file()) out.push_back(e.path());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+nlohmann::json json_of(const RunResult& r) {
+    try {
+        return nlohmann::json::parse(r.out);
+    } catch (const std::exception& e) {
+        ADD_FAILURE() << "not JSON: " << e.what() << "\n" << r.out;
+        return {};
+    }
+}
+
+std::map<std::string, nlohmann::json> by_path(const nlohmann::json& doc) {
+    std::map<std::string, nlohmann::json> m;
+    for (const auto& f : doc["files"]) m[f["path"].get<std::string>()] = f;
+    return m;
+}
+
+TEST(Batch, KilledMidwayThenRerunConvertsEverythingOnce) {
+    TempDir dir;
+    auto in = dir / "in";
+    fs::create_directories(in / "sub/deeper");
+    // 50 files: legacy variants of both widths, xl ELF PV and HVM, two v1 files.
+    std::vector<fs::path> sources;
+    for (int i = 0; i < 48; ++i) {
+        fs::path sub = i % 3 == 0 ? in : i % 3 == 1 ? in / "sub" : in / "sub/deeper";
+        fs::path p = sub / ("dump" + std::to_string(i) + ".core");
+        uint64_t pfns = 200 + static_cast<uint64_t>(i * 37 % 11) * 150;
+        unsigned w = i % 2 ? 4 : 8;
+        switch (i % 5) {
+        case 0: make_legacy(p, gen::Variant::pv_page_list, w, pfns, 100 + i); break;
+        case 1: make_legacy(p, gen::Variant::pv_pfn_order, w, pfns, 100 + i); break;
+        case 2: make_legacy(p, gen::Variant::hvm_pfn_order, w, pfns, 100 + i); break;
+        case 3: make_xl(p, false, pfns, 100 + i); break;
+        case 4: make_xl(p, true, pfns, 100 + i); break;
+        }
+        sources.push_back(p);
+    }
+    // Two files already in the v1 format.
+    for (int i = 0; i < 2; ++i) {
+        auto tmp = dir / ("v1src" + std::to_string(i) + ".core");
+        make_legacy(tmp, gen::Variant::pv_page_list, 8, 300, 900 + i);
+        legacy::convert_file(tmp, in / ("current" + std::to_string(i) + ".v1.core"), {});
+    }
+    ASSERT_EQ(files_under(in).size(), 50u);
+
+    // First run, killed as soon as some output has appeared.
+    std::vector<std::string> args = {build_program("xen-dump-convert").string(), "-j", "2", "-q", in.string()};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    bool exited = false;
+    for (;;) {
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            exited = true;
+            break;
+        }
+        size_t outputs = 0;
+        for (const auto& f : files_under(in))
+            if (f.filename().string().ends_with(".v1.core") && !f.filename().string().starts_with("current")) ++outputs;
+        if (outputs >= 3) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!exited) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+    }
+    // Whatever is visible under a final name verifies.
+    for (const auto& f : files_under(in))
+        if (f.filename().string().ends_with(".v1.core")) {
+            EXPECT_TRUE(verifies(f)) << f;
+        }
+
+    // Rerun finishes the job.
+    auto r = run({"xen-dump-convert", "-j", "2", "--json", in.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    auto doc = json_of(r);
+    auto files = by_path(doc);
+    size_t converted_now = 0, already = 0;
+    for (const auto& src : sources) {
+        ASSERT_TRUE(files.count(src.string())) << src;
+        const auto& f = files[src.string()];
+        auto out = src.parent_path() / legacy_output_name(src);
+        EXPECT_TRUE(fs::exists(out)) << out;
+        EXPECT_TRUE(verifies(out)) << out;
+        std::string result = f["result"];
+        if (result == "converted") {
+            ++converted_now;
+            EXPECT_EQ(f["output"], out.string());
+            EXPECT_GT(f["pages"].get<uint64_t>(), 0u);
+            EXPECT_FALSE(f["layout"].get<std::string>().empty());
+        } else {
+            EXPECT_EQ(result, "skipped") << f.dump();
+            EXPECT_EQ(f["reason"], "already converted");
+            ++already;
+        }
+        std::string fmt = f["format"];
+        EXPECT_TRUE(fmt == "xc_core" || fmt == "xen-elf") << fmt;
+    }
+    EXPECT_EQ(converted_now + already, 48u);
+    if (!exited) {
+        EXPECT_GT(converted_now, 0u) << "the killed run cannot have finished everything";
+    }
+    for (int i = 0; i < 2; ++i) {
+        const auto& f = files[(in / ("current" + std::to_string(i) + ".v1.core")).string()];
+        EXPECT_EQ(f["result"], "skipped");
+        EXPECT_EQ(f["format"], "v1");
+    }
+    EXPECT_EQ(doc["summary"]["failed"], 0);
+    // No temporary left anywhere, and exactly sources + outputs + v1 files.
+    for (const auto& f : files_under(in))
+        EXPECT_FALSE(f.filename().string().starts_with(AtomicFile::kTempPrefix)) << f;
+    EXPECT_EQ(files_under(in).size(), 48u * 2 + 2);
+
+    // A third run converts nothing and says so.
+    auto again = run({"xen-dump-convert", "-j", "2", in.string()});
+    EXPECT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_NE(again.out.find("0 converted"), std::string::npos) << again.out;
+    EXPECT_NE(again.out.find("nothing to convert"), std::string::npos) << again.out;
+}
+
+TEST(Batch, BadInputsFailAloneAndTheBatchGoesOn) {
+    TempDir dir;
+    make_legacy(dir / "good.core", gen::Variant::pv_page_list, 8, 300, 1);
+    make_legacy(dir / "truncated.core", gen::Variant::pv_page_list, 8, 300, 2);
+    fs::resize_file(dir / "truncated.core", fs::file_size(dir / "truncated.core") - 5000);
+    gen::write_bytes(dir / "garbage.core", std::vector<std::byte>(10000, std::byte{0x5a}));
+    auto r = run({"xen-dump-convert", "--json", (dir / "truncated.core").string(), (dir / "garbage.core").string(),
+                  (dir / "good.core").string()});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_TRUE(fs::exists(dir / "good.v1.core"));
+    EXPECT_FALSE(fs::exists(dir / "truncated.v1.core"));
+    EXPECT_FALSE(fs::exists(dir / "garbage.v1.core"));
+    // One line per bad file on stderr, naming it and the offset.
+    EXPECT_NE(r.err.find((dir / "truncated.core").string() + ": at offset 0x"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find((dir / "garbage.core").string()), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2) << r.err;
+    auto files = by_path(json_of(r));
+    EXPECT_EQ(files[(dir / "truncated.core").string()]["result"], "failed");
+    EXPECT_NE(files[(dir / "truncated.core").string()]["error"].get<std::string>().find("truncated"), std::string::npos);
+    EXPECT_EQ(files[(dir / "good.core").string()]["result"], "converted");
+}
+
+TEST(Batch, RemoveSourceOnlyAfterVerification) {
+    TempDir dir;
+    make_legacy(dir / "a.core", gen::Variant::pv_page_list, 8, 300, 3);
+    make_legacy(dir / "notree.core", gen::Variant::hvm_page_list, 8, 300, 4);  // refused without opt-in
+    auto r = run({"xen-dump-convert", "--remove-source", (dir / "a.core").string(), (dir / "notree.core").string()});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_FALSE(fs::exists(dir / "a.core"));
+    EXPECT_TRUE(verifies(dir / "a.v1.core"));
+    EXPECT_TRUE(fs::exists(dir / "notree.core")) << "a failed file's source must stay";
+    EXPECT_NE(r.err.find("--allow-inferred-layout"), std::string::npos) << r.err;
+}
+
+TEST(Batch, DryRunWritesNothing) {
+    TempDir dir;
+    make_legacy(dir / "a.core", gen::Variant::pv_page_list, 4, 300, 5);
+    auto r = run({"xen-dump-convert", "--dry-run", "--json", dir.path().string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(files_under(dir.path()).size(), 1u);
+    auto f = by_path(json_of(r))[(dir / "a.core").string()];
+    EXPECT_EQ(f["result"], "skipped");
+    EXPECT_NE(f["layout"].get<std::string>().find("p2m-tree"), std::string::npos) << f.dump();
+}
+
+TEST(Batch, OutputOptions) {
+    TempDir dir;
+    make_legacy(dir / "a.core", gen::Variant::pv_page_list, 8, 300, 6);
+    make_xl(dir / "b.core", false, 300, 7);
+    auto r = run({"xen-dump-convert", "-o", (dir / "named.out").string(), (dir / "a.core").string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(verifies(dir / "named.out"));
+    auto r2 = run({"xen-dump-convert", "--output-dir", (dir / "out").string(), (dir / "a.core").string(),
+                   (dir / "b.core").string()});
+    EXPECT_EQ(r2.exit_code, 0) << r2.err;
+    EXPECT_TRUE(verifies(dir / "out/a.core"));
+    EXPECT_TRUE(verifies(dir / "out/b.core"));
+}
+
+TEST(Batch, UsageErrorsExitTwo) {
+    TempDir dir;
+    make_legacy(dir / "a.core", gen::Variant::pv_page_list, 8, 200, 8);
+    EXPECT_EQ(run({"xen-dump-convert"}).exit_code, 2);
+    EXPECT_EQ(run({"xen-dump-convert", "-j", "zero", (dir / "a.core").string()}).exit_code, 2);
+    EXPECT_EQ(run({"xen-dump-convert", "--bogus", (dir / "a.core").string()}).exit_code, 2);
+    EXPECT_EQ(run({"xen-dump-convert", "-o", "x", (dir / "a.core").string(), (dir / "a.core").string() + "2"}).exit_code,
+              2);
+    auto help = run({"xen-dump-convert", "--help"});
+    EXPECT_EQ(help.exit_code, 0);
+    EXPECT_NE(help.out.find("--allow-inferred-layout"), std::string::npos);
+    auto version = run({"xen-dump-convert", "--version"});
+    EXPECT_EQ(version.exit_code, 0);
+    EXPECT_NE(version.out.find("xen-dump-convert "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace xendump::test

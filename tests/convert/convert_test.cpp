@@ -1,0 +1,233 @@
+// Conversions end to end: legacy files of every variant and width, xl's ELF
+// dump-core (generated, and the real fixture), read back through DumpReader
+// by pfn and gmfn, and by libkdumpfile in a child process.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+
+#include "legacy/conversion.hpp"
+#include "legacy_gen.hpp"
+#include "test_support.hpp"
+#include "xendump/error.hpp"
+#include "xendump/reader.hpp"
+#include "xl_elf_gen.hpp"
+
+namespace xendump::legacy {
+namespace {
+
+namespace fs = std::filesystem;
+namespace gen = test::legacy_gen;
+namespace xl = test::xl_elf_gen;
+
+void expect_verifies(const DumpReader& r) {
+    auto findings = r.verify();
+    for (const auto& f : findings) ADD_FAILURE() << f.check << " " << f.structure << ": " << f.message;
+}
+
+// Every present pfn reads back equal, by pfn and (PV) by gmfn; nothing else is present.
+void expect_same_pages(const DumpReader& r, const gen::Guest& g, bool pv) {
+    ASSERT_EQ(r.nr_pages(), g.present());
+    std::vector<std::byte> page(4096);
+    for (uint64_t pfn = 0; pfn < g.mfn_of_pfn.size(); ++pfn) {
+        bool present = g.mfn_of_pfn[pfn] != gen::kNoMfn;
+        ASSERT_EQ(r.read_page_by_pfn(pfn, page), present) << "pfn " << pfn;
+        if (!present) continue;
+        ASSERT_EQ(page, g.page_of_pfn[pfn]) << "pfn " << pfn;
+        if (pv) {
+            ASSERT_TRUE(r.read_page_by_gmfn(g.mfn_of_pfn[pfn], page)) << "gmfn of pfn " << pfn;
+            ASSERT_EQ(page, g.page_of_pfn[pfn]) << "gmfn of pfn " << pfn;
+        }
+    }
+}
+
+// Reads `entries` through libkdumpfile; returns what it read (pfn page, then gmfn page for PV).
+std::vector<std::byte> kdumpfile_read(const fs::path& dump, std::span<const PageEntry> entries, test::TempDir& dir) {
+    auto list = dir / "pages.list";
+    {
+        std::ofstream l(list);
+        for (const auto& e : entries) l << e.pfn << ' ' << e.gmfn << '\n';
+    }
+    auto out = dir / "pages.out";
+    auto r = test::run({"/usr/bin/python3", (test::source_root() / "tests/convert/kdumpfile_pages.py").string(),
+                        dump.string(), list.string(), out.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::ifstream in(out, std::ios::binary);
+    std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::byte> bytes(raw.size());
+    std::memcpy(bytes.data(), raw.data(), raw.size());
+    return bytes;
+}
+
+struct Case {
+    gen::Variant variant;
+    unsigned width;
+    bool tree;
+    bool inferred;
+};
+
+class LegacyConversion : public ::testing::TestWithParam<Case> {};
+
+TEST_P(LegacyConversion, PagesReadBackByPfnAndGmfn) {
+    const Case c = GetParam();
+    test::TempDir dir;
+    bool pv = c.variant == gen::Variant::pv_page_list || c.variant == gen::Variant::pv_pfn_order;
+    std::vector<uint64_t> holes;
+    if (c.variant == gen::Variant::pv_pfn_order || c.variant == gen::Variant::hvm_pfn_order) holes = {2, 3, 333};
+    auto g = gen::make_guest({.width = c.width, .nr_pfns = 1200, .seed = 40 + c.width, .hole_pfns = holes,
+                              .p2m_tree = c.tree});
+    auto in = dir / "guest.core";
+    gen::write_bytes(in, gen::make_file(g, {.variant = c.variant, .tool_width = c.width, .nr_vcpus = 2}));
+    auto out = dir / "guest.v1.core";
+    EXPECT_EQ(sniff_format(in), InputFormat::xc_core);
+    Plan plan = convert_file(in, out, {.allow_inferred = c.inferred});
+    EXPECT_EQ(plan.inferred, c.inferred);
+
+    DumpReader r = DumpReader::open(out);
+    expect_verifies(r);
+    EXPECT_EQ(r.type(), pv ? format::GuestType::pv : format::GuestType::hvm);
+    EXPECT_EQ(r.guest_width(), pv ? c.width : r.guest_width());
+    EXPECT_EQ(r.domain().get(keys::kSource), "legacy-xc_core:guest.core");
+    EXPECT_EQ(r.domain().get(keys::kLayout), plan.layout);
+    EXPECT_EQ(r.domain().get(keys::kReason), "convert");
+    EXPECT_EQ(r.vcpus().size(), 2u);
+    expect_same_pages(r, g, pv);
+    // HVM outputs' gmfn is the pfn, so only the pfn reads count.
+    if (!pv) {
+        std::vector<std::byte> page(4096);
+        ASSERT_TRUE(r.read_page_by_gmfn(r.entries()[5].pfn, page));
+    }
+
+    // libkdumpfile reads the 64-bit and HVM outputs (it has no EM_386 support to test here).
+    if (c.width == 8 || !pv) {
+        auto entries = r.entries().first(std::min<size_t>(r.entries().size(), 64));
+        auto got = kdumpfile_read(out, entries, dir);
+        std::vector<std::byte> want;
+        for (const auto& e : entries) {
+            want.insert(want.end(), g.page_of_pfn[e.pfn].begin(), g.page_of_pfn[e.pfn].end());
+            if (e.gmfn != e.pfn) want.insert(want.end(), g.page_of_pfn[e.pfn].begin(), g.page_of_pfn[e.pfn].end());
+        }
+        EXPECT_TRUE(got == want) << "libkdumpfile read different bytes (" << got.size() << " vs " << want.size() << ")";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, LegacyConversion,
+    ::testing::Values(Case{gen::Variant::pv_page_list, 8, true, false}, Case{gen::Variant::pv_page_list, 4, true, false},
+                      Case{gen::Variant::pv_pfn_order, 8, false, false}, Case{gen::Variant::pv_pfn_order, 4, true, false},
+                      Case{gen::Variant::hvm_pfn_order, 8, false, false},
+                      Case{gen::Variant::hvm_pfn_order, 4, false, false},
+                      Case{gen::Variant::hvm_page_list, 8, false, true}, Case{gen::Variant::hvm_page_list, 4, false, true}),
+    [](const auto& info) {
+        std::string name = gen::to_string(info.param.variant);
+        std::replace(name.begin(), name.end(), '-', '_');
+        return name + "_tools" + std::to_string(info.param.width * 8);
+    });
+
+TEST(LegacyConversion, InferredLayoutRecordedInOutput) {
+    test::TempDir dir;
+    auto g = gen::make_guest({.width = 8, .nr_pfns = 300, .seed = 50, .p2m_tree = false});
+    auto in = dir / "notree.core";
+    gen::write_bytes(in, gen::make_file(g, {.variant = gen::Variant::pv_page_list, .tool_width = 8}));
+    EXPECT_THROW(convert_file(in, dir / "refused.v1.core", {}), Error);
+    EXPECT_FALSE(fs::exists(dir / "refused.v1.core"));
+    convert_file(in, dir / "inferred.v1.core", {.allow_inferred = true});
+    DumpReader r = DumpReader::open(dir / "inferred.v1.core");
+    expect_verifies(r);
+    EXPECT_EQ(r.domain().get(keys::kLayout), "pv-page-list;decided-by=inferred:slot-order");
+    EXPECT_EQ(r.domain().get(keys::kSource), "legacy-xc_core:notree.core");
+}
+
+TEST(LegacyConversion, SourceIsNotModified) {
+    test::TempDir dir;
+    auto g = gen::make_guest({.width = 8, .nr_pfns = 500, .seed = 51});
+    auto bytes = gen::make_file(g, {.variant = gen::Variant::pv_page_list, .tool_width = 8});
+    auto in = dir / "keep.core";
+    gen::write_bytes(in, bytes);
+    convert_file(in, dir / "keep.v1.core", {});
+    std::ifstream f(in, std::ios::binary);
+    std::vector<char> raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    ASSERT_EQ(raw.size(), bytes.size());
+    EXPECT_EQ(std::memcmp(raw.data(), bytes.data(), raw.size()), 0);
+}
+
+class XlElfConversion : public ::testing::TestWithParam<bool> {};
+
+TEST_P(XlElfConversion, TrailingInvalidEntriesAndHolesDropped) {
+    bool hvm = GetParam();
+    test::TempDir dir;
+    xl::XlSpec spec{.hvm = hvm};
+    for (uint64_t p = 0; p < 900; ++p)
+        if (p % 97 != 5 && (p < 300 || p > 340)) spec.pfns.push_back(p);
+    auto in = dir / "xl.core";
+    gen::write_bytes(in, xl::make_xl_core(spec));
+    EXPECT_EQ(sniff_format(in), InputFormat::xen_elf);
+    auto out = dir / "xl.v1.core";
+    Plan plan = convert_file(in, out, {});
+    EXPECT_EQ(plan.pages, spec.pfns.size());
+    DumpReader r = DumpReader::open(out);
+    expect_verifies(r);
+    EXPECT_EQ(r.nr_pages(), spec.pfns.size());
+    EXPECT_EQ(r.domain().get(keys::kSource), "xen-elf-core:xl.core");
+    EXPECT_EQ(r.vcpus().size(), 2u);
+    std::vector<std::byte> page(4096), want(4096);
+    for (uint64_t p = 0; p < 1000; ++p) {
+        bool present = std::binary_search(spec.pfns.begin(), spec.pfns.end(), p);
+        ASSERT_EQ(r.read_page_by_pfn(p, page), present) << p;
+        if (!present) continue;
+        test::fill_pattern_page(spec.seed, p, want.data());
+        ASSERT_EQ(page, want) << p;
+        ASSERT_TRUE(r.read_page_by_gmfn(xl::gmfn_of(spec, p), page));
+        ASSERT_EQ(page, want) << p;
+    }
+    auto got = kdumpfile_read(out, r.entries().first(32), dir);
+    std::vector<std::byte> expect;
+    for (const auto& e : r.entries().first(32)) {
+        test::fill_pattern_page(spec.seed, e.pfn, want.data());
+        expect.insert(expect.end(), want.begin(), want.end());
+        if (e.gmfn != e.pfn) expect.insert(expect.end(), want.begin(), want.end());
+    }
+    EXPECT_TRUE(got == expect) << "libkdumpfile read different bytes";
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, XlElfConversion, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? std::string("hvm") : std::string("pv"); });
+
+TEST(XlElfConversion, RealXlDumpCoreFixture) {
+    auto fixture = test::shared_dir() / "fixtures/xl-dump-core-pv-6.1-128m.core.zst";
+    if (!fs::exists(fixture)) GTEST_SKIP() << "fixture missing: " << fixture;
+    test::TempDir dir;
+    auto in = dir / "xl-pv.core";
+    auto z = test::run({"zstd", "-q", "-d", fixture.string(), "-o", in.string()});
+    ASSERT_EQ(z.exit_code, 0) << z.err;
+    auto out = dir / "xl-pv.v1.core";
+    convert_file(in, out, {});
+    DumpReader src = DumpReader::open(in);
+    DumpReader dst = DumpReader::open(out);
+    expect_verifies(dst);
+    ASSERT_EQ(dst.nr_pages(), src.nr_pages());
+    ASSERT_TRUE(std::equal(src.entries().begin(), src.entries().end(), dst.entries().begin(),
+                           [](const PageEntry& a, const PageEntry& b) { return a.pfn == b.pfn && a.gmfn == b.gmfn; }));
+    std::vector<std::byte> a(4096), b(4096);
+    for (const auto& e : src.entries()) {
+        ASSERT_TRUE(src.read_page_by_pfn(e.pfn, a));
+        ASSERT_TRUE(dst.read_page_by_pfn(e.pfn, b));
+        ASSERT_EQ(a, b) << "pfn " << e.pfn;
+        ASSERT_TRUE(dst.read_page_by_gmfn(e.gmfn, b));
+        ASSERT_EQ(a, b) << "gmfn " << e.gmfn;
+    }
+}
+
+TEST(Sniff, V1IsAlreadyCurrent) {
+    test::TempDir dir;
+    auto g = gen::make_guest({.width = 8, .nr_pfns = 200, .seed = 52});
+    auto in = dir / "a.core";
+    gen::write_bytes(in, gen::make_file(g, {.tool_width = 8}));
+    convert_file(in, dir / "a.v1.core", {});
+    EXPECT_EQ(sniff_format(dir / "a.v1.core"), InputFormat::v1);
+    EXPECT_EQ(plan_conversion(dir / "a.v1.core", {}).format, InputFormat::v1);
+}
+
+}  // namespace
+}  // namespace xendump::legacy

@@ -1,0 +1,63 @@
+// Synthetic guests and the legacy xc_core files Xen <= 3.0.4 would have
+// written for them, in every variant of spec legacy-formats.md §A and for both
+// tool widths. A guest has pfn->mfn extents, pattern pages, and optionally its
+// own p2m frame-list tree and page tables inside its memory, so the converter
+// has to recover the pfns the way it would from a real dump.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+namespace xendump::test::legacy_gen {
+
+inline constexpr uint64_t kNoMfn = ~uint64_t{0};
+
+struct GuestSpec {
+    unsigned width = 8;          // guest (= tool) width: 4 or 8
+    uint64_t nr_pfns = 700;      // p2m size
+    uint64_t seed = 1;
+    std::vector<uint64_t> hole_pfns;  // pfns without a page
+    bool p2m_tree = true;        // frame-list tree (root, middles) in guest memory
+    bool page_tables = false;    // page tables mapping phys_to_machine_mapping (System.map path)
+};
+
+struct Guest {
+    unsigned width = 8;
+    std::vector<uint64_t> mfn_of_pfn;                 // kNoMfn for holes
+    std::vector<std::vector<std::byte>> page_of_pfn;  // empty for holes
+    uint64_t root_mfn = kNoMfn;
+    uint64_t cr3_mfn = kNoMfn;
+    uint64_t p2m_symbol_va = 0;  // address of the pointer `phys_to_machine_mapping`
+    uint64_t present() const;
+};
+
+Guest make_guest(const GuestSpec& spec);
+
+enum class Variant {
+    pv_page_list,   // §A.1: MFNs in shuffled (allocation) order
+    hvm_pfn_order,  // §A.2: magic 0xf00febed, VGCF_HVM_GUEST, slot i = pfn i (hole rule), ~0 = not populated
+    hvm_page_list,  // §A.3: magic 0xf00febee
+    pv_pfn_order,   // §A.4: slot i = pfn i, index = MFN, ~0 = hole
+    ocaml_damaged,  // offsets swapped, no index, pages in pfn order
+};
+const char* to_string(Variant v);
+
+struct FileSpec {
+    Variant variant = Variant::pv_page_list;
+    unsigned tool_width = 8;   // 4: 2800-byte contexts; 8: 5168
+    unsigned entry_size = 0;   // 0: tool width (8 with tool_width 4 = the development window)
+    unsigned nr_vcpus = 1;
+    uint64_t shuffle_seed = 7;
+    bool round_pages_offset = true;
+};
+
+std::vector<std::byte> make_file(const Guest& guest, const FileSpec& spec);
+
+// The System.map line for the guest's phys_to_machine_mapping.
+std::string system_map_text(const Guest& guest);
+
+void write_bytes(const std::filesystem::path& path, const std::vector<std::byte>& bytes);
+
+}  // namespace xendump::test::legacy_gen
