@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "config.hpp"
+#include "journal_log.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
 
@@ -134,6 +135,23 @@ fs::path unique_dump_path(const fs::path& dir, const std::string& base_name) {
 
 RetentionLimits limits_of(const Config& config) {
     return RetentionLimits{config.max_use, config.keep_free, config.keep_per_domain, config.max_age};
+}
+
+void remove_dumps(const std::vector<std::string>& ids, const std::string& why) {
+    for (const auto& id : ids) {
+        remove_dump(id);
+        log_message(LogLevel::info, "removed " + id + " (" + why + ")", {{"DUMP_PATH", id}});
+    }
+}
+
+std::vector<std::string> vacuum_dump_dir(const Config& config, const fs::path& in_use) {
+    ensure_dump_dir(config.dump_dir);
+    int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch()).count();
+    auto decision = decide_retention(to_stored(scan_dump_dir(config.dump_dir), in_use), limits_of(config),
+                                     filesystem_space(config.dump_dir), now, 0);
+    remove_dumps(decision.remove, "storage limits");
+    return decision.remove;
 }
 
 }  // namespace xendump::daemon

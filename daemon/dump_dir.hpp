@@ -47,4 +47,11 @@ std::filesystem::path unique_dump_path(const std::filesystem::path& dir, const s
 
 RetentionLimits limits_of(const struct Config& config);
 
+// Removes the dumps `ids` (with their sidecars), logging each with `why`.
+void remove_dumps(const std::vector<std::string>& ids, const std::string& why);
+
+// Applies the limits now (xen-dumpctl vacuum, and after each dump); the dump
+// `in_use` is never removed. Returns the paths removed.
+std::vector<std::string> vacuum_dump_dir(const struct Config& config, const std::filesystem::path& in_use = {});
+
 }  // namespace xendump::daemon

@@ -69,13 +69,6 @@ private:
     uint64_t bytes_;
 };
 
-void remove_listed(const std::vector<std::string>& ids, const std::string& why) {
-    for (const auto& id : ids) {
-        remove_dump(id);
-        log_message(LogLevel::info, "removed " + id + " (" + why + ")", {{"DUMP_PATH", id}});
-    }
-}
-
 }  // namespace
 
 uint64_t estimate_dump_size(const DomainInfo& info) {
@@ -83,14 +76,6 @@ uint64_t estimate_dump_size(const DomainInfo& info) {
     // .xen_pfn entry (8 + 8), plus 1 MiB for headers, notes and vcpu contexts.
     uint64_t pages = std::max(info.tot_pages, uint64_t{1});
     return pages * (4096 + 32) + (uint64_t{1} << 20);
-}
-
-std::vector<std::string> vacuum_dump_dir(const Config& config, const fs::path& in_use) {
-    ensure_dump_dir(config.dump_dir);
-    auto decision = decide_retention(to_stored(scan_dump_dir(config.dump_dir), in_use), limits_of(config),
-                                     filesystem_space(config.dump_dir), unix_now(), 0);
-    remove_listed(decision.remove, "storage limits");
-    return decision.remove;
 }
 
 DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpRequest& request,
@@ -155,7 +140,7 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     try {
         auto decision = decide_retention(to_stored(scan_dump_dir(config.dump_dir)), limits_of(config),
                                          filesystem_space(config.dump_dir), s.start_time, expected + name.others());
-        remove_listed(decision.remove, "storage limits");
+        remove_dumps(decision.remove, "storage limits");
         if (!decision.fits) return finish(DumpOutcome::refused, "not enough room: " + decision.why_not);
     } catch (const Error& e) {
         return finish(DumpOutcome::failed, e.what());

@@ -50,8 +50,4 @@ uint64_t estimate_dump_size(const DomainInfo& info);
 DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpRequest& request,
                            const DumpJobHooks& hooks = {});
 
-// Applies the limits now (xen-dumpctl vacuum, and after each dump).
-// Returns the paths removed.
-std::vector<std::string> vacuum_dump_dir(const Config& config, const std::filesystem::path& in_use = {});
-
 }  // namespace xendump::daemon

@@ -1,0 +1,91 @@
+// xen-dumpctl list [--json]: the dumps in the dump directory, oldest first,
+// from their sidecars (like coredumpctl list): time, domain, reason, size,
+// result. Refused and failed dumps appear too; they have no file.
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "dump_dir.hpp"
+#include "options.hpp"
+#include "service_options.hpp"
+
+namespace xendump::ctl {
+
+namespace {
+
+constexpr std::string_view kUsage = "xen-dumpctl list [--json] [--config FILE] [--dump-dir DIR]";
+
+std::string utc_time(int64_t t) {
+    std::time_t tt = static_cast<std::time_t>(t);
+    std::tm tm{};
+    gmtime_r(&tt, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+    return buf;
+}
+
+}  // namespace
+
+int cmd_list(Args args) {
+    auto sa = parse_service_args(args);
+    if (!sa.error.empty()) return usage_error("list", sa.error, kUsage);
+    auto p = parse_args(sa.args(), {"--json"});
+    if (p.help) {
+        std::printf("usage: %.*s\n\nList the dumps in the dump directory (%s), oldest first.\n",
+                    static_cast<int>(kUsage.size()), kUsage.data(), sa.config.dump_dir.c_str());
+        return cli::kExitOk;
+    }
+    if (!p.error.empty()) return usage_error("list", p.error, kUsage);
+    if (!p.operands.empty()) return usage_error("list", "no operands expected", kUsage);
+
+    auto entries = daemon::scan_dump_dir(sa.config.dump_dir);
+    std::error_code ec;
+    if (p.has("--json")) {
+        nlohmann::ordered_json out = nlohmann::ordered_json::array();
+        for (const auto& e : entries) {
+            nlohmann::ordered_json j;
+            j["path"] = e.dump.string();
+            j["present"] = std::filesystem::exists(e.dump, ec);
+            j["time"] = e.time;
+            j["bytes_on_disk"] = e.bytes_on_disk;
+            if (e.info) {
+                j["domain"] = e.info->domain_name;
+                j["domid"] = e.info->domid;
+                j["uuid"] = e.info->uuid;
+                j["type"] = e.info->type;
+                j["reason"] = e.info->reason;
+                j["result"] = daemon::to_string(e.info->result);
+                j["pages"] = e.info->pages;
+                j["digests"] = e.info->digests;
+                j["error"] = e.info->error;
+            } else {
+                j["result"] = nullptr;
+                j["sidecar_error"] = e.sidecar_error.empty() ? "no sidecar" : e.sidecar_error;
+            }
+            out.push_back(j);
+        }
+        std::cout << out.dump(2) << "\n";
+        return cli::kExitOk;
+    }
+    if (entries.empty()) {
+        std::printf("No dumps in %s.\n", sa.config.dump_dir.c_str());
+        return cli::kExitOk;
+    }
+    std::printf("%-19s  %-16s %5s  %-8s %10s  %-9s %s\n", "TIME (UTC)", "DOMAIN", "ID", "REASON", "SIZE", "RESULT",
+                "FILE");
+    for (const auto& e : entries) {
+        std::string domain = e.info ? e.info->domain_name : "-";
+        std::string id = e.info ? std::to_string(e.info->domid) : "-";
+        std::string reason = e.info ? e.info->reason : "-";
+        std::string result = e.info ? daemon::to_string(e.info->result) : "unknown";
+        std::string file = std::filesystem::exists(e.dump, ec) ? e.dump.filename().string() : "(none)";
+        std::printf("%-19s  %-16s %5s  %-8s %10s  %-9s %s\n", utc_time(e.time).c_str(), domain.c_str(), id.c_str(),
+                    reason.c_str(), cli::human_bytes(e.bytes_on_disk).c_str(), result.c_str(), file.c_str());
+    }
+    return cli::kExitOk;
+}
+
+}  // namespace xendump::ctl

@@ -1,0 +1,55 @@
+// xen-dumpctl status [--json]: what the running service dumps now and what waits.
+#include <cstdio>
+#include <iostream>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "control_protocol.hpp"
+#include "options.hpp"
+#include "service_options.hpp"
+
+namespace xendump::ctl {
+
+namespace {
+constexpr std::string_view kUsage = "xen-dumpctl status [--json] [--config FILE] [--socket PATH]";
+}
+
+int cmd_status(Args args) {
+    auto sa = parse_service_args(args);
+    if (!sa.error.empty()) return usage_error("status", sa.error, kUsage);
+    auto p = parse_args(sa.args(), {"--json"});
+    if (p.help) {
+        std::printf("usage: %.*s\n\nShow the running and queued dumps of xen-dumpd.\n", static_cast<int>(kUsage.size()),
+                    kUsage.data());
+        return cli::kExitOk;
+    }
+    if (!p.error.empty()) return usage_error("status", p.error, kUsage);
+    if (!p.operands.empty()) return usage_error("status", "no operands expected", kUsage);
+    auto reply = daemon::control_request(sa.config.control_socket, {{"command", "status"}});
+    if (reply.value("event", "") == "error") {
+        std::fprintf(stderr, "xen-dumpctl status: %s\n", reply.value("message", "refused").c_str());
+        return cli::kExitFailure;
+    }
+    if (p.has("--json")) {
+        std::cout << reply.dump(2) << "\n";
+        return cli::kExitOk;
+    }
+    std::printf("xen-dumpd on %s, dumps in %s, MaxParallel=%u\n", reply.value("host", "?").c_str(),
+                reply.value("dump_dir", "?").c_str(), reply.value("max_parallel", 1u));
+    const auto& jobs = reply["jobs"];
+    if (jobs.empty()) {
+        std::printf("No dumps running or queued.\n");
+        return cli::kExitOk;
+    }
+    std::printf("%5s  %-8s %-16s %5s  %-8s %s\n", "JOB", "STATE", "DOMAIN", "ID", "REASON", "PROGRESS");
+    for (const auto& j : jobs) {
+        uint64_t done = j.value("bytes_done", uint64_t{0}), total = j.value("bytes_total", uint64_t{0});
+        std::string progress = total ? std::to_string(done * 100 / total) + "% of " + cli::human_bytes(total) : "-";
+        std::printf("%5llu  %-8s %-16s %5u  %-8s %s\n", static_cast<unsigned long long>(j.value("id", uint64_t{0})),
+                    j.value("state", "").c_str(), j.value("domain", "").c_str(), j.value("domid", 0u),
+                    j.value("reason", "").c_str(), progress.c_str());
+    }
+    return cli::kExitOk;
+}
+
+}  // namespace xendump::ctl

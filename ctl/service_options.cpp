@@ -1,0 +1,40 @@
+#include "service_options.hpp"
+
+#include <filesystem>
+#include <optional>
+
+namespace xendump::ctl {
+
+ServiceArgs parse_service_args(Args args) {
+    ServiceArgs out;
+    std::filesystem::path config_file = daemon::default_config_file();
+    daemon::ConfigOverrides overrides;
+    for (size_t i = 0; i < args.size(); ++i) {
+        std::string a = args[i];
+        std::optional<std::string> value;
+        std::string name = a;
+        if (auto eq = a.find('='); a.starts_with("--") && eq != std::string::npos) {
+            name = a.substr(0, eq);
+            value = a.substr(eq + 1);
+        }
+        if (i > 0 && (name == "--config" || name == "--dump-dir" || name == "--socket")) {
+            if (!value) {
+                if (i + 1 >= args.size()) {
+                    out.error = name + " needs a value";
+                    return out;
+                }
+                value = args[++i];
+            }
+            if (name == "--config") config_file = *value;
+            else if (name == "--dump-dir") overrides.dump_dir = std::filesystem::absolute(*value);
+            else overrides.control_socket = std::filesystem::absolute(*value);
+            continue;
+        }
+        out.rest.push_back(args[i]);
+    }
+    out.config = daemon::load_config(config_file);
+    overrides.apply(out.config);
+    return out;
+}
+
+}  // namespace xendump::ctl
