@@ -9,7 +9,8 @@
 // token table, kallsyms_relative_base (a kernel-image address) followed by
 // kallsyms_num_syms (u32, then zero padding) must start a names table that
 // decodes to exactly num_syms entries, followed by markers that agree with
-// the decoded entry offsets and end where the token table starts.
+// the decoded entry offsets and end (maybe after kallsyms_seqs_of_names)
+// where the token table starts.
 #include "xendump/kernel/kallsyms.hpp"
 
 #include <algorithm>
@@ -107,8 +108,18 @@ std::optional<Decoded> decode_from_base(PhysicalMemory& m, uint64_t base_at, uin
     const uint64_t markers_at = align8(names_at + pos);
     const uint64_t nr_markers = (uint64_t{n} + 255) / 256;
     unsigned marker_size = 0;
+    uint64_t seqs_at = 0;
     for (unsigned size : {4u, 8u}) {
-        if (align8(markers_at + nr_markers * size) != table_at) continue;
+        // Kernels with kallsyms_seqs_of_names (v6.2, backported to some 6.1
+        // stable kernels) put u8[3][N] between the markers and the tokens.
+        const uint64_t markers_end = align8(markers_at + nr_markers * size);
+        if (markers_end == table_at) {
+            seqs_at = 0;
+        } else if (align8(markers_end + uint64_t{n} * 3) == table_at) {
+            seqs_at = markers_end;
+        } else {
+            continue;
+        }
         bool ok = true;
         for (uint64_t k = 0; ok && k < nr_markers; ++k) {
             std::optional<uint64_t> v;
@@ -125,6 +136,17 @@ std::optional<Decoded> decode_from_base(PhysicalMemory& m, uint64_t base_at, uin
         }
     }
     if (marker_size == 0) return std::nullopt;
+    if (seqs_at != 0) {
+        // Each entry is a big-endian 24-bit symbol index: all below N.
+        std::vector<std::byte> seqs(uint64_t{n} * 3);
+        if (!m.read(seqs_at, seqs)) return std::nullopt;
+        for (size_t i = 0; i < seqs.size(); i += 3) {
+            const uint32_t v = (uint32_t{static_cast<uint8_t>(seqs[i])} << 16) |
+                               (uint32_t{static_cast<uint8_t>(seqs[i + 1])} << 8) |
+                               static_cast<uint8_t>(seqs[i + 2]);
+            if (v >= n) return std::nullopt;
+        }
+    }
 
     const uint64_t offsets_bytes = align8(uint64_t{n} * 4);
     if (base_at < offsets_bytes) return std::nullopt;
@@ -158,8 +180,8 @@ std::optional<Decoded> decode_from_base(PhysicalMemory& m, uint64_t base_at, uin
             address = *base - 1 - static_cast<uint64_t>(static_cast<int64_t>(o));
         d.symbols.push_back(KernelSymbol{expanded.substr(1), address, expanded[0]});
     }
-    d.where = KallsymsLocation{offsets_at, base_at,    base_at + 8, names_at, markers_at,
-                               table_at,   index_at,   marker_size, absolute_percpu};
+    d.where = KallsymsLocation{offsets_at, base_at,     base_at + 8, names_at, markers_at,
+                               table_at,   index_at,    marker_size, seqs_at,  absolute_percpu};
     return d;
 }
 

@@ -4,8 +4,10 @@
 // kallsyms_offsets (s32[N]), kallsyms_relative_base (u64), kallsyms_num_syms
 // (u32), kallsyms_names (length-prefixed token codes; a length byte with bit
 // 7 set is followed by a second byte: "big" symbols), kallsyms_markers
-// (u32 or u64 every 256 names), kallsyms_token_table (256 NUL-terminated
-// tokens), kallsyms_token_index (u16[256]), each 8-aligned, in that order.
+// (u32 or u64 every 256 names), optionally kallsyms_seqs_of_names (u8[N][3],
+// v6.2 and some 6.1 stable kernels such as Debian's 6.1.0-57),
+// kallsyms_token_table (256 NUL-terminated tokens), kallsyms_token_index
+// (u16[256]), each 8-aligned, in that order.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +61,7 @@ struct KallsymsLocation {
     uint64_t offsets = 0, relative_base = 0, num_syms = 0, names = 0, markers = 0,
              token_table = 0, token_index = 0;
     unsigned marker_size = 0;       // 4 or 8
+    uint64_t seqs_of_names = 0;     // 0 when the kernel has no such table
     bool absolute_percpu = false;   // CONFIG_KALLSYMS_ABSOLUTE_PERCPU encoding seen
 };
 

@@ -1,0 +1,236 @@
+// vmcoreinfo: found in the real fixture in one pass, validated, and chosen
+// over look-alikes.
+#include "xendump/kernel/vmcoreinfo.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "guest_ram.hpp"
+#include "test_support.hpp"
+
+using namespace xendump;
+using namespace xendump::kernel;
+
+namespace {
+
+std::vector<std::byte> data_page(std::string_view text) {
+    std::vector<std::byte> page(kPageSize);
+    std::memcpy(page.data(), text.data(), std::min(text.size(), kPageSize));
+    return page;
+}
+
+std::vector<std::byte> note_page(std::string_view text) {
+    std::vector<std::byte> page(kPageSize);
+    const uint32_t head[3] = {11, static_cast<uint32_t>(text.size()), 0};
+    std::memcpy(page.data(), head, sizeof head);
+    std::memcpy(page.data() + 12, "VMCOREINFO", 10);
+    std::memcpy(page.data() + 24, text.data(), text.size());
+    return page;
+}
+
+const std::string kSmall =
+    "OSRELEASE=6.1.0-test\nPAGESIZE=4096\nSYMBOL(init_uts_ns)=ffffffff82bfb000\n"
+    "OFFSET(uts_namespace.name)=0\nSYMBOL(swapper_pg_dir)=ffffffff82a10000\n"
+    "SIZE(page)=64\nLENGTH(zone.free_area)=11\nNUMBER(PG_lru)=4\n"
+    "NUMBER(PAGE_BUDDY_MAPCOUNT_VALUE)=-129\nNUMBER(kimage_voffset)=0xffff\nKERNELOFFSET=0\n";
+
+std::optional<VmcoreinfoResult> scan(const std::map<uint64_t, std::vector<std::byte>>& pages) {
+    VmcoreinfoScanner s;
+    for (const auto& [pfn, page] : pages) s.observe(pfn, page);
+    return s.result();
+}
+
+// The real text from the fixture (one scan per binary).
+const VmcoreinfoResult& fixture_result() {
+    static const VmcoreinfoResult r = [] {
+        auto ram = test::guest_ram();
+        VmcoreinfoScanner s;
+        for (uint64_t pfn = 0; pfn < ram.size() / kPageSize; ++pfn)
+            s.observe(pfn, ram.subspan(pfn * kPageSize, kPageSize));
+        auto reader = test::ram_reader(ram);
+        PhysicalMemory mem(reader);
+        auto res = s.result(&mem);
+        if (!res) throw std::runtime_error("no vmcoreinfo in the fixture");
+        return *res;
+    }();
+    return r;
+}
+
+}  // namespace
+
+TEST(VmcoreinfoFixture, FoundInOnePassAndParsed) {
+    const auto& r = fixture_result();
+    EXPECT_TRUE(r.info.release().starts_with("6.1.")) << r.info.release();
+    EXPECT_EQ(r.info.page_size(), 4096u);
+    ASSERT_TRUE(r.info.symbol("swapper_pg_dir"));
+    EXPECT_TRUE(is_kernel_image_address(*r.info.symbol("swapper_pg_dir")));
+    EXPECT_EQ(r.info.kernel_offset(), 0u);  // booted without KASLR
+    EXPECT_EQ(r.info.phys_base(), 0u);
+    EXPECT_TRUE(r.confirmed_by_note);  // vmcoreinfo_data and vmcoreinfo_note both seen
+    EXPECT_TRUE(r.witnessed);          // init_uts_ns holds the same release
+    EXPECT_FALSE(r.ambiguous);
+    EXPECT_EQ(r.candidates, 2u);
+    EXPECT_TRUE(r.info.text().ends_with("\n"));
+    // The chosen copy is vmcoreinfo_data: the text starts its page.
+    auto ram = test::guest_ram();
+    EXPECT_EQ(std::memcmp(ram.data() + r.pfn * kPageSize, r.info.text().data(), r.info.text().size()), 0);
+}
+
+TEST(VmcoreinfoFixture, FullPrescanThroughPageSourceAgrees) {
+    test::RamPageSource source(test::guest_ram());
+    auto r = find_vmcoreinfo(source);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->info.text(), fixture_result().info.text());
+    EXPECT_EQ(r->pfn, fixture_result().pfn);
+}
+
+TEST(VmcoreinfoFixture, TargetedPrescanOfGivenPfns) {
+    auto reader = test::ram_reader(test::guest_ram());
+    const uint64_t pfns[] = {0, 1, fixture_result().pfn, 999999999};
+    auto r = find_vmcoreinfo(reader, pfns);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->pfn, fixture_result().pfn);
+    EXPECT_TRUE(r->witnessed);
+    const uint64_t none[] = {0, 1, 2};
+    EXPECT_FALSE(find_vmcoreinfo(reader, none));
+}
+
+TEST(VmcoreinfoFixture, MoreCompleteFakeInPageCacheLosesToTheWitnessedCopy) {
+    // A page-cache copy from "another kernel": complete, one line longer,
+    // at a lower pfn. The real copy is witnessed by init_uts_ns.
+    const auto& real = fixture_result();
+    std::string fake = real.info.text();
+    fake.replace(fake.find("6.1."), 4, "6.9.");
+    fake += "CRASHTIME=1700000000\n";
+    std::map<uint64_t, std::vector<std::byte>> overlay{{3, data_page(fake)}};
+    auto reader = test::ram_reader(test::guest_ram(), &overlay);
+    const uint64_t pfns[] = {3, real.pfn};
+    auto r = find_vmcoreinfo(reader, pfns);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->pfn, real.pfn);
+    EXPECT_TRUE(r->info.release().starts_with("6.1."));
+    EXPECT_FALSE(r->ambiguous);
+    EXPECT_EQ(r->candidates, 2u);
+}
+
+TEST(VmcoreinfoChoice, PartialCopyBeforeTheRealOneIsIgnored) {
+    const std::string partial = kSmall.substr(0, kSmall.find("SIZE(page)"));
+    auto r = scan({{1, data_page(partial)}, {7, data_page(kSmall)}, {9, note_page(kSmall)}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->pfn, 7u);
+    EXPECT_EQ(r->info.text(), kSmall);
+    EXPECT_TRUE(r->confirmed_by_note);
+    EXPECT_FALSE(r->ambiguous);
+    EXPECT_EQ(r->candidates, 3u);
+}
+
+TEST(VmcoreinfoChoice, TextKeptAsDataAndNoteBeatsARawCopy) {
+    std::string other = kSmall;
+    other.replace(other.find("6.1.0-test"), 10, "6.1.0-othr");
+    auto r = scan({{2, data_page(other)}, {5, data_page(kSmall)}, {6, note_page(kSmall)}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->pfn, 5u);
+    EXPECT_FALSE(r->ambiguous);
+}
+
+TEST(VmcoreinfoChoice, TwoEqualRawCandidatesAreAmbiguous) {
+    std::string other = kSmall;
+    other.replace(other.find("6.1.0-test"), 10, "6.1.0-othr");
+    auto r = scan({{2, data_page(other)}, {5, data_page(kSmall)}});
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->ambiguous);
+    EXPECT_EQ(r->pfn, 2u);  // the lowest pfn, reported as ambiguous
+}
+
+TEST(VmcoreinfoChoice, NoteFormAloneIsFound) {
+    auto r = scan({{4, note_page(kSmall)}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->pfn, 4u);
+    EXPECT_EQ(r->info.release(), "6.1.0-test");
+    EXPECT_EQ(r->info.number("PAGE_BUDDY_MAPCOUNT_VALUE"), -129);
+    EXPECT_EQ(r->info.number("kimage_voffset"), 0xffff);
+}
+
+// One named case per malformed page: each must be rejected.
+TEST(VmcoreinfoReject, MalformedPages) {
+    auto replaced = [](std::string from, std::string to) {
+        std::string t = kSmall;
+        t.replace(t.find(from), from.size(), to);
+        return t;
+    };
+    struct Case {
+        const char* name;
+        std::vector<std::byte> page;
+    };
+    std::vector<Case> cases;
+    cases.push_back({"format string in rodata", data_page("OSRELEASE=%s\n")});
+    cases.push_back({"no swapper_pg_dir", data_page(replaced("SYMBOL(swapper_pg_dir)", "SYMBOL(swapper_pg_dX)"))});
+    cases.push_back({"page size not a power of two", data_page(replaced("PAGESIZE=4096", "PAGESIZE=4000"))});
+    cases.push_back({"symbol not hex", data_page(replaced("=ffffffff82a10000", "=ffffffff82a1000g"))});
+    cases.push_back({"unknown function key", data_page(replaced("SIZE(page)", "FOO(page)"))});
+    cases.push_back({"lower-case key", data_page(replaced("KERNELOFFSET", "kerneloffset"))});
+    cases.push_back({"non-printable byte", data_page(replaced("6.1.0-test", "6.1.0-t\x01st"))});
+    cases.push_back({"line without =", data_page(replaced("SIZE(page)=64\n", "SIZE(page)64\n"))});
+    cases.push_back({"last line unterminated", data_page(kSmall.substr(0, kSmall.size() - 1))});
+    cases.push_back({"first line not OSRELEASE", data_page("PAGESIZE=4096\n" + kSmall)});
+    {
+        auto p = data_page(kSmall);
+        p[kSmall.size() + 10] = std::byte{'x'};  // garbage after the NUL
+        cases.push_back({"bytes after the NUL", p});
+    }
+    {
+        std::string full(kPageSize, 'A');
+        std::memcpy(full.data(), kSmall.data(), kSmall.size());
+        cases.push_back({"no NUL in the page", data_page(full)});
+    }
+    {
+        auto p = note_page(kSmall);
+        p[8] = std::byte{1};  // note type not 0
+        cases.push_back({"note type", p});
+    }
+    {
+        auto p = note_page(kSmall);
+        const uint32_t big = 5000;
+        std::memcpy(p.data() + 4, &big, 4);
+        cases.push_back({"note descsz past the page", p});
+    }
+    for (const auto& c : cases) {
+        EXPECT_FALSE(vmcoreinfo_from_page(1, c.page)) << c.name;
+    }
+    EXPECT_TRUE(vmcoreinfo_from_page(1, data_page(kSmall)));  // the unedited text passes
+}
+
+TEST(VmcoreinfoScan, PatternPagesFindNothing) {
+    std::vector<PageEntry> entries;
+    for (uint64_t pfn = 0; pfn < 8192; ++pfn) entries.push_back({pfn, pfn});
+    test::PatternPageSource source(entries, 7);
+    source.zero_pfns = {5, 6, 7};
+    EXPECT_FALSE(find_vmcoreinfo(source));
+    VmcoreinfoScanner s;
+    std::vector<std::byte> page(kPageSize);
+    for (uint64_t pfn = 0; pfn < 8192; ++pfn) {
+        test::fill_pattern_page(7, pfn, page.data());
+        s.observe(pfn, page);
+    }
+    EXPECT_FALSE(s.result());
+    EXPECT_EQ(s.pages_seen(), 8192u);
+}
+
+// Reports the per-page cost of observe() over the fixture (no assertion on time).
+TEST(VmcoreinfoScan, CostPerPageIsReported) {
+    auto ram = test::guest_ram();
+    const uint64_t n = ram.size() / kPageSize;
+    VmcoreinfoScanner s;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int round = 0; round < 4; ++round)
+        for (uint64_t pfn = 0; pfn < n; ++pfn) s.observe(pfn, ram.subspan(pfn * kPageSize, kPageSize));
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - t0).count();
+    std::cout << "VmcoreinfoScanner::observe: " << static_cast<double>(ns) / static_cast<double>(4 * n)
+              << " ns/page over " << 4 * n << " pages (includes parsing the 2 real copies x4)\n";
+    EXPECT_EQ(s.candidates().size(), 8u);
+}
