@@ -48,7 +48,7 @@ std::vector<std::byte> make_xl_core(const XlSpec& s) {
     std::vector<std::byte> prstatus(ctx * s.nr_vcpus);
     for (size_t i = 0; i < prstatus.size(); ++i) prstatus[i] = std::byte(static_cast<uint8_t>(i * 13));
 
-    const std::string shstr = std::string("\0.shstrtab\0.note.Xen\0.xen_prstatus\0.xen_pages\0", 47) +
+    const std::string shstr = std::string("\0.shstrtab\0.note.Xen\0.xen_prstatus\0.xen_pages\0", 46) +
                               (s.hvm ? ".xen_pfn" : ".xen_p2m") + std::string(1, '\0');
     const uint32_t name_shstrtab = 1, name_note = 11, name_prstatus = 21, name_pages = 35, name_table = 46;
     const unsigned shnum = 6;
