@@ -1,0 +1,118 @@
+// xen-dumpctl info FILE [--json]: what a dump holds, from its headers and
+// notes only (digests are reported present/absent, never recomputed).
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "options.hpp"
+#include "xendump/reader.hpp"
+
+namespace xendump::ctl {
+
+namespace {
+
+constexpr std::string_view kUsage = "xen-dumpctl info [--json] FILE";
+
+std::string fixed_string(const char* p, size_t n) { return std::string(p, strnlen(p, n)); }
+
+std::string xen_version_string(const format::XenVersionDesc& v) {
+    if (v.major_version == 0 && v.minor_version == 0 && v.extra_version[0] == '\0') return {};
+    return std::to_string(v.major_version) + "." + std::to_string(v.minor_version) +
+           fixed_string(v.extra_version, sizeof v.extra_version);
+}
+
+nlohmann::json optional_key(const KeyValues& kv, const char* key) {
+    auto v = kv.get(key);
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json describe(const DumpReader& r) {
+    const auto& kv = r.domain();
+    nlohmann::json j;
+    j["file"] = r.path().string();
+    j["format"] = r.format() == FileFormat::v1 ? "v1" : "xen_elf";
+    j["file_size"] = r.file_size();
+    auto domid = kv.get(keys::kDomid);
+    if (domid && !domid->empty() && domid->find_first_not_of("0123456789") == std::string::npos)
+        j["domid"] = std::stoull(*domid);
+    else
+        j["domid"] = nullptr;
+    j["name"] = optional_key(kv, keys::kName);
+    j["uuid"] = optional_key(kv, keys::kUuid);
+    j["type"] = std::string(format::to_string(r.type()));
+    j["guest_width"] = r.guest_width();
+    j["nr_pages"] = r.nr_pages();
+    j["page_size"] = r.page_size();
+    j["nr_runs"] = r.runs().size();
+    nlohmann::json vcpus = nlohmann::json::array();
+    for (const auto& v : r.vcpus()) vcpus.push_back(v.id);
+    j["vcpus"] = vcpus;
+    j["digests"] = r.has_digests() ? "present" : "absent";
+    j["p2m"] = optional_key(kv, keys::kP2m);
+    j["reason"] = optional_key(kv, keys::kReason);
+    j["time"] = optional_key(kv, keys::kTime);
+    j["writer"] = optional_key(kv, keys::kWriter);
+    j["source"] = optional_key(kv, keys::kSource);
+    j["unreadable"] = r.unreadable_pfns().size();
+    auto xv = xen_version_string(r.xen_version());
+    j["xen_version"] = xv.empty() ? nlohmann::json(nullptr) : nlohmann::json(xv);
+    j["domain"] = nlohmann::json::object();
+    for (const auto& [k, v] : kv.items()) j["domain"][k] = v;
+    return j;
+}
+
+std::string text_of(const nlohmann::json& v) {
+    if (v.is_null()) return "-";
+    if (v.is_string()) return v.get<std::string>();
+    return v.dump();
+}
+
+void print_text(const nlohmann::json& j) {
+    auto line = [](const char* label, const std::string& value) { std::printf("%-13s %s\n", label, value.c_str()); };
+    line("File:", text_of(j["file"]));
+    line("Format:", j["format"] == "v1" ? "v1 (xen-dump-core)" : "xen_elf (xl dump-core, sections only)");
+    line("Domain:", text_of(j["domid"]) + " (" + text_of(j["name"]) + ")");
+    line("UUID:", text_of(j["uuid"]));
+    line("Type:", text_of(j["type"]) + ", " + std::to_string(j["guest_width"].get<unsigned>() * 8) + "-bit");
+    const uint64_t pages = j["nr_pages"].get<uint64_t>();
+    line("Pages:", std::to_string(pages) + " (" + cli::human_bytes(pages * j["page_size"].get<uint64_t>()) + ")");
+    line("Runs:", text_of(j["nr_runs"]));
+    std::string ids;
+    for (const auto& v : j["vcpus"]) ids += (ids.empty() ? "" : ",") + v.dump();
+    line("VCPUs:", std::to_string(j["vcpus"].size()) + (ids.empty() ? "" : " (" + ids + ")"));
+    line("Digests:", text_of(j["digests"]));
+    line("P2M:", text_of(j["p2m"]));
+    line("Reason:", text_of(j["reason"]));
+    line("Time:", text_of(j["time"]));
+    line("Writer:", text_of(j["writer"]));
+    if (!j["source"].is_null()) line("Source:", text_of(j["source"]));
+    line("Unreadable:", text_of(j["unreadable"]) + " pages");
+    line("Xen version:", text_of(j["xen_version"]));
+}
+
+}  // namespace
+
+int cmd_info(Args args) {
+    auto p = parse_args(args, {"--json"});
+    if (p.help) {
+        std::printf("usage: %.*s\n\nShow the domain, pages, vcpus and metadata a dump file holds.\n"
+                    "  --json   print one JSON object instead of text\n",
+                    static_cast<int>(kUsage.size()), kUsage.data());
+        return cli::kExitOk;
+    }
+    if (!p.error.empty()) return usage_error("info", p.error, kUsage);
+    if (p.operands.size() != 1) return usage_error("info", "expected exactly one FILE", kUsage);
+    auto reader = DumpReader::open(p.operands[0]);
+    auto j = describe(reader);
+    if (p.has("--json"))
+        std::cout << j.dump(2) << "\n";
+    else
+        print_text(j);
+    return cli::kExitOk;
+}
+
+}  // namespace xendump::ctl

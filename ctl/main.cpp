@@ -1,0 +1,64 @@
+// xen-dumpctl: inspect and check dump files (and, through the service, dumps).
+// One line per subcommand in kCommands; each lives in its own cmd_*.cpp.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string_view>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "xendump_config.h"
+
+namespace xendump::ctl {
+namespace {
+
+constexpr Command kCommands[] = {
+    {"info", "show what a dump file holds (domain, pages, vcpus, digests)", cmd_info},
+    {"verify", "check a dump file against the format, digests included", cmd_verify},
+    {"list", "list the dumps in the dump directory (time, domain, reason, size, result)", cmd_list},
+    {"vacuum", "apply the storage limits to the dump directory now", cmd_vacuum},
+    {"status", "show what the running service dumps and what waits", cmd_status},
+    {"cancel", "cancel a queued or running dump of the service", cmd_cancel},
+};
+
+void print_help(std::FILE* out) {
+    std::fprintf(out,
+                 "usage: xen-dumpctl [--help] [--version] COMMAND [ARGS...]\n\n"
+                 "Inspect Xen guest memory dumps.\n\nCommands:\n");
+    for (const auto& c : kCommands)
+        std::fprintf(out, "  %-10.*s %.*s\n", static_cast<int>(c.name.size()), c.name.data(),
+                     static_cast<int>(c.summary.size()), c.summary.data());
+    std::fprintf(out, "\nRun 'xen-dumpctl COMMAND --help' for a command's options.\n");
+}
+
+}  // namespace
+}  // namespace xendump::ctl
+
+int main(int argc, char** argv) {
+    using namespace xendump;
+    if (argc < 2) {
+        ctl::print_help(stderr);
+        return cli::kExitUsage;
+    }
+    std::string_view first = argv[1];
+    if (first == "--help" || first == "-h") {
+        ctl::print_help(stdout);
+        return cli::kExitOk;
+    }
+    if (first == "--version") {
+        std::printf("xen-dumpctl %s\n", XENDUMP_VERSION);
+        return cli::kExitOk;
+    }
+    for (const auto& c : ctl::kCommands) {
+        if (c.name != first) continue;
+        // A bad input file or a failed operation: one line, exit 1.
+        try {
+            return c.run(ctl::Args(argv + 1, static_cast<size_t>(argc - 1)));
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "xen-dumpctl %s: %s\n", argv[1], e.what());
+            return cli::kExitFailure;
+        }
+    }
+    std::fprintf(stderr, "xen-dumpctl: unknown command '%s' (see xen-dumpctl --help)\n", argv[1]);
+    return cli::kExitUsage;
+}
