@@ -19,12 +19,14 @@ CrashBook::CrashBook(std::filesystem::path state_file) : file_(std::move(state_f
     auto j = nlohmann::json::parse(ss.str(), nullptr, false);
     try {
         if (j.is_discarded() || !j.is_object()) throw Error("not a JSON object");
-        for (const auto& h : j.value("handled", nlohmann::json::array()))
+        // Named copies: items() of a temporary would dangle.
+        const nlohmann::json handled = j.value("handled", nlohmann::json::array());
+        const nlohmann::json last_dump = j.value("last_dump", nlohmann::json::object());
+        const nlohmann::json skipped = j.value("skipped", nlohmann::json::object());
+        for (const auto& h : handled)
             handled_.insert(CrashKey{h.at("domid").get<uint32_t>(), h.at("uuid").get<std::string>()});
-        for (const auto& [guest, t] : j.value("last_dump", nlohmann::json::object()).items())
-            last_dump_[guest] = t.get<int64_t>();
-        for (const auto& [guest, n] : j.value("skipped", nlohmann::json::object()).items())
-            skipped_[guest] = n.get<unsigned>();
+        for (const auto& [guest, t] : last_dump.items()) last_dump_[guest] = t.get<int64_t>();
+        for (const auto& [guest, n] : skipped.items()) skipped_[guest] = n.get<unsigned>();
     } catch (const std::exception& e) {
         handled_.clear();
         last_dump_.clear();

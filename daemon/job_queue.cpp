@@ -58,7 +58,7 @@ void JobQueue::worker() {
         pending_.pop_front();
         running_.push_back(job);
         job->state = JobState::running;
-            changed_.notify_all();
+        changed_.notify_all();
         lock.unlock();
         DumpJobResult result;
         try {
@@ -67,20 +67,18 @@ void JobQueue::worker() {
             result.result = DumpOutcome::failed;
             result.error = e.what();
         }
-        lock.lock();
-        running_.erase(std::find(running_.begin(), running_.end(), job));
-        finish_unlocked(*job, std::move(result));
-        lock.unlock();
+        // The finished callback (crash bookkeeping) runs before anyone can
+        // see the job as finished.
+        job->result = std::move(result);
         if (finished_) finished_(*job);
         lock.lock();
-        // Wakes waiters on state (finish_unlocked notified before the callback).
-        changed_.notify_all();
+        running_.erase(std::find(running_.begin(), running_.end(), job));
+        finish_unlocked(*job);
     }
 }
 
-void JobQueue::finish_unlocked(Job& job, DumpJobResult result) {
-    job.path = result.path;
-    job.result = std::move(result);
+void JobQueue::finish_unlocked(Job& job) {
+    if (job.result) job.path = job.result->path;
     job.state = JobState::finished;
     changed_.notify_all();
 }
@@ -97,7 +95,7 @@ bool JobQueue::cancel(uint64_t id) {
                 DumpJobResult r;
                 r.result = DumpOutcome::cancelled;
                 r.error = "cancelled before it started";
-                finish_unlocked(*dropped, std::move(r));
+                dropped->result = std::move(r);
                 break;
             }
         }
@@ -111,6 +109,8 @@ bool JobQueue::cancel(uint64_t id) {
         }
     }
     if (finished_) finished_(*dropped);
+    std::lock_guard lock(mutex_);
+    finish_unlocked(*dropped);
     return true;
 }
 

@@ -35,7 +35,7 @@ struct Job {
     // Guarded by the queue's mutex:
     JobState state = JobState::queued;
     std::filesystem::path path;
-    std::optional<DumpJobResult> result;
+    std::optional<DumpJobResult> result;  // set by the worker before state becomes finished
 };
 
 struct JobSnapshot {
@@ -74,7 +74,7 @@ public:
 
 private:
     void worker();
-    void finish_unlocked(Job& job, DumpJobResult result);
+    void finish_unlocked(Job& job);
     void grow_workers_unlocked();
 
     std::function<DumpJobResult(Job&)> run_;

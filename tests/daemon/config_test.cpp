@@ -1,0 +1,158 @@
+// Configuration: every key, defaults, bad values refused with FILE:LINE, and
+// drop-ins applied in lexical order after the main file.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "config.hpp"
+#include "test_support.hpp"
+#include "xendump/error.hpp"
+#include "xendump_config.h"
+
+using namespace xendump::daemon;
+using xendump::test::TempDir;
+
+namespace {
+
+void write(const std::filesystem::path& p, const std::string& text) {
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+}
+
+std::string error_of(const std::string& text) {
+    Config c = Config::defaults();
+    try {
+        apply_config_text(c, text, "test.conf");
+    } catch (const xendump::Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+}  // namespace
+
+TEST(Config, Defaults) {
+    Config c = Config::defaults();
+    EXPECT_EQ(c.dump_dir, XENDUMP_DEFAULT_DUMP_DIR);
+    EXPECT_EQ(c.control_socket, XENDUMP_DEFAULT_CONTROL_SOCKET);
+    EXPECT_EQ(c.on_crash, OnCrash::preserve);
+    EXPECT_EQ(c.max_parallel, 1u);
+    EXPECT_FALSE(c.max_use);
+    ASSERT_TRUE(c.keep_free);
+    EXPECT_TRUE(c.keep_free->relative);
+    EXPECT_EQ(c.keep_free->percent, 5u);
+    EXPECT_TRUE(c.digests);
+    EXPECT_EQ(c.min_interval.count(), 0);
+}
+
+TEST(Config, EveryKey) {
+    Config c = Config::defaults();
+    apply_config_text(c,
+                      "# comment\n"
+                      "[Dump]\n"
+                      "DumpDir=/srv/dumps\n"
+                      "Host = sim:/tmp/host\n"
+                      "ControlSocket=/run/x/sock\n"
+                      "ControlGroup=xendump\n"
+                      "OnCrash=destroy\n"
+                      "MaxParallel=3\n"
+                      "MaxUse=20G\n"
+                      "KeepFree=10%\n"
+                      "KeepPerDomain=4\n"
+                      "MaxAge=2w\n"
+                      "MinInterval=5min\n"
+                      "; another comment\n"
+                      "Digests=no\n",
+                      "x.conf");
+    EXPECT_EQ(c.dump_dir, "/srv/dumps");
+    EXPECT_EQ(c.host, "sim:/tmp/host");
+    EXPECT_EQ(c.control_socket, "/run/x/sock");
+    EXPECT_EQ(c.control_group, "xendump");
+    EXPECT_EQ(c.on_crash, OnCrash::destroy);
+    EXPECT_EQ(c.max_parallel, 3u);
+    ASSERT_TRUE(c.max_use);
+    EXPECT_EQ(c.max_use->bytes, 20ull << 30);
+    ASSERT_TRUE(c.keep_free);
+    EXPECT_EQ(c.keep_free->percent, 10u);
+    EXPECT_EQ(c.keep_per_domain, 4u);
+    EXPECT_EQ(c.max_age.count(), 14 * 86400);
+    EXPECT_EQ(c.min_interval.count(), 300);
+    EXPECT_FALSE(c.digests);
+}
+
+TEST(Config, BadValuesNameTheLine) {
+    struct Case {
+        const char* text;
+        const char* expect;
+    } cases[] = {
+        {"[Dump]\nMaxParallel=0\n", "test.conf:2:"},
+        {"[Dump]\n\nMaxParallel=lots\n", "test.conf:3:"},
+        {"[Dump]\nMaxUse=12Q\n", "test.conf:2:"},
+        {"[Dump]\nKeepFree=150%\n", "test.conf:2:"},
+        {"[Dump]\nMaxAge=3 fortnights\n", "test.conf:2:"},
+        {"[Dump]\nOnCrash=restart\n", "test.conf:2:"},
+        {"[Dump]\nDigests=maybe\n", "test.conf:2:"},
+        {"[Dump]\nDumpDir=relative/dir\n", "test.conf:2:"},
+        {"[Dump]\nHost=kvm\n", "test.conf:2:"},
+        {"[Dump]\n#\nNoSuchKey=1\n", "test.conf:3:"},
+        {"[Other]\n", "test.conf:1:"},
+        {"DumpDir=/x\n", "test.conf:1:"},
+        {"[Dump]\njust words\n", "test.conf:2:"},
+        {"[Dump\n", "test.conf:1:"},
+        {"[Dump]\nMaxUse=-5G\n", "test.conf:2:"},
+        {"[Dump]\nMaxUse=99999999999T\n", "test.conf:2:"},
+    };
+    for (const auto& c : cases) {
+        std::string err = error_of(c.text);
+        EXPECT_NE(err.find(c.expect), std::string::npos) << c.text << " -> " << err;
+    }
+}
+
+TEST(Config, BadFileChangesNothing) {
+    Config c = Config::defaults();
+    EXPECT_THROW(apply_config_text(c, "[Dump]\nMaxParallel=4\nMaxUse=nonsense\n", "f"), xendump::Error);
+    EXPECT_EQ(c.max_parallel, 1u);
+}
+
+TEST(Config, DropInsOverrideInLexicalOrder) {
+    TempDir dir;
+    auto main_file = dir / "xen-dumpd.conf";
+    write(main_file, "[Dump]\nMaxParallel=2\nMaxUse=1G\nDigests=no\n");
+    write(dir / "xen-dumpd.conf.d" / "20-b.conf", "[Dump]\nMaxParallel=4\n");
+    write(dir / "xen-dumpd.conf.d" / "10-a.conf", "[Dump]\nMaxParallel=3\nMaxUse=2G\n");
+    write(dir / "xen-dumpd.conf.d" / "30-ignored.txt", "[Dump]\nMaxParallel=9\n");
+    Config c = load_config(main_file);
+    EXPECT_EQ(c.max_parallel, 4u);
+    EXPECT_EQ(c.max_use->bytes, 2ull << 30);
+    EXPECT_FALSE(c.digests);
+}
+
+TEST(Config, BadDropInNamesItsFile) {
+    TempDir dir;
+    auto main_file = dir / "xen-dumpd.conf";
+    write(main_file, "[Dump]\nMaxParallel=2\n");
+    write(dir / "xen-dumpd.conf.d" / "50-bad.conf", "[Dump]\n\n\nKeepPerDomain=x\n");
+    try {
+        load_config(main_file);
+        FAIL() << "accepted a bad drop-in";
+    } catch (const xendump::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("50-bad.conf:4:"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Config, MissingMainFileMeansDefaults) {
+    TempDir dir;
+    Config c = load_config(dir / "nothing.conf");
+    EXPECT_EQ(c.max_parallel, 1u);
+}
+
+TEST(Config, OverridesWin) {
+    Config c = Config::defaults();
+    ConfigOverrides o;
+    o.dump_dir = "/tmp/d";
+    o.host = "sim:/h";
+    o.apply(c);
+    EXPECT_EQ(c.dump_dir, "/tmp/d");
+    EXPECT_EQ(c.host, "sim:/h");
+    EXPECT_EQ(c.control_socket, XENDUMP_DEFAULT_CONTROL_SOCKET);
+}

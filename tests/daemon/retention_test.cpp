@@ -1,0 +1,113 @@
+// The storage policy, pure: which dumps go, oldest first, and whether a new
+// dump of a given size may start.
+#include <gtest/gtest.h>
+
+#include "retention.hpp"
+
+using namespace xendump::daemon;
+
+namespace {
+
+constexpr uint64_t MiB = 1 << 20;
+const FilesystemSpace kBigDisk{1000 * 1024 * MiB, 900 * 1024 * MiB};
+
+std::vector<StoredDump> five_dumps() {
+    // ids in age order: a oldest ... e newest; two domains.
+    return {
+        {"c", "dom1", 300, 100 * MiB, false}, {"a", "dom1", 100, 100 * MiB, false},
+        {"e", "dom2", 500, 100 * MiB, false}, {"b", "dom2", 200, 100 * MiB, false},
+        {"d", "dom1", 400, 100 * MiB, false},
+    };
+}
+
+using Ids = std::vector<std::string>;
+
+}  // namespace
+
+TEST(Retention, NoLimitsRemovesNothing) {
+    auto d = decide_retention(five_dumps(), {}, kBigDisk, 1000);
+    EXPECT_TRUE(d.remove.empty());
+    EXPECT_TRUE(d.fits);
+}
+
+TEST(Retention, MaxUseRemovesOldestFirstAndKeepsNewest) {
+    RetentionLimits l;
+    l.max_use = SizeLimit{250 * MiB, 0, false};
+    auto d = decide_retention(five_dumps(), l, kBigDisk, 1000);
+    EXPECT_EQ(d.remove, (Ids{"a", "b", "c"}));
+    EXPECT_TRUE(d.fits);
+}
+
+TEST(Retention, MaxUseAsPercentOfFilesystem) {
+    RetentionLimits l;
+    l.max_use = SizeLimit{0, 10, true};
+    FilesystemSpace fs{2000 * MiB, 1500 * MiB};  // 10% = 200 MiB
+    auto d = decide_retention(five_dumps(), l, fs, 1000);
+    EXPECT_EQ(d.remove, (Ids{"a", "b", "c"}));
+}
+
+TEST(Retention, IncomingDumpMakesRoomFirst) {
+    RetentionLimits l;
+    l.max_use = SizeLimit{500 * MiB, 0, false};
+    auto d = decide_retention(five_dumps(), l, kBigDisk, 1000, 150 * MiB);
+    EXPECT_EQ(d.remove, (Ids{"a", "b"}));
+    EXPECT_TRUE(d.fits);
+}
+
+TEST(Retention, DumpBiggerThanMaxUseIsRefusedWithoutSacrifices) {
+    RetentionLimits l;
+    l.max_use = SizeLimit{500 * MiB, 0, false};
+    auto d = decide_retention(five_dumps(), l, kBigDisk, 1000, 600 * MiB);
+    EXPECT_FALSE(d.fits);
+    EXPECT_NE(d.why_not.find("MaxUse"), std::string::npos) << d.why_not;
+    EXPECT_TRUE(d.remove.empty());
+}
+
+TEST(Retention, KeepFreeRemovesUntilEnoughIsFree) {
+    RetentionLimits l;
+    l.keep_free = SizeLimit{250 * MiB, 0, false};
+    FilesystemSpace fs{1000 * MiB, 60 * MiB};
+    auto d = decide_retention(five_dumps(), l, fs, 1000);
+    EXPECT_EQ(d.remove, (Ids{"a", "b"}));  // 60 + 200 >= 250
+    EXPECT_TRUE(d.fits);
+}
+
+TEST(Retention, NoFreeSpaceRefusesEvenWithoutLimits) {
+    FilesystemSpace fs{1000 * MiB, 10 * MiB};
+    auto d = decide_retention({}, {}, fs, 1000, 50 * MiB);
+    EXPECT_FALSE(d.fits);
+    EXPECT_NE(d.why_not.find("free"), std::string::npos);
+}
+
+TEST(Retention, FreeSpaceFromOldDumpsAdmitsTheNewOne) {
+    FilesystemSpace fs{1000 * MiB, 10 * MiB};
+    auto d = decide_retention(five_dumps(), {}, fs, 1000, 150 * MiB);
+    EXPECT_TRUE(d.fits);
+    EXPECT_EQ(d.remove, (Ids{"a", "b"}));
+}
+
+TEST(Retention, KeepPerDomainKeepsNewestOfEach) {
+    RetentionLimits l;
+    l.keep_per_domain = 1;
+    auto d = decide_retention(five_dumps(), l, kBigDisk, 1000);
+    EXPECT_EQ(d.remove, (Ids{"a", "b", "c"}));  // keeps d (dom1) and e (dom2)
+}
+
+TEST(Retention, MaxAge) {
+    RetentionLimits l;
+    l.max_age = std::chrono::seconds(250);
+    auto d = decide_retention(five_dumps(), l, kBigDisk, 600);
+    EXPECT_EQ(d.remove, (Ids{"a", "b", "c"}));  // ages 500, 400, 300
+}
+
+TEST(Retention, DumpInUseIsNeverRemoved) {
+    auto dumps = five_dumps();
+    dumps[1].in_use = true;  // "a", the oldest
+    RetentionLimits l;
+    l.max_use = SizeLimit{250 * MiB, 0, false};
+    l.max_age = std::chrono::seconds(1);
+    l.keep_per_domain = 1;
+    auto d = decide_retention(dumps, l, kBigDisk, 1000);
+    for (const auto& id : d.remove) EXPECT_NE(id, "a");
+    EXPECT_EQ(d.remove, (Ids{"b", "c", "d", "e"}));
+}

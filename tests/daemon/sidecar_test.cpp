@@ -1,0 +1,65 @@
+// Sidecars survive a round trip; damaged ones are refused with their name.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include "sidecar.hpp"
+#include "test_support.hpp"
+#include "xendump/error.hpp"
+
+using namespace xendump::daemon;
+using xendump::test::TempDir;
+
+TEST(Sidecar, RoundTrip) {
+    TempDir dir;
+    Sidecar s;
+    s.domain_name = "web01";
+    s.domid = 7;
+    s.uuid = "0d5e9a3c-1f2b-4c6d-8e9f-a0b1c2d3e4f5";
+    s.type = "pvh";
+    s.reason = "crash";
+    s.start_time = 1700000000;
+    s.end_time = 1700000042;
+    s.pages = 262144;
+    s.file_size = 1ull << 30;
+    s.bytes_on_disk = 123456789;
+    s.digests = "written";
+    s.result = DumpOutcome::failed;
+    s.error = "No space left on device";
+    s.dump_file = "web01-7-20231114T221320Z.core";
+    auto p = sidecar_path(dir / s.dump_file);
+    EXPECT_EQ(p.filename(), "web01-7-20231114T221320Z.core.json");
+    write_sidecar(p, s);
+    struct stat st {};
+    ASSERT_EQ(::stat(p.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    Sidecar r = read_sidecar(p);
+    EXPECT_EQ(r.to_json(), s.to_json());
+    EXPECT_EQ(r.result, DumpOutcome::failed);
+    EXPECT_EQ(r.domid, 7u);
+    EXPECT_EQ(r.pages, 262144u);
+    EXPECT_EQ(r.error, s.error);
+    EXPECT_THROW(write_sidecar(p, s), xendump::Error);  // never overwrites
+}
+
+TEST(Sidecar, AllOutcomes) {
+    for (auto o : {DumpOutcome::ok, DumpOutcome::failed, DumpOutcome::refused, DumpOutcome::cancelled})
+        EXPECT_EQ(outcome_from_string(to_string(o)), o);
+    EXPECT_THROW(outcome_from_string("fine"), xendump::Error);
+}
+
+TEST(Sidecar, DamagedIsRefused) {
+    TempDir dir;
+    for (const char* text : {"", "[1,2]", "{\"domid\": \"seven\"}", "{\"result\": \"great\"}", "{trunc"}) {
+        auto p = dir / "x.core.json";
+        std::ofstream(p) << text;
+        try {
+            read_sidecar(p);
+            ADD_FAILURE() << "accepted " << text;
+        } catch (const xendump::Error& e) {
+            EXPECT_NE(std::string(e.what()).find("x.core.json"), std::string::npos) << e.what();
+        }
+    }
+}
