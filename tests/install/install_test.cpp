@@ -341,6 +341,13 @@ TEST_F(Installed, ConfigFileListsEveryKeyAtItsDefault) {
     auto r = run_installed(
         {program(ctl).string(), "list", "--json", "--config", active.string(), "--dump-dir", empty_dir.string()});
     EXPECT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_EQ(r.err, "") << "a listed default is refused (xen-dumpctl warns and uses its defaults)";
+    // The method can fail: a bad value in the same file is reported.
+    fs::path broken = scratch("broken.conf");
+    write_text(broken, uncommented + "MaxParallel=0\n");
+    auto rb = run_installed(
+        {program(ctl).string(), "list", "--json", "--config", broken.string(), "--dump-dir", empty_dir.string()});
+    EXPECT_NE(rb.err.find("MaxParallel"), std::string::npos) << describe(rb);
     // And the defaults are the parser's: the dump directory it reports is the same.
     auto with_defaults = run_installed({program(ctl).string(), "list", "--help", "--config", active.string()});
     auto without = run_installed({program(ctl).string(), "list", "--help", "--config", scratch("none.conf").string()});
