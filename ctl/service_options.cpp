@@ -1,5 +1,8 @@
 #include "service_options.hpp"
 
+#include "xendump/error.hpp"
+
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 
@@ -32,7 +35,14 @@ ServiceArgs parse_service_args(Args args) {
         }
         out.rest.push_back(args[i]);
     }
-    out.config = daemon::load_config(config_file);
+    try {
+        out.config = daemon::load_config(config_file);
+    } catch (const Error& e) {
+        // A broken file must not stop `status` or `list` (the service keeps
+        // its old configuration on SIGHUP too): say so and use the defaults.
+        std::fprintf(stderr, "xen-dumpctl: warning: ignoring the configuration: %s\n", e.what());
+        out.config = daemon::Config::defaults();
+    }
     overrides.apply(out.config);
     return out;
 }

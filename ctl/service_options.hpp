@@ -18,7 +18,7 @@ struct ServiceArgs {
     Args args() const { return Args(rest.data(), rest.size()); }
 };
 
-// Throws Error when the configuration file is bad.
+// A bad configuration file is reported on stderr and the defaults are used.
 ServiceArgs parse_service_args(Args args);
 
 inline constexpr const char* kServiceOptionsUsage = "[--config FILE] [--dump-dir DIR] [--socket PATH]";

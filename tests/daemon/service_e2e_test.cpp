@@ -186,8 +186,9 @@ TEST(ServiceE2E, NonRootRequestRefused) {
 }
 
 TEST(ServiceE2E, MinIntervalSkipsACrashLoop) {
-    // A crash-looping guest comes back with a new domid, same uuid and name.
-    Fixture f({{7, "loop", kUuid1}, {8, "loop", kUuid1}, {9, "loop", kUuid1}},
+    // A crash-looping guest comes back with a new domid and the same uuid
+    // (the simulator wants distinct names; the service keys by uuid).
+    Fixture f({{7, "loop-a", kUuid1}, {8, "loop-b", kUuid1}, {9, "loop-c", kUuid1}},
               "[Dump]\nMinInterval=1h\n");
     sim({"crash", f.host.string(), "7"});
     ASSERT_TRUE(wait_until([&] { return sidecars_in(f.dumps).size() == 1; })) << f.service->log();
@@ -287,9 +288,9 @@ TEST(ServiceE2E, FullFilesystemFailsCleanly) {
     } unmount{mnt};
     fs::path dumps = mnt / "dumps";
     fs::path host = tmp / "host";
-    // 768 pages (3 MiB) fit the 4 MiB when the dump starts; a filler takes the
-    // space while the slow dump runs.
-    create_sim_host(host, {{7, "big", kUuid1, 768, 2000000}});
+    // 512 pages (2 MiB, 3 MiB expected with the margins) fit the 4 MiB when
+    // the dump starts; a filler takes the space while the slow dump runs.
+    create_sim_host(host, {{7, "big", kUuid1, 512, 2000000}});
     ServiceProcess service(tmp.path(), host, dumps, "[Dump]\nKeepFree=0\n");
     service.start();
     ASSERT_TRUE(service.wait_ready()) << service.log();
