@@ -55,6 +55,10 @@ DomainInfo to_domain_info(const xc_domaininfo_t& raw) {
                                                        XEN_DOMINF_shutdownmask);
     info.paused = (raw.flags & XEN_DOMINF_paused) != 0;
     info.hvm = (raw.flags & XEN_DOMINF_hvm_guest) != 0;
+    // libxl builds PVH guests with only the local APIC emulated (plus vPCI
+    // for a PVH dom0); HVM guests get the PIT, RTC, ... as well.
+    constexpr uint32_t kPvhEmulation = XEN_X86_EMU_LAPIC | XEN_X86_EMU_VPCI;
+    info.pvh = info.hvm && (raw.arch_config.emulation_flags & ~kPvhEmulation) == 0;
     info.tot_pages = raw.tot_pages;
     info.max_pages = raw.max_pages;
     info.shared_info_frame = raw.shared_info_frame;

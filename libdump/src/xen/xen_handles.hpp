@@ -8,10 +8,13 @@
 #include <memory>
 #include <string>
 
+// Xen's C headers have no extern "C" guards of their own.
+extern "C" {
 #include <xenctrl.h>
 #include <xenforeignmemory.h>
 #include <xenstore.h>
 #include <xentoollog.h>
+}
 
 namespace xendump::xen {
 

@@ -2,7 +2,7 @@
 // note carries it (Xen's docs/misc/dump-core-format.txt).
 #pragma once
 
-#include <xenctrl.h>
+#include "xen/xen_handles.hpp"
 
 #include "xendump/format.hpp"
 

@@ -1,0 +1,105 @@
+// Internals of p2m discovery shared by the tree walk, the linear walk, the
+// leaf reader and the HVM prober.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "p2m/p2m.hpp"
+#include "xendump/hypervisor.hpp"
+
+namespace xendump::p2m_detail {
+
+inline constexpr uint64_t kNoFrame = ~uint64_t{0};
+// Frames per foreign-mapping call: large enough to amortise the hypercall,
+// small enough to keep the mapped window modest (32 MiB).
+inline constexpr size_t kMapBatch = 8192;
+
+// shared_info.arch (xen/include/public/arch-x86/xen.h, struct
+// arch_shared_info): six guest-width words.
+struct ArchSharedInfo {
+    uint64_t max_pfn = 0;
+    uint64_t frame_list_list = 0;  // pfn_to_mfn_frame_list_list (an mfn)
+    uint64_t nmi_reason = 0;
+    uint64_t p2m_cr3 = 0;
+    uint64_t p2m_vaddr = 0;
+    uint64_t p2m_generation = 0;
+};
+
+// `page` is the 4096-byte shared_info; `width` 4 or 8.
+ArchSharedInfo parse_arch_shared_info(std::span<const std::byte> page, unsigned width);
+
+// Reads a little-endian word of `width` bytes at index `i` of a page.
+uint64_t read_word(const std::byte* page, size_t i, unsigned width);
+
+// One anomaly kind, counted, with the first occurrence kept for the message.
+struct AnomalyCount {
+    uint64_t count = 0;
+    std::string first;
+    void add(const std::function<std::string()>& describe) {
+        if (count++ == 0) first = describe();
+    }
+};
+
+// State of one discovery run.
+struct Walk {
+    Hypervisor& hv;
+    uint32_t domid;
+    unsigned width;      // guest width in bytes
+    uint64_t p2m_size;   // pfns examined
+    std::string object;  // "domain N"
+    // Which role each structure mfn played (frame list list, frame list,
+    // L4…L1 table, p2m page): one mfn in two roles is a loop.
+    std::unordered_map<uint64_t, std::string_view> roles;
+    AnomalyCount unmappable_structure;  // tables or frame lists that did not map
+    AnomalyCount bad_structure_entry;   // table entries with impossible values
+
+    // A value that can name a machine frame: below 2^40 (x86-64 physical
+    // addresses have 52 bits); for 32-bit guests below 2^30, as Linux keeps
+    // bits 31 and 30 of a p2m entry for FOREIGN_FRAME_BIT and
+    // IDENTITY_FRAME_BIT (arch/x86/include/asm/xen/page.h). Zero is Xen's.
+    bool plausible_mfn(uint64_t value) const {
+        return value != 0 && value < (width == 8 ? uint64_t{1} << 40 : uint64_t{1} << 30);
+    }
+    // ~0 at guest width: INVALID_P2M_ENTRY, an ordinary hole.
+    bool invalid_entry(uint64_t value) const { return value == (width == 8 ? ~uint64_t{0} : 0xffffffffu); }
+    uint64_t entries_per_page() const { return format::kPageSize / width; }
+    uint64_t p2m_pages() const { return (p2m_size + entries_per_page() - 1) / entries_per_page(); }
+    // Records `mfn` in `role`; throws Error when it already has another role.
+    void claim(uint64_t mfn, std::string_view role);
+};
+
+// Maps `frames` (no kNoFrame) in batches of at most `batch` and calls
+// visit(index of the batch's first frame, mapping) for each batch.
+void map_batches(Hypervisor& hv, uint32_t domid, std::span<const uint64_t> frames, size_t batch,
+                 const std::function<void(size_t, const ForeignMapping&)>& visit);
+
+// Copies of the distinct pages among `mfns` that mapped; the others are
+// absent from the result (counted in walk.unmappable_structure).
+std::unordered_map<uint64_t, std::vector<std::byte>> read_structure_pages(Walk& walk,
+                                                                         std::span<const uint64_t> mfns,
+                                                                         std::string_view role);
+
+// The mfn of each p2m page (index i holds pfns i*fpp …), kNoFrame where the
+// structure has none. Throw Error for walks that cannot start.
+std::vector<uint64_t> tree_p2m_frames(Walk& walk, uint64_t frame_list_list);
+std::vector<uint64_t> linear_p2m_frames(Walk& walk, uint64_t p2m_cr3, uint64_t p2m_vaddr);
+
+// Reads the p2m pages and fills map.pages (and map.p2m_frames, warnings).
+void read_p2m_entries(Walk& walk, std::span<const uint64_t> p2m_frames, const P2mOptions& options,
+                      P2mMap& map);
+
+// HVM/PVH: probes gfns 0 … p2m_size-1 and fills map.pages.
+void probe_translated(Hypervisor& hv, const DomainInfo& info, uint64_t p2m_size, P2mMap& map);
+
+std::string hex(uint64_t value);
+// "N <what> (first: …); <consequence>"
+std::string counted(const AnomalyCount& a, const std::string& what, const std::string& consequence);
+
+}  // namespace xendump::p2m_detail

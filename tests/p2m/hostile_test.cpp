@@ -1,0 +1,202 @@
+// Guests that lie: every case ends in holes with one aggregated warning, or
+// in an Error naming the domain, quickly and in bounded memory.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "fake_hypervisor.hpp"
+#include "p2m/p2m.hpp"
+
+namespace xendump::test {
+namespace {
+
+constexpr uint64_t kOtherDomainMfn = 0x5000000;
+
+PvGuestSpec small_guest(P2mLayout layout, unsigned width = 8) {
+    PvGuestSpec spec;
+    spec.width = width;
+    spec.layout = layout;
+    spec.p2m_size = 8192;
+    spec.extents = {{0, 0x100000, 8192}};
+    return spec;
+}
+
+bool has_pfn(const P2mMap& map, uint64_t pfn) {
+    return std::any_of(map.pages.begin(), map.pages.end(), [&](const PageEntry& e) { return e.pfn == pfn; });
+}
+
+std::string warning_with(const P2mMap& map, const std::string& text) {
+    for (const std::string& w : map.warnings)
+        if (w.find(text) != std::string::npos) return w;
+    return {};
+}
+
+std::string error_of(FakeHypervisor& hv, uint32_t domid) {
+    try {
+        discover_p2m(hv, *hv.domain_info(domid));
+    } catch (const Error& e) {
+        EXPECT_EQ(e.object(), "domain " + std::to_string(domid));
+        return e.what();
+    }
+    return {};
+}
+
+TEST(Hostile, AnotherDomainsFrameIsAHole) {
+    FakeHypervisor hv;
+    hv.add_domain(2, false, 8);
+    hv.own(2, kOtherDomainMfn, 16);
+    PvGuestSpec spec = small_guest(P2mLayout::tree);
+    spec.p2m_overrides = {{10, kOtherDomainMfn}, {11, kOtherDomainMfn + 1}};
+    build_pv_guest(hv, spec);
+
+    P2mMap map = discover_p2m(hv, *hv.domain_info(1));
+    EXPECT_FALSE(has_pfn(map, 10));
+    EXPECT_FALSE(has_pfn(map, 11));
+    EXPECT_TRUE(has_pfn(map, 12));
+    EXPECT_EQ(map.pages.size(), 8190u);
+    std::string w = warning_with(map, "does not own");
+    EXPECT_NE(w.find("2 pfns"), std::string::npos) << w;
+    EXPECT_NE(w.find("0xa"), std::string::npos) << w;  // the first one is named
+
+    // Without verification the frame is kept (the reader must then cope).
+    P2mMap unverified = discover_p2m(hv, *hv.domain_info(1), P2mOptions{.verify_frames = false});
+    EXPECT_TRUE(has_pfn(unverified, 10));
+}
+
+TEST(Hostile, DuplicateFrameKeepsTheLowestPfn) {
+    FakeHypervisor hv;
+    PvGuestSpec spec = small_guest(P2mLayout::linear);
+    spec.p2m_overrides = {{5000, 0x100000 + 7}, {6000, 0x100000 + 7}};  // pfn 7's frame
+    build_pv_guest(hv, spec);
+
+    P2mMap map = discover_p2m(hv, *hv.domain_info(1));
+    EXPECT_TRUE(has_pfn(map, 7));
+    EXPECT_FALSE(has_pfn(map, 5000));
+    EXPECT_FALSE(has_pfn(map, 6000));
+    std::string w = warning_with(map, "already names");
+    EXPECT_NE(w.find("2 pfns"), std::string::npos) << w;
+    EXPECT_NE(w.find("already pfn 0x7"), std::string::npos) << w;
+    // No gmfn twice.
+    std::vector<uint64_t> mfns;
+    for (const PageEntry& e : map.pages) mfns.push_back(e.gmfn);
+    std::sort(mfns.begin(), mfns.end());
+    EXPECT_EQ(std::adjacent_find(mfns.begin(), mfns.end()), mfns.end());
+}
+
+TEST(Hostile, ImplausibleEntriesAreHoles) {
+    for (unsigned width : {8u, 4u}) {
+        FakeHypervisor hv;
+        PvGuestSpec spec = small_guest(P2mLayout::tree, width);
+        // Linux's FOREIGN_FRAME_BIT / IDENTITY_FRAME_BIT, zero, garbage.
+        const uint64_t foreign = width == 8 ? (uint64_t{1} << 63) | 0x100010 : 0x80100010;
+        const uint64_t identity = width == 8 ? (uint64_t{1} << 62) | 0x100011 : 0x40100011;
+        spec.p2m_overrides = {{16, foreign}, {17, identity}, {18, 0}};
+        if (width == 8) spec.p2m_overrides.push_back({19, 0x00f0123456789abc});
+        build_pv_guest(hv, spec);
+        P2mMap map = discover_p2m(hv, *hv.domain_info(1));
+        for (uint64_t pfn : {16, 17, 18}) EXPECT_FALSE(has_pfn(map, pfn)) << width << " " << pfn;
+        std::string w = warning_with(map, "not machine frames");
+        EXPECT_NE(w.find(width == 8 ? "4 p2m entries" : "3 p2m entries"), std::string::npos) << w;
+    }
+}
+
+TEST(Hostile, FrameListPointingAtItselfIsALoop) {
+    FakeHypervisor hv;
+    PvGuest g = build_pv_guest(hv, small_guest(P2mLayout::tree));
+    hv.write_word(g.frame_list_list, 0, 8, g.frame_list_list);
+    std::string e = error_of(hv, 1);
+    EXPECT_NE(e.find("loops"), std::string::npos) << e;
+}
+
+TEST(Hostile, FrameListNamingAP2mPageAtAnotherLevelIsALoop) {
+    FakeHypervisor hv;
+    PvGuest g = build_pv_guest(hv, small_guest(P2mLayout::tree));
+    hv.write_word(g.frame_list_mfns[0], 1, 8, g.frame_list_mfns[0]);
+    std::string e = error_of(hv, 1);
+    EXPECT_NE(e.find("loops"), std::string::npos) << e;
+}
+
+TEST(Hostile, PageTablePointingUpwardsIsALoop) {
+    FakeHypervisor hv;
+    PvGuest g = build_pv_guest(hv, small_guest(P2mLayout::linear));
+    // Every L3 entry in use now names the L4 table.
+    const uint64_t va = g.p2m_vaddr & 0x0000ffffffffffff;
+    const uint64_t l3 = g.tables.at(3).at(0);
+    hv.write_u64(l3, ((va >> 30) & 511) * 8, (g.top_table_mfn << 12) | 0x67);
+    std::string e = error_of(hv, 1);
+    EXPECT_NE(e.find("loops"), std::string::npos) << e;
+}
+
+TEST(Hostile, GarbagePageTableEntriesAreHoles) {
+    FakeHypervisor hv;
+    PvGuest g = build_pv_guest(hv, small_guest(P2mLayout::linear));
+    const uint64_t va = g.p2m_vaddr & 0x0000ffffffffffff;
+    const uint64_t l1 = g.tables.at(1).at(0);
+    // p2m page 0 -> machine frame 0 (Xen's); p2m page 1 -> another domain's frame.
+    hv.write_u64(l1, ((va >> 12) & 511) * 8, 0x67);
+    hv.write_u64(l1, (((va >> 12) + 1) & 511) * 8, (kOtherDomainMfn << 12) | 0x67);
+    // p2m page 2 not present at all.
+    hv.write_u64(l1, (((va >> 12) + 2) & 511) * 8, 0);
+
+    P2mMap map = discover_p2m(hv, *hv.domain_info(1));
+    EXPECT_EQ(map.pages.size(), 8192u - 3 * 512);
+    EXPECT_FALSE(has_pfn(map, 0));
+    EXPECT_FALSE(has_pfn(map, 1023));
+    EXPECT_FALSE(has_pfn(map, 1535));
+    EXPECT_TRUE(has_pfn(map, 1536));
+    EXPECT_NE(warning_with(map, "structure entries").find("1 p2m"), std::string::npos);
+    EXPECT_NE(warning_with(map, "p2m pages could not be mapped").find("1 p2m"), std::string::npos);
+}
+
+TEST(Hostile, BrokenLinearFallsBackToTheTree) {
+    FakeHypervisor hv;
+    PvGuest g = build_pv_guest(hv, small_guest(P2mLayout::both));
+    set_arch_field(hv, g, 8, 4, 0x0000900000000000);  // p2m_vaddr not canonical
+    P2mMap map = discover_p2m(hv, *hv.domain_info(1));
+    EXPECT_EQ(map.kind, format::P2mKind::tree);
+    EXPECT_EQ(map.pages.size(), 8192u);
+    EXPECT_NE(warning_with(map, "linear p2m cannot be walked"), "");
+}
+
+TEST(Hostile, BadLinearWithoutTreeIsAnError) {
+    FakeHypervisor hv;
+    PvGuest g = build_pv_guest(hv, small_guest(P2mLayout::linear));
+    set_arch_field(hv, g, 8, 4, 0xffff800000001000);  // Xen's own range
+    EXPECT_NE(error_of(hv, 1).find("address space"), std::string::npos);
+    set_arch_field(hv, g, 8, 4, 0xffffc90000000123);  // unaligned
+    EXPECT_NE(error_of(hv, 1).find("aligned"), std::string::npos);
+}
+
+TEST(Hostile, NoPublishedP2mIsAnError) {
+    FakeHypervisor hv;
+    PvGuest g = build_pv_guest(hv, small_guest(P2mLayout::tree));
+    set_arch_field(hv, g, 8, 1, 0);
+    EXPECT_NE(error_of(hv, 1).find("published no p2m"), std::string::npos);
+}
+
+TEST(Hostile, MaxPfn2To40FinishesInBoundedWork) {
+    for (P2mLayout layout : {P2mLayout::tree, P2mLayout::linear}) {
+        FakeHypervisor hv;
+        PvGuest g = build_pv_guest(hv, small_guest(layout));
+        // The hypervisor derives the maximum gpfn from max_pfn for PV guests.
+        set_arch_field(hv, g, 8, 0, uint64_t{1} << 40);
+        hv.domains.at(1).max_gpfn = (uint64_t{1} << 40) - 1;
+
+        P2mMap map = discover_p2m(hv, *hv.domain_info(1));
+        EXPECT_EQ(map.pages.size(), 8192u);
+        EXPECT_LE(map.p2m_size, p2m_size_limit(*hv.domain_info(1)));
+        EXPECT_NE(warning_with(map, "implausible"), "");
+        // Work is proportional to the limit, not to 2^40 pfns.
+        EXPECT_LT(hv.mapped_frames, 100000u);
+    }
+}
+
+TEST(Hostile, SharedInfoThatDoesNotMapIsAnError) {
+    FakeHypervisor hv;
+    build_pv_guest(hv, small_guest(P2mLayout::tree));
+    hv.domains.at(1).info.shared_info_frame = kOtherDomainMfn;
+    EXPECT_NE(error_of(hv, 1).find("shared_info"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace xendump::test
