@@ -4,29 +4,19 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "p2m/p2m.hpp"
+#include "../sim/sim_test_util.hpp"
 #include "test_support.hpp"
 
 namespace xendump::test {
 namespace {
 
-struct SimHost {
-    TempDir tmp;
-    std::filesystem::path dir;
-    std::unique_ptr<Hypervisor> hv;
-
-    explicit SimHost(const nlohmann::json& spec) {
-        std::filesystem::path spec_file = tmp / "spec.json";
-        std::ofstream(spec_file) << spec.dump(2);
-        dir = tmp / "host";
-        RunResult r = run({"xen-dump-sim", "create", dir.string(), spec_file.string()});
-        if (r.exit_code != 0) throw std::runtime_error("xen-dump-sim create failed: " + r.err);
-        hv = open_hypervisor("sim:" + dir.string());
-    }
+// The sim suite's host helper: a host built by xen-dump-sim in a TempDir.
+struct SimHost : sim::Host {
+    using sim::Host::Host;
     P2mMap discover(uint32_t domid) { return discover_p2m(*hv, *hv->domain_info(domid)); }
 };
 
