@@ -1,5 +1,7 @@
 // xen-dumpctl info FILE [--json]: what a dump holds, from its headers and
-// notes only (digests are reported present/absent, never recomputed).
+// notes (digests are reported present/absent, never recomputed), plus the
+// guest kernel found in its pages: release, banner and each vcpu's
+// instruction pointer as symbol+offset (kallsyms found by shape, issue 9).
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -8,7 +10,9 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "guest_kernel.hpp"
 #include "options.hpp"
+#include "xendump/kernel/prstatus.hpp"
 #include "xendump/reader.hpp"
 
 namespace xendump::ctl {
@@ -28,6 +32,44 @@ std::string xen_version_string(const format::XenVersionDesc& v) {
 nlohmann::json optional_key(const KeyValues& kv, const char* key) {
     auto v = kv.get(key);
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+std::string hex(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+// The instruction pointer of each vcpu (64-bit contexts only: a 32-bit PV
+// context has another layout), with its symbol when kallsyms was found.
+nlohmann::json vcpu_ips(const DumpReader& r, const DumpKernel& k) {
+    nlohmann::json out = nlohmann::json::array();
+    if (r.guest_width() != 8) return out;
+    for (const auto& v : r.vcpus()) {
+        if (v.bytes.size() < kernel::XenVcpuContextX86_64::kSize) continue;
+        const auto ctx = kernel::XenVcpuContextX86_64::decode(v.bytes);
+        nlohmann::json e;
+        e["vcpu"] = v.id;
+        e["ip"] = hex(ctx.rip);
+        e["symbol"] = nullptr;
+        if (auto s = k.symbolize(ctx.rip)) e["symbol"] = *s;
+        out.push_back(e);
+    }
+    return out;
+}
+
+nlohmann::json describe_kernel(const DumpReader& r) {
+    const DumpKernel k = find_dump_kernel(r);
+    nlohmann::json j;
+    j["found"] = k.found();
+    j["release"] = k.release.empty() ? nlohmann::json(nullptr) : nlohmann::json(k.release);
+    j["banner"] = k.banner ? nlohmann::json(*k.banner) : nlohmann::json(nullptr);
+    j["vmcoreinfo"] = k.vmcoreinfo.has_value();
+    auto offset = k.vmcoreinfo ? k.vmcoreinfo->value("KERNELOFFSET") : std::nullopt;
+    j["kernel_offset"] = offset ? nlohmann::json(std::string(*offset)) : nlohmann::json(nullptr);
+    j["symbols"] = k.kallsyms ? k.kallsyms->table.size() : 0;
+    j["vcpu_ips"] = vcpu_ips(r, k);
+    return j;
 }
 
 nlohmann::json describe(const DumpReader& r) {
@@ -62,6 +104,7 @@ nlohmann::json describe(const DumpReader& r) {
     j["xen_version"] = xv.empty() ? nlohmann::json(nullptr) : nlohmann::json(xv);
     j["domain"] = nlohmann::json::object();
     for (const auto& [k, v] : kv.items()) j["domain"][k] = v;
+    j["kernel"] = describe_kernel(r);
     return j;
 }
 
@@ -92,6 +135,19 @@ void print_text(const nlohmann::json& j) {
     if (!j["source"].is_null()) line("Source:", text_of(j["source"]));
     line("Unreadable:", text_of(j["unreadable"]) + " pages");
     line("Xen version:", text_of(j["xen_version"]));
+    const auto& k = j["kernel"];
+    if (!k["found"].get<bool>()) {
+        line("Kernel:", "no Linux kernel found (no VMCOREINFO, no kallsyms tables in the pages)");
+        return;
+    }
+    line("Kernel:", text_of(k["release"]));
+    line("Banner:", text_of(k["banner"]));
+    line("VMCOREINFO:", k["vmcoreinfo"].get<bool>() ? "present" : "absent");
+    if (!k["kernel_offset"].is_null()) line("Kernel offset:", "0x" + text_of(k["kernel_offset"]));
+    line("Symbols:", k["symbols"].get<size_t>() ? text_of(k["symbols"]) + " (kallsyms)" : "none found");
+    for (const auto& v : k["vcpu_ips"])
+        line(("VCPU " + v["vcpu"].dump() + " IP:").c_str(),
+             text_of(v["ip"]) + (v["symbol"].is_null() ? "" : " <" + text_of(v["symbol"]) + ">"));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ namespace {
 constexpr Command kCommands[] = {
     {"info", "show what a dump file holds (domain, pages, vcpus, digests)", cmd_info},
     {"verify", "check a dump file against the format, digests included", cmd_verify},
+    {"symbol", "look up a guest kernel symbol by name or address (kallsyms in the dump)", cmd_symbol},
     {"list", "list the dumps in the dump directory (time, domain, reason, size, result)", cmd_list},
     {"vacuum", "apply the storage limits to the dump directory now", cmd_vacuum},
     {"status", "show what the running service dumps and what waits", cmd_status},

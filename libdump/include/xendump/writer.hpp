@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
+#include <string>
 #include <span>
 #include <vector>
 
@@ -22,6 +24,13 @@ struct WriteProgress {
     uint64_t bytes_total = 0;
 };
 
+// What the page pass found about the guest kernel, written into the room
+// DumpSpec::reserve_vmcoreinfo kept (spec §3 note 7, §3.1 keys).
+struct LateNotes {
+    std::optional<std::string> vmcoreinfo;  // the VMCOREINFO text (at most kMaxVmcoreinfoText bytes)
+    KeyValues domain;                       // keys added to NT_XEN_DOMAIN (KERNEL=, KERNELOFFSET=)
+};
+
 struct WriteOptions {
     bool digests = true;  // NT_XEN_DIGEST trailer
     bool sparse = true;   // all-zero pages become holes when the output is seekable
@@ -29,6 +38,9 @@ struct WriteOptions {
     const std::atomic<bool>* cancel = nullptr;              // set -> Error("cancelled")
     // Sees every page once, in pfn order, during the single pass (guest-kernel scanners).
     std::function<void(uint64_t pfn, std::span<const std::byte> page)> page_observer;
+    // Called once after the page pass when the spec reserved room and the
+    // output is seekable (a pipe cannot be patched: the room stays padding).
+    std::function<LateNotes()> after_pages;
 };
 
 struct WriteResult {
@@ -36,6 +48,8 @@ struct WriteResult {
     uint64_t nr_pages = 0;
     uint64_t nr_runs = 0;
     std::vector<uint64_t> unreadable_pfns;
+    bool late_vmcoreinfo = false;  // a VMCOREINFO note was patched into the reserved room
+    bool late_domain_keys = false; // NT_XEN_DOMAIN got the after_pages keys
 };
 
 // Offsets of every part of the file, computed before anything is written.

@@ -7,6 +7,7 @@
 
 #include "dump/hypervisor_page_source.hpp"
 #include "p2m/p2m.hpp"
+#include "writer/guest_kernel_notes.hpp"
 #include "xendump/error.hpp"
 #include "xendump_config.h"
 
@@ -115,7 +116,21 @@ DumpResult run_dump(Hypervisor& hv, uint32_t domid, const DumpOptions& opt, Writ
     for (const auto& w : p.warnings)
         if (opt.on_warning) opt.on_warning(w);
 
-    WriteResult wr = write(p.spec, *p.source);
+    WriteOptions wo = write_options(opt);
+    // Guest kernel (issue 9): NT_PRSTATUS up front, VMCOREINFO and the
+    // KERNEL=/KERNELOFFSET= keys of NT_XEN_DOMAIN found during the single
+    // pass and patched into room the writer reserves. Spec §3.1 lets
+    // writers add keys; §3 has readers skip the padding note. A pipe cannot
+    // be patched, so streamed dumps carry the room as padding only (see
+    // writer/late_notes.hpp).
+    writer::GuestKernelNotes kernel_notes;
+    if (opt.guest_kernel) kernel_notes.attach(p.spec, wo, *p.source);
+
+    WriteResult wr = write(p.spec, *p.source, wo);
+    for (const auto& w : kernel_notes.warnings()) {
+        if (opt.on_warning) opt.on_warning(w);
+        p.warnings.push_back(w);
+    }
 
     DumpResult r;
     r.domid = domid;
@@ -170,8 +185,8 @@ std::string default_dump_name(const std::string& name, uint32_t domid,
 
 DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesystem::path& path,
                                const DumpOptions& options) {
-    DumpResult r = run_dump(hv, domid, options, [&](const DumpSpec& spec, PageSource& src) {
-        return write_dump_file(path, spec, src, write_options(options));
+    DumpResult r = run_dump(hv, domid, options, [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo) {
+        return write_dump_file(path, spec, src, wo);
     });
     r.path = path;
     return r;
@@ -179,8 +194,8 @@ DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesy
 
 DumpResult dump_domain_to_fd(Hypervisor& hv, uint32_t domid, int fd, bool seekable,
                              const DumpOptions& options) {
-    return run_dump(hv, domid, options, [&](const DumpSpec& spec, PageSource& src) {
-        return write_dump(fd, seekable, spec, src, write_options(options));
+    return run_dump(hv, domid, options, [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo) {
+        return write_dump(fd, seekable, spec, src, wo);
     });
 }
 

@@ -12,6 +12,7 @@
 #include "legacy/layout.hpp"
 #include "legacy/legacy_page_source.hpp"
 #include "legacy/xc_core.hpp"
+#include "writer/guest_kernel_notes.hpp"
 #include "xendump/error.hpp"
 #include "xendump/reader.hpp"
 #include "xendump_config.h"
@@ -99,6 +100,20 @@ void set_max_pfn(KeyValues& kv, std::span<const PageEntry> entries) {
     kv.set(keys::kMaxPfn, std::to_string(entries.empty() ? 0 : entries.back().pfn + 1));
 }
 
+// Writes the v1 file. The guest kernel's notes come from the same single
+// pass as in the dumper (NT_PRSTATUS, VMCOREINFO, KERNEL=/KERNELOFFSET=;
+// writer/late_notes.hpp): outputs are always seekable files, so the room the
+// writer reserves is always filled when the source's pages hold a kernel.
+void write_converted(const fs::path& output, DumpSpec& spec, PageSource& pages, const ConvertOptions& opt) {
+    WriteOptions wo;
+    wo.digests = opt.digests;
+    wo.on_progress = opt.on_progress;
+    wo.cancel = opt.cancel;
+    writer::GuestKernelNotes kernel_notes;
+    kernel_notes.attach(spec, wo, pages);
+    write_dump_file(output, spec, pages, wo);
+}
+
 // The legacy path: parse, decide, and (when `output`) write.
 Plan legacy(const fs::path& input, const fs::path* output, const ConvertOptions& opt) {
     FileByteSource src(input.string());
@@ -119,11 +134,7 @@ Plan legacy(const fs::path& input, const fs::path* output, const ConvertOptions&
     for (uint32_t v = 0; v < file.contexts.size(); ++v) spec.vcpus.push_back({v, file.contexts[v]});
     spec.xen_version.pagesize = 4096;
     LegacyPageSource pages(src, file, layout);
-    WriteOptions wo;
-    wo.digests = opt.digests;
-    wo.on_progress = opt.on_progress;
-    wo.cancel = opt.cancel;
-    write_dump_file(*output, spec, pages, wo);
+    write_converted(*output, spec, pages, opt);
     return plan;
 }
 
@@ -145,11 +156,7 @@ Plan xen_elf(const fs::path& input, const fs::path* output, const ConvertOptions
     spec.vcpus = reader.vcpus();
     spec.xen_version = reader.xen_version();
     spec.shared_info = reader.shared_info();
-    WriteOptions wo;
-    wo.digests = opt.digests;
-    wo.on_progress = opt.on_progress;
-    wo.cancel = opt.cancel;
-    write_dump_file(*output, spec, pages, wo);
+    write_converted(*output, spec, pages, opt);
     return plan;
 }
 

@@ -57,13 +57,18 @@ struct SectionPlan {
     uint64_t offset, size, entsize, addralign;
 };
 
+}  // namespace
+
 XXH128_canonical_t digest_of(std::span<const std::byte> bytes) {
     XXH128_canonical_t c;
     XXH128_canonicalFromHash(&c, XXH3_128bits(bytes.data(), bytes.size()));
     return c;
 }
 
-}  // namespace
+uint64_t vmcoreinfo_room_size() {
+    return note_header_size(format::kNameVmcoreinfo) +
+           note_padded_desc_size(format::kNameVmcoreinfo, DumpSpec::kMaxVmcoreinfoText) + kXenCoreHeader;
+}
 
 uint64_t unreadable_area_size(uint64_t nr_pages) {
     // NT_XEN_UNREADABLE for every page (count + pfns) plus room for the header
@@ -101,9 +106,20 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     domain.set(keys::kVcpus, vcpu_ids);
     std::string domain_text = domain.serialize();
     domain_text.push_back('\0');  // C-string readers; the padding adds more NULs
-    notes.add(format::kNameXenCore, format::kNtXenDomain, std::as_bytes(std::span(domain_text)));
-    if (spec.vmcoreinfo)
+    // Room for late keys: more NULs, which every reader already ignores.
+    if (spec.reserve_vmcoreinfo) domain_text.resize(domain_text.size() + DumpSpec::kKernelKeysRoom, '\0');
+    plan.domain_desc_offset = notes.add(format::kNameXenCore, format::kNtXenDomain, std::as_bytes(std::span(domain_text)));
+    plan.domain_desc_size = notes.size() - plan.domain_desc_offset;
+    plan.domain = std::move(domain);
+    plan.late_room = spec.reserve_vmcoreinfo;
+    if (spec.vmcoreinfo) {
         notes.add(format::kNameVmcoreinfo, format::kNtVmcoreinfo, std::as_bytes(std::span(*spec.vmcoreinfo)));
+    } else if (spec.reserve_vmcoreinfo) {
+        plan.vmcoreinfo_room_offset = notes.size();
+        const std::vector<std::byte> zeros(vmcoreinfo_room_size() - kXenCoreHeader);
+        notes.add(format::kNameXenCore, format::kNtXenPadding, zeros);
+        plan.vmcoreinfo_room_size = notes.size() - plan.vmcoreinfo_room_offset;
+    }
     for (const auto& p : spec.prstatus) notes.add(format::kNameCore, format::kNtPrstatus, p);
 
     // Note 9: fixed 5168-byte slots; a 32-bit context fills the slot's start.

@@ -44,7 +44,24 @@ struct DumpPlan {
     uint64_t nr_chunks = 0;            // digest chunks over .xen_pages
     XXH128_canonical_t notes_digest{};
     XXH128_canonical_t p2m_digest{};
+
+    // Room kept for LateNotes (DumpSpec::reserve_vmcoreinfo), as offsets
+    // inside the note segment; sizes 0 when nothing was reserved.
+    bool late_room = false;             // DumpSpec::reserve_vmcoreinfo was set
+    KeyValues domain;                   // NT_XEN_DOMAIN as planned (with NR_PAGES, VCPUS)
+    uint64_t domain_desc_offset = 0, domain_desc_size = 0;
+    uint64_t vmcoreinfo_room_offset = 0, vmcoreinfo_room_size = 0;  // the whole padding note
+
+    std::span<const std::byte> note_bytes() const {
+        return std::span(head).subspan(layout.notes_offset, layout.notes_size);
+    }
 };
+
+XXH128_canonical_t digest_of(std::span<const std::byte> bytes);
+
+// Bytes of the reserved room at note 7's place: a VMCOREINFO note of
+// kMaxVmcoreinfoText bytes and the header of the padding note after it.
+uint64_t vmcoreinfo_room_size();
 
 // Validates the input (vcpus, ascending pfns, sizes) and computes the plan.
 DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, bool digests);

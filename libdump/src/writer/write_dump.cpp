@@ -2,10 +2,14 @@
 // everything after the pages in §7 order. Every byte goes out front to back
 // through one Sink, so a pipe and a file get the same bytes (see plan.hpp for
 // how the trailer keeps the layout fixed in advance).
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "io/sink.hpp"
+#include "writer/late_notes.hpp"
 #include "writer/notes.hpp"
 #include "writer/page_pass.hpp"
 #include "writer/plan.hpp"
@@ -30,7 +34,32 @@ void write_pfn_array(io::Sink& sink, std::span<const PageEntry> entries) {
     }
 }
 
-void write_trailer(io::Sink& sink, const writer::DumpPlan& plan, const writer::PassResult& pass) {
+void pwrite_all(int fd, std::span<const std::byte> bytes, uint64_t offset, const std::string& name) {
+    while (!bytes.empty()) {
+        ssize_t w = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) throw_errno("cannot rewrite the note segment", name, offset);
+        bytes = bytes.subspan(static_cast<size_t>(w));
+        offset += static_cast<uint64_t>(w);
+    }
+}
+
+// After the pass: the notes found in the guest go into the room the plan
+// kept (see writer/late_notes.hpp), rewritten in place. Returns the digest
+// of the note segment as it finally is.
+XXH128_canonical_t finish_notes(int fd, bool seekable, const std::string& name, const writer::DumpPlan& plan,
+                                const WriteOptions& options, WriteResult& result) {
+    if (!plan.late_room || !seekable || !options.after_pages) return plan.notes_digest;
+    auto patched = writer::patch_notes(plan, options.after_pages());
+    if (!patched) return plan.notes_digest;
+    pwrite_all(fd, patched->bytes, plan.layout.notes_offset, name);
+    result.late_vmcoreinfo = patched->vmcoreinfo;
+    result.late_domain_keys = patched->domain_keys;
+    return writer::digest_of(patched->bytes);
+}
+
+void write_trailer(io::Sink& sink, const writer::DumpPlan& plan, const writer::PassResult& pass,
+                   const XXH128_canonical_t& notes_digest) {
     using format::kNameXenCore;
     if (plan.digest_note_size) {
         const format::DigestDescHead head{format::kDigestXxh3_128, format::kDigestChunkPages};
@@ -38,7 +67,7 @@ void write_trailer(io::Sink& sink, const writer::DumpPlan& plan, const writer::P
         sink.write(writer::note_header(kNameXenCore, format::kNtXenDigest, descsz));
         sink.write(bytes_of(head));
         sink.write(std::as_bytes(std::span(pass.chunk_digests)));
-        sink.write(bytes_of(plan.notes_digest));
+        sink.write(bytes_of(notes_digest));
         sink.write(bytes_of(plan.p2m_digest));
     }
     uint64_t used = 0;
@@ -69,12 +98,14 @@ WriteResult write_to(int fd, bool seekable, const std::string& name, const DumpS
     writer::PassResult pass = writer::write_pages(sink, pages, plan, options);
     if (plan.digest_note_size && pass.chunk_digests.size() != plan.nr_chunks)
         throw Error("internal error: digest chunk count", name);
+    WriteResult r;
+    const XXH128_canonical_t notes_digest = finish_notes(fd, seekable, name, plan, options, r);
 
     sink.zeros(L.p2m_note_offset - (L.pages_offset + L.pages_size));
     sink.write(plan.p2m_note_header);
     sink.write(std::as_bytes(plan.p2m));
     if (L.pfn_size) write_pfn_array(sink, entries);
-    write_trailer(sink, plan, pass);
+    write_trailer(sink, plan, pass, notes_digest);
     sink.write(plan.shstrtab);
     sink.zeros(plan.shdr_offset - sink.offset());
     sink.write(plan.shdrs);
@@ -90,7 +121,6 @@ WriteResult write_to(int fd, bool seekable, const std::string& name, const DumpS
         p.bytes_done = p.bytes_total = plan.file_size;
         options.on_progress(p);
     }
-    WriteResult r;
     r.file_size = plan.file_size;
     r.nr_pages = entries.size();
     r.nr_runs = plan.nr_runs;

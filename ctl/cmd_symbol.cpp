@@ -1,0 +1,90 @@
+// xen-dumpctl symbol [--json] FILE NAME|ADDRESS: the guest kernel's symbols
+// from the kallsyms tables found in the dump's pages (no vmlinux needed).
+// NAME may carry or omit the per_cpu__ prefix of per-cpu variables (as
+// crash accepts both); ADDRESS (hex, 0x optional) gives symbol+offset.
+#include <charconv>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "guest_kernel.hpp"
+#include "options.hpp"
+#include "xendump/reader.hpp"
+
+namespace xendump::ctl {
+
+namespace {
+
+constexpr std::string_view kUsage = "xen-dumpctl symbol [--json] FILE NAME|ADDRESS";
+
+std::optional<uint64_t> parse_address(std::string_view s) {
+    if (s.starts_with("0x") || s.starts_with("0X")) s.remove_prefix(2);
+    if (s.empty() || s.size() > 16) return std::nullopt;
+    uint64_t v = 0;
+    auto r = std::from_chars(s.data(), s.data() + s.size(), v, 16);
+    if (r.ec != std::errc() || r.ptr != s.data() + s.size()) return std::nullopt;
+    return v;
+}
+
+std::string hex(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+}  // namespace
+
+int cmd_symbol(Args args) {
+    auto p = parse_args(args, {"--json"});
+    if (p.help) {
+        std::printf("usage: %.*s\n\nLook up a guest kernel symbol by name (per-cpu variables with or without\n"
+                    "the per_cpu__ prefix) or an address (hex) as symbol+offset, using the kallsyms\n"
+                    "tables found in the dump's pages.\n"
+                    "  --json   print one JSON object instead of text\n",
+                    static_cast<int>(kUsage.size()), kUsage.data());
+        return cli::kExitOk;
+    }
+    if (!p.error.empty()) return usage_error("symbol", p.error, kUsage);
+    if (p.operands.size() != 2) return usage_error("symbol", "expected FILE and NAME or ADDRESS", kUsage);
+    auto reader = DumpReader::open(p.operands[0]);
+    const DumpKernel k = find_dump_kernel(reader);
+    const std::string& query = p.operands[1];
+    if (!k.kallsyms) {
+        std::fprintf(stderr, "xen-dumpctl symbol: %s: no Linux kernel symbol table found in the dump\n",
+                     p.operands[0].c_str());
+        return cli::kExitFailure;
+    }
+    nlohmann::json j;
+    j["query"] = query;
+    // A name first: many symbol names are also valid hex ("add", "cafe").
+    if (const kernel::KernelSymbol* s = k.kallsyms->table.find(query)) {
+        j["name"] = s->name;
+        j["address"] = hex(s->address);
+        j["type"] = std::string(1, s->type);
+        if (p.has("--json"))
+            std::cout << j.dump(2) << "\n";
+        else
+            std::printf("%s %c %s\n", hex(s->address).c_str(), s->type, s->name.c_str());
+        return cli::kExitOk;
+    }
+    if (auto addr = parse_address(query)) {
+        if (auto sym = k.symbolize(*addr)) {
+            j["address"] = hex(*addr);
+            j["symbol"] = *sym;
+            if (p.has("--json"))
+                std::cout << j.dump(2) << "\n";
+            else
+                std::printf("%s %s\n", hex(*addr).c_str(), sym->c_str());
+            return cli::kExitOk;
+        }
+        std::fprintf(stderr, "xen-dumpctl symbol: %s is not inside the kernel image\n", hex(*addr).c_str());
+        return cli::kExitFailure;
+    }
+    std::fprintf(stderr, "xen-dumpctl symbol: no symbol named '%s'\n", query.c_str());
+    return cli::kExitFailure;
+}
+
+}  // namespace xendump::ctl

@@ -1,0 +1,34 @@
+// The guest kernel inside a dump file, as `info` and `symbol` show it: the
+// VMCOREINFO note (spec §3 note 7) and the kallsyms tables found in the
+// dump's pages by their shape (libdump kernel/kallsyms.hpp), read through
+// DumpReader. No vmlinux or System.map is needed.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "xendump/kernel/kallsyms.hpp"
+#include "xendump/kernel/vmcoreinfo.hpp"
+#include "xendump/reader.hpp"
+
+namespace xendump::ctl {
+
+struct DumpKernel {
+    std::optional<kernel::Vmcoreinfo> vmcoreinfo;  // the note, when present and valid
+    std::optional<kernel::Kallsyms> kallsyms;
+    std::optional<std::string> banner;             // linux_banner, without the newline
+    std::string release;                           // OSRELEASE, KERNEL= or from the banner; "" unknown
+    bool found() const { return vmcoreinfo || kallsyms; }
+    // "name+0x1f" for an address inside the kernel image (between the first
+    // symbol and _end); nullopt elsewhere (user space, modules, no kallsyms),
+    // where the nearest lower symbol would be a guess.
+    std::optional<std::string> symbolize(uint64_t address) const;
+};
+
+kernel::PageReader dump_page_reader(const DumpReader& reader);
+
+// Looks for the kernel: VMCOREINFO first (it tells kallsyms where to look
+// and lets it verify its table), else a shape search of the pages.
+DumpKernel find_dump_kernel(const DumpReader& reader);
+
+}  // namespace xendump::ctl

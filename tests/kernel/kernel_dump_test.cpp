@@ -1,0 +1,286 @@
+// Issue 9 end to end: the real guest RAM fixture (Debian 6.1 x86_64) as an
+// HVM guest of the simulated host, dumped with dump_domain_to_file: the dump
+// carries the guest's VMCOREINFO (found during the single pass), KERNEL= and
+// KERNELOFFSET= in NT_XEN_DOMAIN and one CORE NT_PRSTATUS per vcpu;
+// xen-dumpctl info/symbol read the kernel from it; a pattern guest's dump
+// carries none of it; the converter adds the same to a converted file.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <regex>
+
+#include "dump_support.hpp"
+#include "guest_ram.hpp"
+#include "xendump/dumper.hpp"
+#include "xendump/kernel/vmcoreinfo.hpp"
+#include "xendump/reader.hpp"
+#include "xendump/writer.hpp"
+
+namespace xendump::test {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr uint32_t kDomid = 21;
+constexpr uint64_t kFixturePages = (128ULL << 20) / 4096;
+
+// The guest's own vmcoreinfo text, found in the raw RAM image (not in a dump).
+const std::string& guest_vmcoreinfo() {
+    static const std::string text = [] {
+        RamPageSource source(guest_ram());
+        auto r = kernel::find_vmcoreinfo(source);
+        if (!r) throw std::runtime_error("no vmcoreinfo in the fixture");
+        return r->info.text();
+    }();
+    return text;
+}
+
+json fixture_domain(const fs::path& image) {
+    json d = dump::hvm_domain(kDomid, "hvm", kFixturePages,
+                              json::array({json::array({0, 0x800000, kFixturePages})}));
+    d["memory"] = json{{"image", image.string()}};
+    return d;
+}
+
+// One simulated host with the fixture as guest memory and its dump, shared
+// by the tests of this binary (a 128 MiB dump is made once).
+struct FixtureDump {
+    TempDir dir;
+    fs::path image = dir / "linux.raw";
+    std::unique_ptr<sim::Host> host;
+    fs::path dump = dir / "linux.core";
+    DumpResult result;
+
+    FixtureDump() {
+        const fs::path zst = shared_dir() / "fixtures" / "linux-6.1-x86_64-128m.raw.zst";
+        RunResult r = run({"zstd", "-q", "-d", "-o", image.string(), zst.string()});
+        if (r.exit_code != 0) throw std::runtime_error("zstd: " + r.err);
+        host = std::make_unique<sim::Host>(dump::host_spec({fixture_domain(image)}));
+        result = dump_domain_to_file(*host->hv, kDomid, dump);
+    }
+};
+
+FixtureDump& fixture() {
+    static FixtureDump f;
+    return f;
+}
+
+size_t count(const std::string& haystack, const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
+    return n;
+}
+
+// The notes of the PT_NOTE segment as readelf shows them. readelf prefers
+// note sections when a file has any, and notes 5-10 are in no section, so it
+// reads a copy of the file's head (ELF header, program headers, notes) with
+// the section header fields cleared.
+std::string segment_notes(const fs::path& file) {
+    DumpReader dump = DumpReader::open(file);
+    std::vector<char> head(dump.pages_offset());
+    std::ifstream(file, std::ios::binary).read(head.data(), static_cast<std::streamsize>(head.size()));
+    const uint64_t shoff = 0;
+    const uint16_t zero = 0;
+    std::memcpy(head.data() + 40, &shoff, sizeof shoff);  // e_shoff
+    std::memcpy(head.data() + 60, &zero, sizeof zero);    // e_shnum
+    std::memcpy(head.data() + 62, &zero, sizeof zero);    // e_shstrndx
+    TempDir dir;
+    const fs::path copy = dir / "head";
+    std::ofstream(copy, std::ios::binary).write(head.data(), static_cast<std::streamsize>(head.size()));
+    RunResult r = run({"readelf", "--notes", "--wide", copy.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+}
+
+TEST(KernelDump, CarriesTheGuestsVmcoreinfo) {
+    FixtureDump& f = fixture();
+    DumpReader r = DumpReader::open(f.dump);
+    ASSERT_TRUE(r.vmcoreinfo().has_value());
+    EXPECT_EQ(*r.vmcoreinfo(), guest_vmcoreinfo());
+    EXPECT_TRUE(r.verify().empty());
+    RunResult v = run({"xen-dumpctl", "verify", f.dump.string()});
+    EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+}
+
+TEST(KernelDump, DomainNoteNamesTheKernel) {
+    DumpReader r = DumpReader::open(fixture().dump);
+    auto info = kernel::Vmcoreinfo::parse(guest_vmcoreinfo());
+    ASSERT_TRUE(info);
+    auto release = r.domain().get(keys::kKernel);
+    ASSERT_TRUE(release);
+    EXPECT_TRUE(release->starts_with("6.1")) << *release;
+    EXPECT_EQ(*release, info->release());
+    auto offset = info->value("KERNELOFFSET");
+    EXPECT_EQ(r.domain().get(keys::kKernelOffset).has_value(), offset.has_value());
+    if (offset) {
+        EXPECT_EQ(*r.domain().get(keys::kKernelOffset), *offset);
+    }
+    // The keys the dumper knew up front are still there.
+    EXPECT_EQ(r.domain().get(keys::kDomid), std::to_string(kDomid));
+    EXPECT_EQ(r.domain().get(keys::kNrPages), std::to_string(r.nr_pages()));
+}
+
+TEST(KernelDump, OnePrstatusNotePerVcpu) {
+    FixtureDump& f = fixture();
+    DumpReader r = DumpReader::open(f.dump);
+    const std::string notes = segment_notes(f.dump);
+    EXPECT_EQ(count(notes, "PRSTATUS"), r.vcpus().size()) << notes;
+    EXPECT_EQ(count(notes, "VMCOREINFO"), 1u) << notes;
+}
+
+TEST(KernelDump, FileSizeIsThePlannedOne) {
+    FixtureDump& f = fixture();
+    EXPECT_EQ(fs::file_size(f.dump), f.result.file_size);
+    // The same spec without anything found gives the same size: the room is
+    // reserved whatever the pass finds.
+    DumpReader r = DumpReader::open(f.dump);
+    EXPECT_EQ(r.file_size(), f.result.file_size);
+}
+
+// The fixture guest's dump written front to back as to a pipe (no seeks).
+DumpResult stream_dump(const fs::path& path) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) throw std::runtime_error("cannot create " + path.string());
+    DumpResult res = dump_domain_to_fd(*fixture().host->hv, kDomid, fd, false);
+    ::close(fd);
+    return res;
+}
+
+// A stream cannot be patched: the same guest written front to back has the
+// same size, verifies, and carries the registers but no VMCOREINFO.
+TEST(KernelDump, StreamedDumpKeepsThePadding) {
+    FixtureDump& f = fixture();
+    TempDir out;
+    const fs::path path = out / "streamed.core";
+    DumpResult res = stream_dump(path);
+    EXPECT_EQ(res.file_size, f.result.file_size);
+    EXPECT_EQ(fs::file_size(path), f.result.file_size);
+    DumpReader r = DumpReader::open(path);
+    EXPECT_FALSE(r.vmcoreinfo().has_value());
+    EXPECT_FALSE(r.domain().contains(keys::kKernel));
+    EXPECT_TRUE(r.verify().empty());
+    EXPECT_EQ(count(segment_notes(path), "PRSTATUS"), r.vcpus().size());
+}
+
+TEST(KernelDump, InfoShowsReleaseBannerAndVcpus) {
+    FixtureDump& f = fixture();
+    auto info = kernel::Vmcoreinfo::parse(guest_vmcoreinfo());
+    ASSERT_TRUE(info);
+    RunResult t = run({"xen-dumpctl", "info", f.dump.string()});
+    ASSERT_EQ(t.exit_code, 0) << t.err;
+    EXPECT_NE(t.out.find("Kernel:       " + std::string(info->release())), std::string::npos) << t.out;
+    EXPECT_NE(t.out.find("Banner:       Linux version " + std::string(info->release())), std::string::npos)
+        << t.out;
+    EXPECT_NE(t.out.find("VCPU 0 IP:"), std::string::npos) << t.out;
+
+    RunResult j = run({"xen-dumpctl", "info", "--json", f.dump.string()});
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    json doc = json::parse(j.out);
+    const json& k = doc.at("kernel");
+    EXPECT_TRUE(k.at("found").get<bool>());
+    EXPECT_EQ(k.at("release"), std::string(info->release()));
+    EXPECT_TRUE(k.at("banner").get<std::string>().starts_with("Linux version 6.1"));
+    EXPECT_TRUE(k.at("vmcoreinfo").get<bool>());
+    EXPECT_GT(k.at("symbols").get<size_t>(), 10000u);
+    EXPECT_EQ(k.at("vcpu_ips").size(), DumpReader::open(f.dump).vcpus().size());
+}
+
+json symbol(const fs::path& dump, const std::string& query, int expect_exit = 0) {
+    RunResult r = run({"xen-dumpctl", "symbol", "--json", dump.string(), query});
+    EXPECT_EQ(r.exit_code, expect_exit) << query << ": " << r.out << r.err;
+    return r.exit_code == 0 ? json::parse(r.out) : json();
+}
+
+TEST(KernelDump, SymbolLooksUpNamesAndAddresses) {
+    FixtureDump& f = fixture();
+    auto info = kernel::Vmcoreinfo::parse(guest_vmcoreinfo());
+    ASSERT_TRUE(info);
+
+    json banner = symbol(f.dump, "linux_banner");
+    ASSERT_FALSE(banner.is_null());
+    EXPECT_EQ(banner.at("name"), "linux_banner");
+    // vmcoreinfo's own SYMBOL() lines agree with what kallsyms gives.
+    if (auto want = info->symbol("init_uts_ns")) {
+        json uts = symbol(f.dump, "init_uts_ns");
+        EXPECT_EQ(std::stoull(uts.at("address").get<std::string>(), nullptr, 16), *want);
+    }
+
+    // A per-cpu variable with and without the old per_cpu__ prefix.
+    json rq = symbol(f.dump, "runqueues");
+    json rq_prefixed = symbol(f.dump, "per_cpu__runqueues");
+    ASSERT_FALSE(rq.is_null());
+    ASSERT_FALSE(rq_prefixed.is_null());
+    EXPECT_EQ(rq.at("address"), rq_prefixed.at("address"));
+
+    // An address inside linux_banner resolves back to it.
+    const uint64_t at = std::stoull(banner.at("address").get<std::string>(), nullptr, 16);
+    char query[32];
+    std::snprintf(query, sizeof query, "0x%llx", static_cast<unsigned long long>(at + 0x10));
+    json back = symbol(f.dump, query);
+    EXPECT_EQ(back.at("symbol"), "linux_banner+0x10");
+
+    RunResult text = run({"xen-dumpctl", "symbol", f.dump.string(), "linux_banner"});
+    EXPECT_NE(text.out.find(" linux_banner"), std::string::npos) << text.out;
+    symbol(f.dump, "no_such_symbol_anywhere", 1);
+}
+
+TEST(KernelDump, PatternGuestHasNoKernel) {
+    json d = dump::hvm_domain(22, "hvm", 0x2000, json::array({json::array({0, 0x900000, 0x2000})}));
+    sim::Host host(dump::host_spec({d}));
+    TempDir out;
+    const fs::path path = out / "pattern.core";
+    dump_domain_to_file(*host.hv, 22, path);
+    DumpReader r = DumpReader::open(path);
+    EXPECT_FALSE(r.vmcoreinfo().has_value());
+    EXPECT_FALSE(r.domain().contains(keys::kKernel));
+    EXPECT_FALSE(r.domain().contains(keys::kKernelOffset));
+    EXPECT_TRUE(r.verify().empty());
+    EXPECT_EQ(count(segment_notes(path), "VMCOREINFO"), 0u);
+
+    RunResult t = run({"xen-dumpctl", "info", path.string()});
+    ASSERT_EQ(t.exit_code, 0) << t.err;
+    EXPECT_NE(t.out.find("no Linux kernel found"), std::string::npos) << t.out;
+    RunResult s = run({"xen-dumpctl", "symbol", path.string(), "linux_banner"});
+    EXPECT_EQ(s.exit_code, 1);
+    EXPECT_NE(s.err.find("no Linux kernel symbol table"), std::string::npos) << s.err;
+}
+
+// An xl dump-core style (sections only) file of the fixture's pages: the
+// streamed v1 dump (no VMCOREINFO: a stream cannot be patched) with its
+// program headers removed, which leaves Xen's sections. The converter's
+// output carries the VMCOREINFO found in its single pass.
+TEST(KernelConvert, ConvertedFileCarriesVmcoreinfo) {
+    TempDir out;
+    const fs::path xl = out / "xl.core";
+    stream_dump(xl);
+    {
+        int fd = ::open(xl.c_str(), O_WRONLY | O_CLOEXEC);
+        ASSERT_GE(fd, 0);
+        // e_phoff (offset 32, u64) and e_phnum (offset 56, u16) of Elf64_Ehdr.
+        const uint64_t phoff = 0;
+        const uint16_t phnum = 0;
+        ASSERT_EQ(::pwrite(fd, &phoff, sizeof phoff, 32), 8);
+        ASSERT_EQ(::pwrite(fd, &phnum, sizeof phnum, 56), 2);
+        ::close(fd);
+    }
+    ASSERT_EQ(DumpReader::open(xl).format(), FileFormat::xen_elf);
+    ASSERT_FALSE(DumpReader::open(xl).vmcoreinfo().has_value());
+
+    const fs::path v1 = out / "converted.core";
+    RunResult c = run({"xen-dump-convert", "-q", "-o", v1.string(), xl.string()});
+    ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
+    DumpReader r = DumpReader::open(v1);
+    ASSERT_TRUE(r.vmcoreinfo().has_value()) << run({"xen-dumpctl", "info", v1.string()}).out;
+    EXPECT_EQ(*r.vmcoreinfo(), guest_vmcoreinfo());
+    EXPECT_TRUE(r.domain().get(keys::kKernel).value_or("").starts_with("6.1"));
+    EXPECT_TRUE(r.verify().empty());
+    EXPECT_EQ(count(segment_notes(v1), "PRSTATUS"), r.vcpus().size());
+}
+
+}  // namespace
+}  // namespace xendump::test
