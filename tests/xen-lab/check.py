@@ -207,7 +207,8 @@ def check_guest(name, args, env, tools):
     if env.get(f"{name}.dumpd.rc") != "0":
         problems.append(f"{name}: xen-dumpd rc {env.get(name + '.dumpd.rc', 'not run')}: "
                         f"{tail(os.path.join(out, name + '-dumpd.log'))}")
-    if args.xl == "1" and env.get(f"{name}.xl.rc") != "0":
+    xl_wanted = args.xl == "1" or name in args.xl.split("+")
+    if xl_wanted and env.get(f"{name}.xl.rc") != "0":
         problems.append(f"{name}: xl dump-core rc {env.get(name + '.xl.rc')}: {tail(os.path.join(out, name + '-xl.log'))}")
     ours = DumpFile(ours_path) if os.path.exists(ours_path) else None
     xl = DumpFile(xl_path) if os.path.exists(xl_path) else None
