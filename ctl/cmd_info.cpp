@@ -125,7 +125,10 @@ void print_text(const nlohmann::json& j) {
     line("Pages:", std::to_string(pages) + " (" + cli::human_bytes(pages * j["page_size"].get<uint64_t>()) + ")");
     line("Runs:", text_of(j["nr_runs"]));
     std::string ids;
-    for (const auto& v : j["vcpus"]) ids += (ids.empty() ? "" : ",") + v.dump();
+    for (const auto& v : j["vcpus"]) {
+        if (!ids.empty()) ids += ',';
+        ids += v.dump();
+    }
     line("VCPUs:", std::to_string(j["vcpus"].size()) + (ids.empty() ? "" : " (" + ids + ")"));
     line("Digests:", text_of(j["digests"]));
     line("P2M:", text_of(j["p2m"]));

@@ -116,7 +116,8 @@ std::vector<std::string> clean_temporaries(const fs::path& dir) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
         std::string n = e.path().filename().string();
-        if (n.starts_with(AtomicFile::kTempPrefix) && fs::remove(e.path(), ec)) removed.push_back(n);
+        bool leftover = n.starts_with(AtomicFile::kTempPrefix) || n.starts_with(kSidecarRoomPrefix);
+        if (leftover && fs::remove(e.path(), ec)) removed.push_back(n);
     }
     return removed;
 }

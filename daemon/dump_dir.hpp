@@ -41,6 +41,10 @@ uint64_t remove_dump(const std::filesystem::path& id);
 // Removes ".xendump-tmp.*" leftovers of writers killed mid-dump; returns their names.
 std::vector<std::string> clean_temporaries(const std::filesystem::path& dir);
 
+// Prefix of the space a running dump holds for its sidecar (see dump_job.cpp);
+// a leftover after a crash of the service is removed by clean_temporaries().
+inline constexpr const char* kSidecarRoomPrefix = ".xendump-room.";
+
 // dir / NAME-DOMID-YYYYMMDDTHHMMSSZ.core, with "-1", "-2", ... before ".core"
 // when that name (or its sidecar) is taken.
 std::filesystem::path unique_dump_path(const std::filesystem::path& dir, const std::string& base_name);

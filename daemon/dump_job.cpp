@@ -1,6 +1,8 @@
 #include "dump_job.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <mutex>
 #include <set>
@@ -9,6 +11,7 @@
 #include "journal_log.hpp"
 #include "retention.hpp"
 #include "xendump/error.hpp"
+#include "xendump/fd.hpp"
 
 namespace xendump::daemon {
 
@@ -69,6 +72,41 @@ private:
     uint64_t bytes_;
 };
 
+// Room for a dump's sidecar, taken before the dump starts and given back just
+// before the sidecar is written: a dump that fails because the disk filled up
+// must still be recorded. Its name starts with kSidecarRoomPrefix, so
+// start-up cleanup (clean_temporaries) removes it if the service dies mid-dump.
+class SidecarRoom {
+public:
+    static constexpr size_t kBytes = 64 * 1024;
+
+    explicit SidecarRoom(const fs::path& dump_path)
+        : path_(dump_path.parent_path() /
+                (std::string(kSidecarRoomPrefix) + dump_path.filename().string())) {
+        UniqueFd fd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+        if (!fd) return;  // best effort: without it the record may fail on a full disk
+        std::string zeros(kBytes, '\0');
+        if (::write(fd.get(), zeros.data(), zeros.size()) != static_cast<ssize_t>(zeros.size())) {
+            release();
+            return;
+        }
+        held_ = true;
+    }
+    ~SidecarRoom() { release(); }
+    SidecarRoom(const SidecarRoom&) = delete;
+    SidecarRoom& operator=(const SidecarRoom&) = delete;
+
+    void release() {
+        std::error_code ec;
+        fs::remove(path_, ec);
+        held_ = false;
+    }
+
+private:
+    fs::path path_;
+    bool held_ = false;
+};
+
 }  // namespace
 
 uint64_t estimate_dump_size(const DomainInfo& info) {
@@ -105,8 +143,10 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     out.path = name.path();
     out.sidecar = sidecar_path(out.path);
     s.dump_file = out.path.filename().string();
+    std::optional<SidecarRoom> room;
 
     auto finish = [&](DumpOutcome result, const std::string& error) {
+        room.reset();
         s.result = result;
         s.error = error;
         s.end_time = unix_now();
@@ -146,6 +186,7 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
         return finish(DumpOutcome::failed, e.what());
     }
 
+    room.emplace(out.path);
     if (hooks.on_start) hooks.on_start(out.path);
     DumpOptions options;
     options.live = request.live;

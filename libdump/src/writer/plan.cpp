@@ -102,7 +102,10 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     KeyValues domain = spec.domain;
     domain.set(keys::kNrPages, std::to_string(n));
     std::string vcpu_ids;
-    for (const auto& v : spec.vcpus) vcpu_ids += (vcpu_ids.empty() ? "" : ",") + std::to_string(v.id);
+    for (const auto& v : spec.vcpus) {
+        if (!vcpu_ids.empty()) vcpu_ids += ',';
+        vcpu_ids += std::to_string(v.id);
+    }
     domain.set(keys::kVcpus, vcpu_ids);
     std::string domain_text = domain.serialize();
     domain_text.push_back('\0');  // C-string readers; the padding adds more NULs

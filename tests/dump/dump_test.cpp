@@ -1,0 +1,136 @@
+// Issue 3: dumps of simulated guests of every type, checked page by page
+// against the simulator, and read by libkdumpfile.
+#include <gtest/gtest.h>
+
+#include "dump_support.hpp"
+#include "xendump/dumper.hpp"
+#include "xendump/error.hpp"
+
+namespace xendump::test::dump {
+namespace {
+
+struct Case {
+    std::string name;
+    json domain;
+    std::vector<uint64_t> balloon;  // pfn, count pairs to balloon out before the dump
+};
+
+std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
+
+// Extents with holes, including one at pfn 0x100.. and a run at the end.
+json holey_extents(uint64_t base_mfn) {
+    return json::array({json::array({0, base_mfn, 160}),
+                        json::array({256, base_mfn + 1000, 3000}),
+                        json::array({3300, base_mfn + 5000, 1}),
+                        json::array({3302, base_mfn + 6000, 700}),
+                        json::array({8000, base_mfn + 9000, 2192})});
+}
+
+std::vector<Case> cases() {
+    std::vector<Case> v;
+    v.push_back({"pv64_tree_holes", pv_domain(7, 8, "tree", 10240, holey_extents(0x100000)), {}});
+    v.push_back({"pv64_linear", pv_domain(8, 8, "linear", 10240, holey_extents(0x200000)), {}});
+    v.push_back({"pv64_both", pv_domain(9, 8, "both", 10240, holey_extents(0x300000)), {}});
+    v.push_back({"pv32_tree", pv_domain(10, 4, "tree", 10240, holey_extents(0x40000)), {}});
+    v.push_back({"pv32_linear", pv_domain(11, 4, "linear", 10240, holey_extents(0x50000)), {}});
+    // HVM: the VGA hole (0xA0-0xBF) and an MMIO hole below "4 GiB" scaled down.
+    v.push_back({"hvm_vga_mmio", hvm_domain(12, "hvm", 0x5000,
+                                            json::array({json::array({0, 0x400000, 0xA0}),
+                                                         json::array({0xC0, 0x4000C0, 0x2F40}),
+                                                         json::array({0x4000, 0x404000, 0x1000})})),
+                 {}});
+    v.push_back({"pvh", hvm_domain(13, "pvh", 0x3000,
+                                   json::array({json::array({0, 0x500000, 0x800}),
+                                                json::array({0x1000, 0x501000, 0x1800})})),
+                 {}});
+    v.push_back({"pv64_ballooned", pv_domain(14, 8, "tree", 10240, holey_extents(0x600000)), {300, 500, 9000, 10}});
+    return v;
+}
+
+class DumpGuest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DumpGuest, EveryPageEqualsTheGuest) {
+    const Case& c = GetParam();
+    sim::Host host(host_spec({c.domain}));
+    uint32_t domid = c.domain.at("domid");
+    std::set<uint64_t> removed;
+    for (size_t i = 0; i + 1 < c.balloon.size(); i += 2) {
+        auto r = run({"xen-dump-sim", "balloon", host.dir.string(), std::to_string(domid),
+                      std::to_string(c.balloon[i]), std::to_string(c.balloon[i + 1])});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        for (uint64_t p = c.balloon[i]; p < c.balloon[i] + c.balloon[i + 1]; ++p) removed.insert(p);
+    }
+    auto expected = expected_pages(c.domain, removed);
+    TempDir out;
+    std::vector<std::string> warnings;
+    DumpOptions opt;
+    opt.on_warning = [&](const std::string& w) { warnings.push_back(w); };
+    auto path = out / "guest.core";
+    DumpResult res = dump_domain_to_file(*host.hv, domid, path, opt);
+    EXPECT_EQ(res.nr_pages, expected.size());
+    bool pv = c.domain.at("type") == "pv";
+    check_dump_against_host(path, host, domid, expected, pv);
+    // The domain is running again afterwards.
+    EXPECT_FALSE(host.hv->domain_info(domid)->paused);
+
+    DumpReader r = DumpReader::open(path);
+    EXPECT_EQ(r.domain().get("TYPE"), c.domain.at("type").get<std::string>());
+    EXPECT_EQ(r.domain().get("PAUSED"), "1");
+    if (pv) {
+        std::string fmt = c.domain.at("p2m_format");
+        EXPECT_EQ(r.domain().get("P2M"), fmt == "tree" ? "tree" : "linear");  // linear preferred
+        EXPECT_EQ(r.guest_width(), c.domain.at("guest_width").get<unsigned>());
+    } else {
+        EXPECT_EQ(r.domain().get("P2M"), "translated");
+    }
+    // libkdumpfile 0.5.1 crashes on every EM_386 Xen dump: skip 32-bit PV.
+    if (!(pv && c.domain.at("guest_width") == 4)) {
+        std::vector<uint64_t> holes = {160, 255, 3301};
+        if (!pv) holes = {0xA0, 0xBF};
+        for (uint64_t p : removed) { holes.push_back(p); break; }
+        check_with_libkdumpfile(path, host, domid, expected, c.domain.at("type"), holes);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, DumpGuest, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(Dump, SeventyThousandRuns) {
+    json extents = json::array();
+    for (uint64_t i = 0; i < 70000; ++i) extents.push_back(json::array({2 * i, 0x100000 + 2 * i, 1}));
+    json dom = pv_domain(5, 8, "tree", 140000, extents);
+    dom["vcpus"] = 1;
+    sim::Host host(host_spec({dom}));
+    TempDir out;
+    auto path = out / "runs.core";
+    auto res = dump_domain_to_file(*host.hv, 5, path, {});
+    EXPECT_EQ(res.nr_runs, 70000u);
+    check_dump_against_host(path, host, 5, expected_pages(dom), true);
+}
+
+TEST(Dump, PipeOutputEqualsFileOutput) {
+    json dom = pv_domain(7, 8, "tree", 10240, holey_extents(0x100000));
+    sim::Host host(host_spec({dom}));
+    TempDir out;
+    auto a = run({"xen-dumpd", "--host", host.host(), "--domain", "7", "-o", (out / "a.core").string(),
+                  "--quiet"});
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    auto b = run({"sh", "-c", "\"$0\" --host \"$1\" --domain 7 -o - --quiet | cat > \"$2\"",
+                  build_program("xen-dumpd").string(), host.host(), (out / "b.core").string()});
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    // TIME= differs between two dumps; everything else must be equal. Compare
+    // after verifying both and reading every page.
+    DumpReader ra = DumpReader::open(out / "a.core"), rb = DumpReader::open(out / "b.core");
+    EXPECT_TRUE(rb.verify().empty());
+    ASSERT_EQ(ra.nr_pages(), rb.nr_pages());
+    EXPECT_EQ(ra.file_size(), rb.file_size());
+    std::vector<std::byte> pa(4096), pb(4096);
+    for (const auto& e : ra.entries()) {
+        ASSERT_TRUE(rb.read_page_by_pfn(e.pfn, pb));
+        ASSERT_TRUE(ra.read_page_by_pfn(e.pfn, pa));
+        ASSERT_EQ(0, std::memcmp(pa.data(), pb.data(), 4096)) << e.pfn;
+    }
+}
+
+}  // namespace
+}  // namespace xendump::test::dump
