@@ -3,6 +3,23 @@
 import sys
 import xml.etree.ElementTree as ET
 
+def meson_failures(junit_path):
+    """Meson tests that failed as a whole (a crash, a failing SetUpTestSuite,
+    a timeout) may leave no failed <testcase> behind: count them from
+    testlog.json so that a failure is never hidden."""
+    import json, os
+    log = os.path.join(os.path.dirname(junit_path), "testlog.json")
+    failed = 0
+    try:
+        with open(log) as f:
+            for line in f:
+                if json.loads(line).get("result") in ("FAIL", "TIMEOUT", "ERROR", "UNEXPECTEDPASS"):
+                    failed += 1
+    except OSError:
+        pass
+    return failed
+
+
 def main(path):
     root = ET.parse(path).getroot()
     passed = failed = skipped = 0
@@ -15,6 +32,7 @@ def main(path):
             skipped += 1
         else:
             passed += 1
+    failed = max(failed, meson_failures(path))
     line = f"{passed} passed, {failed} failed"
     if skipped:
         line += f", {skipped} skipped"
