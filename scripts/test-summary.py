@@ -1,5 +1,8 @@
 #!/usr/bin/python3
-"""Counts GoogleTest cases from meson's JUnit log and prints 'N passed, N failed'."""
+"""Counts GoogleTest cases from meson's JUnit log and prints 'N passed, N failed'.
+
+usage: test-summary.py JUNIT_XML [EXTRA_PASSED EXTRA_FAILED]  (the extras count
+checks run outside meson, such as the fuzz targets)."""
 import sys
 import xml.etree.ElementTree as ET
 
@@ -20,7 +23,7 @@ def meson_failures(junit_path):
     return failed
 
 
-def main(path):
+def main(path, extra_passed=0, extra_failed=0):
     root = ET.parse(path).getroot()
     passed = failed = skipped = 0
     # meson writes one <testsuite> per gtest executable (its <testcase>s are the
@@ -33,10 +36,14 @@ def main(path):
         else:
             passed += 1
     failed = max(failed, meson_failures(path))
+    passed += extra_passed
+    failed += extra_failed
     line = f"{passed} passed, {failed} failed"
     if skipped:
         line += f", {skipped} skipped"
     print(line)
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "build/meson-logs/testlog.junit.xml")
+    args = sys.argv[1:]
+    main(args[0] if args else "build/meson-logs/testlog.junit.xml",
+         int(args[1]) if len(args) > 1 else 0, int(args[2]) if len(args) > 2 else 0)

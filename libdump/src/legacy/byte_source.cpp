@@ -45,6 +45,7 @@ void FileByteSource::read_unchecked(uint64_t offset, std::span<std::byte> out) c
 }
 
 void MemoryByteSource::read_unchecked(uint64_t offset, std::span<std::byte> out) const {
+    if (out.empty()) return;  // memcpy's pointers must not be null, even for 0 bytes (found by fuzz_legacy)
     std::memcpy(out.data(), bytes_.data() + offset, out.size());
 }
 

@@ -55,7 +55,8 @@ std::string get_string(const Ctx& c, const json& v, const std::string& key) {
 
 void check_keys(const Ctx& c, const json& obj, const std::string& what, std::initializer_list<const char*> known) {
     if (!obj.is_object()) c.fail(what + ": expected an object, got " + obj.dump());
-    for (const auto& [key, value] : obj.items()) {
+    for (const auto& item : obj.items()) {
+        const std::string& key = item.key();  // a structured binding cannot be captured by clang 14
         if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; }))
             c.fail(what + ": unknown key \"" + key + "\"");
     }
