@@ -24,12 +24,13 @@ constexpr size_t kMapBatchPages = 4096;
 
 std::string object_of(uint32_t domid) { return "domain " + std::to_string(domid); }
 
-std::string utc_rfc3339(std::chrono::system_clock::time_point t) {
+// `t` in UTC, formatted with strftime's `format` (TIME= and file names).
+std::string utc_time(std::chrono::system_clock::time_point t, const char* format) {
     std::time_t tt = std::chrono::system_clock::to_time_t(t);
     std::tm tm{};
     gmtime_r(&tt, &tm);
     char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    std::strftime(buf, sizeof buf, format, &tm);
     return buf;
 }
 
@@ -88,7 +89,7 @@ Prepared prepare(Hypervisor& hv, uint32_t domid, const DumpOptions& opt, bool pa
     kv.set(keys::kP2m, std::string(format::to_string(discovered.kind)));
     kv.set(keys::kReason, std::string(format::to_string(opt.reason)));
     kv.set(keys::kPaused, paused ? "1" : "0");
-    kv.set(keys::kTime, utc_rfc3339(std::chrono::system_clock::now()));
+    kv.set(keys::kTime, utc_time(std::chrono::system_clock::now(), "%Y-%m-%dT%H:%M:%SZ"));
     kv.set(keys::kWriter, std::string("xen-dumpd ") + XENDUMP_VERSION);
 
     p.source = std::make_unique<dump::HypervisorPageSource>(hv, domid, std::move(discovered.pages),
@@ -172,11 +173,7 @@ uint32_t resolve_domain(Hypervisor& hv, const std::string& id_or_name) {
 
 std::string default_dump_name(const std::string& name, uint32_t domid,
                               std::chrono::system_clock::time_point when) {
-    std::time_t tt = std::chrono::system_clock::to_time_t(when);
-    std::tm tm{};
-    gmtime_r(&tt, &tm);
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    const std::string stamp = utc_time(when, "%Y%m%dT%H%M%SZ");
     std::string safe;
     for (char c : name.empty() ? std::string("domain") : name)
         safe += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
