@@ -20,7 +20,7 @@ using format::GuestType;
 // Pages per mapping call: large enough that the per-call cost of foreign
 // mapping (an mmap + hypercall on a real host) is amortised; small enough
 // that one batch stays well inside the dumper's memory bound.
-constexpr size_t kMapBatchPages = 4096;
+constexpr size_t kMapBatchPages = 1024;
 
 std::string object_of(uint32_t domid) { return "domain " + std::to_string(domid); }
 
@@ -74,7 +74,8 @@ Prepared prepare(Hypervisor& hv, uint32_t domid, const DumpOptions& opt, bool pa
     }
     if (spec.vcpus.empty()) throw Error("no vcpu context could be read", object_of(domid));
 
-    P2mMap discovered = discover_p2m(hv, *info);
+    // Each page is mapped once, by the page source (see P2mOptions).
+    P2mMap discovered = discover_p2m(hv, *info, P2mOptions{.verify_frames = false});
     for (auto& w : discovered.warnings) p.warnings.push_back(std::move(w));
     if (spec.type == GuestType::pv && discovered.shared_info.size() == format::kSharedInfoSize)
         spec.shared_info = std::move(discovered.shared_info);

@@ -1,5 +1,6 @@
 #include "io/sink.hpp"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,7 +27,8 @@ Sink::Sink(int fd, bool seekable, bool sparse, std::string name)
     if (!seekable_) return;
     struct stat st {};
     if (::fstat(fd_, &st) != 0) throw_errno("cannot stat output", name_);
-    if (sparse && S_ISREG(st.st_mode)) {
+    regular_ = S_ISREG(st.st_mode);
+    if (sparse && regular_) {
         if (::ftruncate(fd_, 0) != 0) throw_errno("cannot truncate output", name_);
         holes_ = true;
     }
@@ -54,6 +56,7 @@ void Sink::writev(std::span<const iovec> iov_in) {
         }
         if (n == 0) throw Error("write returned 0", name_, pos_);
         pos_ += static_cast<uint64_t>(n);
+        write_behind();
         auto left = static_cast<size_t>(n);
         while (i < iov.size() && left >= iov[i].iov_len) left -= iov[i++].iov_len;
         if (left > 0) {
@@ -63,9 +66,27 @@ void Sink::writev(std::span<const iovec> iov_in) {
     }
 }
 
+void Sink::write_behind() {
+    if (!regular_ || !seekable_ || pos_ - started_ < kWriteBehindWindow) return;
+    // Both calls are advice: a filesystem that refuses them loses only speed,
+    // and the final fsync still reports any write error.
+    const uint64_t end = pos_ - pos_ % kWriteBehindWindow;
+    ::sync_file_range(fd_, static_cast<off_t>(started_), static_cast<off_t>(end - started_),
+                      SYNC_FILE_RANGE_WRITE);
+    if (started_ > flushed_) {
+        ::sync_file_range(fd_, static_cast<off_t>(flushed_), static_cast<off_t>(started_ - flushed_),
+                          SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+        ::posix_fadvise(fd_, static_cast<off_t>(flushed_), static_cast<off_t>(started_ - flushed_),
+                        POSIX_FADV_DONTNEED);
+        flushed_ = started_;
+    }
+    started_ = end;
+}
+
 void Sink::zeros(uint64_t n) {
     if (holes_) {
         pos_ += n;
+        write_behind();
         return;
     }
     while (n > 0) {
@@ -93,6 +114,7 @@ bool Sink::copy_from(int src_fd, uint64_t src_off, uint64_t n) {
         done += static_cast<uint64_t>(r);
     }
     pos_ += n;
+    write_behind();
     return true;
 }
 

@@ -17,7 +17,8 @@
 //  - work and memory are bounded by what the hypervisor reports (maximum
 //    gpfn, tot_pages, max_pages), never by what the guest writes: p2m_size
 //    is at most p2m_size_limit(info) and the result holds at most one entry
-//    per owned page;
+//    per pfn examined (with verify_frames: per owned page), 16 bytes each,
+//    with no other per-page memory;
 //  - guest oddities that do not stop the dump (invalid or out-of-range
 //    entries, frames the domain does not own, duplicates, unmappable p2m
 //    pages) become holes and one aggregated warning line each;
@@ -41,7 +42,10 @@ namespace xendump {
 struct P2mOptions {
     // Map every claimed gmfn once to check that the domain owns it (PV only;
     // HVM/PVH probing maps every gfn anyway). Off: out-of-range values are
-    // still dropped, but frames of other domains are not detected here.
+    // still dropped, but frames of other domains are not detected here; the
+    // dumper turns them off because it maps every page to read it anyway, and
+    // a frame the domain does not own fails that mapping and is recorded as
+    // unreadable (Xen refuses to map another domain's frame for it).
     bool verify_frames = true;
 };
 

@@ -23,11 +23,44 @@ constexpr size_t kP2mPagesPerChunk = 512;
 
 }  // namespace
 
+// Drops every entry whose gmfn a lower pfn already names. Sorting in place
+// keeps the memory at the 16 bytes per page the list needs anyway (a hash set
+// of frames would cost three times that); the usual guest, whose frames rise
+// with its pfns, is recognised in one scan and not sorted at all.
+void drop_duplicate_frames(std::vector<PageEntry>& pages, AnomalyCount& duplicate) {
+    auto by_frame = [](const PageEntry& a, const PageEntry& b) {
+        return a.gmfn != b.gmfn ? a.gmfn < b.gmfn : a.pfn < b.pfn;
+    };
+    if (std::adjacent_find(pages.begin(), pages.end(), [](const PageEntry& a, const PageEntry& b) {
+            return a.gmfn >= b.gmfn;
+        }) == pages.end())
+        return;
+    std::sort(pages.begin(), pages.end(), by_frame);
+    const PageEntry* first_dup = nullptr;
+    const PageEntry* first_dup_owner = nullptr;
+    size_t kept = 0;
+    for (size_t i = 0; i < pages.size(); ++i) {
+        if (kept > 0 && pages[kept - 1].gmfn == pages[i].gmfn) {
+            ++duplicate.count;
+            if (!first_dup || pages[i].pfn < first_dup->pfn) {
+                first_dup = &pages[i];
+                first_dup_owner = &pages[kept - 1];
+            }
+            continue;
+        }
+        pages[kept++] = pages[i];
+    }
+    if (first_dup)  // the duplicate with the lowest pfn, and the pfn that keeps its frame
+        duplicate.first = "pfn " + hex(first_dup->pfn) + " -> mfn " + hex(first_dup->gmfn) + ", already pfn " +
+                          hex(first_dup_owner->pfn);
+    pages.resize(kept);
+    std::sort(pages.begin(), pages.end(), [](const PageEntry& a, const PageEntry& b) { return a.pfn < b.pfn; });
+}
+
 void read_p2m_entries(Walk& walk, std::span<const uint64_t> frames, const P2mOptions& options,
                       P2mMap& map) {
     const uint64_t fpp = walk.entries_per_page();
     AnomalyCount unmappable, implausible, not_owned, duplicate;
-    std::unordered_map<uint64_t, uint64_t> owner;  // mfn -> pfn, verified frames only
 
     // The leaf pages must not double as structure pages (a loop).
     {
@@ -39,6 +72,9 @@ void read_p2m_entries(Walk& walk, std::span<const uint64_t> frames, const P2mOpt
         }
     }
 
+    // One allocation of the list's final size for an ordinary guest (growing
+    // by doubling would briefly hold three times the list).
+    map.pages.reserve(static_cast<size_t>(std::min<uint64_t>(walk.p2m_size, frames.size() * fpp)));
     for (size_t chunk = 0; chunk < frames.size(); chunk += kP2mPagesPerChunk) {
         const size_t chunk_end = std::min(frames.size(), chunk + kP2mPagesPerChunk);
         std::vector<uint64_t> distinct;
@@ -49,9 +85,8 @@ void read_p2m_entries(Walk& walk, std::span<const uint64_t> frames, const P2mOpt
         if (distinct.empty()) continue;
         auto mapping = walk.hv.map_foreign(walk.domid, distinct);
 
-        // Candidates of this chunk in ascending pfn order, each mfn once.
-        std::vector<PageEntry> candidates;
-        std::unordered_map<uint64_t, uint64_t> chunk_owner;
+        // Candidates of this chunk in ascending pfn order.
+        const size_t chunk_first = map.pages.size();
         for (size_t j = chunk; j < chunk_end; ++j) {
             if (frames[j] == kNoFrame) continue;
             const size_t s = slot.at(frames[j]);
@@ -72,42 +107,31 @@ void read_p2m_entries(Walk& walk, std::span<const uint64_t> frames, const P2mOpt
                     implausible.add([&] { return "pfn " + hex(pfn) + " = " + hex(value); });
                     continue;
                 }
-                const uint64_t* earlier = nullptr;
-                if (auto it = owner.find(value); it != owner.end())
-                    earlier = &it->second;
-                else if (auto in_chunk = chunk_owner.find(value); in_chunk != chunk_owner.end())
-                    earlier = &in_chunk->second;
-                if (earlier) {
-                    duplicate.add([&] {
-                        return "pfn " + hex(pfn) + " -> mfn " + hex(value) + ", already pfn " + hex(*earlier);
-                    });
-                    continue;
-                }
-                chunk_owner.emplace(value, pfn);
-                candidates.push_back({pfn, value});
+                map.pages.push_back({pfn, value});
             }
         }
         mapping.reset();
+        if (!options.verify_frames) continue;
 
-        if (!options.verify_frames) {
-            for (const PageEntry& e : candidates) owner.emplace(e.gmfn, e.pfn);
-            map.pages.insert(map.pages.end(), candidates.begin(), candidates.end());
-            continue;
-        }
-        std::vector<uint64_t> mfns(candidates.size());
-        std::transform(candidates.begin(), candidates.end(), mfns.begin(), [](const PageEntry& e) { return e.gmfn; });
+        // Keep only the frames that map for this domain.
+        std::vector<uint64_t> mfns(map.pages.size() - chunk_first);
+        std::transform(map.pages.begin() + static_cast<ptrdiff_t>(chunk_first), map.pages.end(), mfns.begin(),
+                       [](const PageEntry& e) { return e.gmfn; });
+        size_t kept = chunk_first;
         map_batches(walk.hv, walk.domid, mfns, kMapBatch, [&](size_t first, const ForeignMapping& m) {
             for (size_t i = 0; i < m.count(); ++i) {
-                const PageEntry& e = candidates[first + i];
+                const PageEntry e = map.pages[chunk_first + first + i];
                 if (m.error(i) != 0) {
                     not_owned.add([&] { return "pfn " + hex(e.pfn) + " -> mfn " + hex(e.gmfn); });
                     continue;
                 }
-                owner.emplace(e.gmfn, e.pfn);
-                map.pages.push_back(e);
+                map.pages[kept++] = e;
             }
         });
+        map.pages.resize(kept);
     }
+    drop_duplicate_frames(map.pages, duplicate);
+    if (map.pages.capacity() - map.pages.size() > map.pages.size() / 4) map.pages.shrink_to_fit();
 
     if (unmappable.count)
         map.warnings.push_back(counted(unmappable, "p2m pages could not be mapped",
