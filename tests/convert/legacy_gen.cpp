@@ -7,7 +7,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "test_support.hpp"
+#include "sim/pattern.hpp"
 
 namespace xendump::test::legacy_gen {
 namespace {
@@ -58,7 +58,7 @@ Guest make_guest(const GuestSpec& spec) {
     for (uint64_t pfn = 0; pfn < n; ++pfn) {
         if (g.mfn_of_pfn[pfn] == kNoMfn) continue;
         g.page_of_pfn[pfn].resize(kPage);
-        fill_pattern_page(spec.seed, pfn, g.page_of_pfn[pfn].data());
+        sim::fill_pattern_page(static_cast<uint32_t>(spec.seed), pfn, g.page_of_pfn[pfn].data());
     }
 
     // Guest pages that hold kernel structures, taken from the top, skipping holes.

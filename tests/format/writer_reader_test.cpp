@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 
 #include "dump_check.hpp"
 #include "xendump/reader.hpp"
@@ -70,6 +71,29 @@ INSTANTIATE_TEST_SUITE_P(Types, WriterThenReader,
                          ::testing::Values(Case{"pv", GuestType::pv, 8}, Case{"hvm", GuestType::hvm, 8},
                                            Case{"pvh", GuestType::pvh, 8}, Case{"pv32", GuestType::pv, 4}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Verification splits the page chunks between two threads: a mismatch in
+// either half is found, reported once, in chunk order, at its offset.
+TEST(WriterThenReader, DigestMismatchesInBothHalvesOfAParallelVerify) {
+    TempDir dir;
+    const DumpSpec spec = make_spec(GuestType::hvm, 8, 1);
+    std::vector<uint64_t> pfns;
+    for (uint64_t i = 0; i < 80 * 256; ++i) pfns.push_back(i);  // 80 chunks
+    PatternPageSource source(entries_for(pfns, GuestType::hvm));
+    write_dump_file(dir / "d", spec, source);
+    EXPECT_TRUE(DumpReader::verify_file(dir / "d").empty());
+    const uint64_t pages = DumpReader::open(dir / "d").pages_offset();
+    for (uint64_t chunk : {70u, 3u}) {
+        std::fstream f(dir / "d", std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(static_cast<std::streamoff>(pages + chunk * 256 * 4096 + 4096 * 9 + 5));
+        f.put('\x5a');
+    }
+    const auto fs = DumpReader::verify_file(dir / "d");
+    ASSERT_EQ(fs.size(), 2u);
+    EXPECT_EQ(fs[0].check, "digest-mismatch");
+    EXPECT_EQ(fs[0].offset, pages + 3 * 256 * 4096);
+    EXPECT_EQ(fs[1].offset, pages + 70 * 256 * 4096);
+}
 
 }  // namespace
 }  // namespace xendump::test

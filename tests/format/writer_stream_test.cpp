@@ -110,6 +110,54 @@ TEST(WriterStream, ZeroPagesBecomeHoles) {
     EXPECT_GE(static_cast<uint64_t>(st.st_blocks) * 512, pfns.size() * 4096) << "sparse=false left holes";
 }
 
+// A source that lends its pages (as a foreign mapping does) instead of
+// copying them: each page in its own allocation, so no two are adjacent and
+// the writer must not assume one buffer; unreadable pages lent as null.
+class LendingSource final : public PageSource {
+public:
+    explicit LendingSource(PatternPageSource& inner) : inner_(inner) {}
+    std::span<const PageEntry> entries() const override { return inner_.entries(); }
+    void read_pages(size_t, size_t, std::span<std::byte>, std::span<uint8_t>) override {
+        ADD_FAILURE() << "read_pages called although the source lends";
+    }
+    size_t preferred_batch() const override { return 300; }
+    std::unique_ptr<LentPages> lend_pages(size_t first, size_t count) override {
+        auto lent = std::make_unique<Lent>();
+        for (size_t i = 0; i < count; ++i) {
+            std::vector<std::byte> page(4096);
+            uint8_t unreadable = 0;
+            inner_.read_pages(first + i, 1, page, std::span(&unreadable, 1));
+            lent->pages.push_back(unreadable ? std::vector<std::byte>{} : std::move(page));
+        }
+        ++lends;
+        return lent;
+    }
+    size_t lends = 0;
+
+private:
+    struct Lent final : LentPages {
+        std::vector<std::vector<std::byte>> pages;
+        const std::byte* page(size_t i) const override { return pages[i].empty() ? nullptr : pages[i].data(); }
+    };
+    PatternPageSource& inner_;
+};
+
+TEST(WriterStream, LentPagesGiveTheSameFileAsCopiedOnes) {
+    TempDir dir;
+    const DumpSpec spec = make_spec(GuestType::pv, 8, 2);
+    const auto pfns = pfns_with_holes(3000);
+    PatternPageSource copied(entries_for(pfns, GuestType::pv));
+    copied.unreadable_pfns = {pfns[7], pfns[2000]};
+    copied.zero_pfns.assign(pfns.begin() + 300, pfns.begin() + 1100);  // whole digest chunks of zeros
+    LendingSource lending(copied);
+    const auto a = write_dump_file(dir / "copied", spec, copied);
+    const auto b = write_dump_file(dir / "lent", spec, lending);
+    EXPECT_GT(lending.lends, 0u);
+    EXPECT_EQ(a.unreadable_pfns, b.unreadable_pfns);
+    EXPECT_EQ(slurp(dir / "copied"), slurp(dir / "lent"));
+    check_dump(dir / "lent", spec, copied);
+}
+
 TEST(WriterStream, ProgressAndObserverSeeEveryPageInOrder) {
     TempDir dir;
     const DumpSpec spec = make_spec(GuestType::pv, 8, 1);

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "sim/pattern.hpp"
+
 extern char** environ;
 
 namespace xendump::test {
@@ -102,14 +104,10 @@ RunResult run(const std::vector<std::string>& argv_in, const std::vector<std::st
 }
 
 void fill_pattern_page(uint64_t seed, uint64_t pfn, std::byte* page) {
-    for (size_t i = 0; i < 512; ++i) {
-        uint64_t z = (seed << 52) ^ (pfn << 9) ^ i;
-        z += 0x9e3779b97f4a7c15ULL;
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        z ^= z >> 31;
-        std::memcpy(page + i * 8, &z, 8);
-    }
+    // The simulated host's pattern (seed = domid), so expected pages come
+    // from the same definition the host uses.
+    if (seed > UINT32_MAX) throw std::invalid_argument("pattern seed above 32 bits");
+    sim::fill_pattern_page(static_cast<uint32_t>(seed), pfn, page);
 }
 
 PatternPageSource::PatternPageSource(std::vector<PageEntry> entries, uint64_t seed)

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 
@@ -20,6 +21,14 @@ using PageEntry = format::P2mEntry;  // {pfn, gmfn}
 struct FileRange {
     int fd;
     uint64_t offset;
+};
+
+// Pages a source lends without copying them (a foreign mapping): valid
+// until the object is destroyed. page(i) is null for an unreadable page.
+class LentPages {
+public:
+    virtual ~LentPages() = default;
+    virtual const std::byte* page(size_t i) const = 0;
 };
 
 class PageSource {
@@ -38,6 +47,11 @@ public:
 
     // How many pages the source prefers per read_pages call.
     virtual size_t preferred_batch() const { return 1024; }
+
+    // Optional zero-copy path for memory: entries [first, first+count) as
+    // pages the source already holds (count <= preferred_batch()). The
+    // default: null, and the writer calls read_pages.
+    virtual std::unique_ptr<LentPages> lend_pages(size_t /*first*/, size_t /*count*/) { return nullptr; }
 
     // Optional zero-copy path: when entries [first, first+count) are stored
     // contiguously in a file, return where. The default: never.

@@ -13,19 +13,41 @@ HypervisorPageSource::HypervisorPageSource(Hypervisor& hv, uint32_t domid,
                                            std::vector<PageEntry> entries, size_t batch_pages)
     : hv_(hv), domid_(domid), entries_(std::move(entries)), batch_(batch_pages ? batch_pages : 1024) {}
 
-void HypervisorPageSource::read_pages(size_t first, size_t count, std::span<std::byte> out,
-                                      std::span<uint8_t> unreadable) {
+namespace {
+
+class LentMapping final : public LentPages {
+public:
+    explicit LentMapping(std::unique_ptr<ForeignMapping> m) : m_(std::move(m)) {}
+    const std::byte* page(size_t i) const override { return m_->error(i) == 0 ? m_->page(i) : nullptr; }
+
+private:
+    std::unique_ptr<ForeignMapping> m_;
+};
+
+}  // namespace
+
+std::unique_ptr<ForeignMapping> HypervisorPageSource::map(size_t first, size_t count) {
     if (first > entries_.size() || count > entries_.size() - first)
         throw Error("page batch out of range", "domain " + std::to_string(domid_));
+    frames_.resize(count);
+    for (size_t i = 0; i < count; ++i) frames_[i] = entries_[first + i].gmfn;
+    return hv_.map_foreign(domid_, frames_);
+}
+
+std::unique_ptr<LentPages> HypervisorPageSource::lend_pages(size_t first, size_t count) {
+    if (count > batch_) return nullptr;
+    return std::make_unique<LentMapping>(map(first, count));
+}
+
+void HypervisorPageSource::read_pages(size_t first, size_t count, std::span<std::byte> out,
+                                      std::span<uint8_t> unreadable) {
     if (out.size() < count * kPageSize || unreadable.size() < count)
         throw Error("page batch buffer too small", "domain " + std::to_string(domid_));
     // The caller's batch may be larger than one mapping call should be; map in
     // slices of batch_ frames (the mapping is an mmap on a real host).
     for (size_t done = 0; done < count;) {
         size_t n = std::min(batch_, count - done);
-        frames_.resize(n);
-        for (size_t i = 0; i < n; ++i) frames_[i] = entries_[first + done + i].gmfn;
-        auto mapping = hv_.map_foreign(domid_, frames_);
+        auto mapping = map(first + done, n);
         for (size_t i = 0; i < n; ++i) {
             std::byte* dst = out.data() + (done + i) * kPageSize;
             if (mapping->error(i) != 0) {

@@ -22,8 +22,12 @@ public:
     void read_pages(size_t first, size_t count, std::span<std::byte> out,
                     std::span<uint8_t> unreadable) override;
     size_t preferred_batch() const override { return batch_; }
+    // One mapping call; the writer hashes and writes straight from it.
+    std::unique_ptr<LentPages> lend_pages(size_t first, size_t count) override;
 
 private:
+    std::unique_ptr<ForeignMapping> map(size_t first, size_t count);
+
     Hypervisor& hv_;
     uint32_t domid_;
     std::vector<PageEntry> entries_;

@@ -73,14 +73,13 @@ void Sink::write_behind() {
     const uint64_t end = pos_ - pos_ % kWriteBehindWindow;
     ::sync_file_range(fd_, static_cast<off_t>(started_), static_cast<off_t>(end - started_),
                       SYNC_FILE_RANGE_WRITE);
-    if (started_ > flushed_) {
-        ::sync_file_range(fd_, static_cast<off_t>(flushed_), static_cast<off_t>(started_ - flushed_),
-                          SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
-        ::posix_fadvise(fd_, static_cast<off_t>(flushed_), static_cast<off_t>(started_ - flushed_),
-                        POSIX_FADV_DONTNEED);
-        flushed_ = started_;
-    }
     started_ = end;
+    if (started_ - flushed_ <= kWriteBehindDepth * kWriteBehindWindow) return;
+    const uint64_t done = started_ - kWriteBehindDepth * kWriteBehindWindow;
+    ::sync_file_range(fd_, static_cast<off_t>(flushed_), static_cast<off_t>(done - flushed_),
+                      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+    ::posix_fadvise(fd_, static_cast<off_t>(flushed_), static_cast<off_t>(done - flushed_), POSIX_FADV_DONTNEED);
+    flushed_ = done;
 }
 
 void Sink::zeros(uint64_t n) {

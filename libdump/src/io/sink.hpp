@@ -28,11 +28,13 @@ public:
     void finish();                            // sets the final size after a trailing hole
 
     // Regular files are written behind: every kWriteBehindWindow bytes the
-    // kernel is told to start writing the window just filled, and the window
-    // before it is waited for and dropped from the page cache. The disk then
-    // works while the next pages are read, the final fsync has little left to
-    // do, and a dump does not push dom0's own files out of the cache.
-    static constexpr uint64_t kWriteBehindWindow = 16u << 20;
+    // kernel is told to start writing the window just filled, and what lies
+    // more than kWriteBehindDepth windows behind is waited for and dropped
+    // from the page cache. The disk then works while the next pages are
+    // read, the final fsync has little left to do, and a dump does not push
+    // dom0's own files out of the cache.
+    static constexpr uint64_t kWriteBehindWindow = 8u << 20;
+    static constexpr uint64_t kWriteBehindDepth = 8;
 
     uint64_t offset() const noexcept { return pos_; }
     bool holes() const noexcept { return holes_; }

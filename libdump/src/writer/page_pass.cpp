@@ -20,12 +20,22 @@ constexpr uint64_t kPage = format::kPageSize;
 constexpr size_t kMinBatch = 256;      // 1 MiB
 constexpr size_t kMaxBatch = 1024;     // 4 MiB, twice (double buffering)
 
+// A batch's pages are either lent by the source (a mapping, no copy) or read
+// into `data`; page[i] points at page i either way (at zeros when unreadable).
 struct Batch {
     size_t first = 0, count = 0;
     std::vector<std::byte> data;
+    std::unique_ptr<LentPages> lent;
+    std::vector<const std::byte*> page;
     std::vector<uint8_t> unreadable;
+    std::vector<uint8_t> zero;  // per page, filled by the writer (one check serves hash and holes)
     std::optional<FileRange> range;  // pages were read from here (copy_file_range candidate)
 };
+
+const std::byte* zero_page() {
+    alignas(64) static const std::byte zeros[kPage] = {};
+    return zeros;
+}
 
 bool is_zero_page(const std::byte* p) {
     uint64_t head;
@@ -49,14 +59,23 @@ void pread_all(int fd, uint64_t off, std::byte* out, size_t len) {
 void fill(Batch& b, PageSource& source, bool positional) {
     const size_t bytes = b.count * kPage;
     b.range.reset();
+    b.lent.reset();
+    std::fill_n(b.unreadable.begin(), b.count, 0);
     if (positional) b.range = source.file_range(b.first, b.count);
-    if (b.range) {
-        pread_all(b.range->fd, b.range->offset, b.data.data(), bytes);
-        std::fill_n(b.unreadable.begin(), b.count, 0);
+    if (!b.range) b.lent = source.lend_pages(b.first, b.count);
+    if (b.lent) {
+        for (size_t i = 0; i < b.count; ++i) {
+            b.page[i] = b.lent->page(i);
+            if (!b.page[i]) b.unreadable[i] = 1;
+        }
         return;
     }
-    std::fill_n(b.unreadable.begin(), b.count, 0);
-    source.read_pages(b.first, b.count, std::span(b.data.data(), bytes), std::span(b.unreadable.data(), b.count));
+    if (b.data.size() < bytes) b.data.resize(bytes);  // only sources that do not lend need it
+    if (b.range)
+        pread_all(b.range->fd, b.range->offset, b.data.data(), bytes);
+    else
+        source.read_pages(b.first, b.count, std::span(b.data.data(), bytes), std::span(b.unreadable.data(), b.count));
+    for (size_t i = 0; i < b.count; ++i) b.page[i] = b.data.data() + i * kPage;
 }
 
 class ChunkHasher {
@@ -65,13 +84,30 @@ public:
         if (!state_) throw Error("out of memory (XXH3 state)");
         XXH3_128bits_reset(state_.get());
     }
-    // Pages arrive in order; a chunk closes after kDigestChunkPages pages or at the end.
-    void add(const std::byte* pages, size_t count) {
+    // Pages arrive in order; a chunk closes after kDigestChunkPages pages or
+    // at the end. A whole chunk of zero pages (zero[i] != 0) takes the digest
+    // of zeros computed once: zero-heavy guests are not hashed byte by byte.
+    void add(const std::byte* const* pages, const uint8_t* zero, size_t count) {
         while (count > 0) {
             const size_t room = format::kDigestChunkPages - in_chunk_;
             const size_t take = std::min(room, count);
-            XXH3_128bits_update(state_.get(), pages, take * kPage);
-            pages += take * kPage;
+            if (take == format::kDigestChunkPages && std::all_of(zero, zero + take, [](uint8_t z) { return z; })) {
+                digests.push_back(zero_chunk_digest());
+                pages += take;
+                zero += take;
+                count -= take;
+                done_ += take;
+                continue;
+            }
+            // Pages that follow each other in memory go to XXH3 in one call.
+            for (size_t i = 0; i < take;) {
+                size_t j = i + 1;
+                while (j < take && pages[j] == pages[j - 1] + kPage) ++j;
+                XXH3_128bits_update(state_.get(), pages[i], (j - i) * kPage);
+                i = j;
+            }
+            pages += take;
+            zero += take;
             count -= take;
             in_chunk_ += take;
             done_ += take;
@@ -87,28 +123,51 @@ public:
     std::vector<XXH128_canonical_t> digests;
 
 private:
+    static XXH128_canonical_t zero_chunk_digest() {
+        static const XXH128_canonical_t digest = [] {
+            const std::vector<std::byte> zeros(size_t{format::kDigestChunkPages} * kPage);
+            XXH128_canonical_t c;
+            XXH128_canonicalFromHash(&c, XXH3_128bits(zeros.data(), zeros.size()));
+            return c;
+        }();
+        return digest;
+    }
+
     uint64_t total_, done_ = 0;
     size_t in_chunk_ = 0;
     std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state_;
 };
 
-void write_batch(io::Sink& sink, const Batch& b) {
+// Runs of pages [i, j) as iovecs, one per stretch of adjacent memory.
+void write_pages_of(io::Sink& sink, const Batch& b, size_t i, size_t j, std::vector<iovec>& iov) {
+    iov.clear();
+    for (; i < j; ++i) {
+        auto* p = const_cast<std::byte*>(b.page[i]);
+        if (!iov.empty() && static_cast<std::byte*>(iov.back().iov_base) + iov.back().iov_len == p)
+            iov.back().iov_len += kPage;
+        else
+            iov.push_back({p, kPage});
+    }
+    sink.writev(iov);
+}
+
+void write_batch(io::Sink& sink, const Batch& b, std::vector<iovec>& iov) {
     const size_t bytes = b.count * kPage;
     if (b.range && sink.copy_from(b.range->fd, b.range->offset, bytes)) return;
     if (!sink.holes()) {
-        sink.write(std::span(b.data.data(), bytes));
+        write_pages_of(sink, b, 0, b.count, iov);
         return;
     }
     // Alternate runs of data pages (one write each) and zero pages (holes).
     size_t i = 0;
     while (i < b.count) {
-        const bool zero = is_zero_page(b.data.data() + i * kPage);
+        const bool zero = b.zero[i];
         size_t j = i + 1;
-        while (j < b.count && is_zero_page(b.data.data() + j * kPage) == zero) ++j;
+        while (j < b.count && static_cast<bool>(b.zero[j]) == zero) ++j;
         if (zero)
             sink.zeros((j - i) * kPage);
         else
-            sink.write(std::span(b.data.data() + i * kPage, (j - i) * kPage));
+            write_pages_of(sink, b, i, j, iov);
         i = j;
     }
 }
@@ -124,10 +183,13 @@ PassResult write_pages(io::Sink& sink, PageSource& source, const DumpPlan& plan,
 
     const size_t batch_pages = std::clamp(source.preferred_batch(), kMinBatch, kMaxBatch);
     Batch batches[2];
+    const size_t capacity = static_cast<size_t>(std::min<uint64_t>(batch_pages, std::max<uint64_t>(n, 1)));
     for (auto& b : batches) {
-        b.data.resize(std::min<uint64_t>(batch_pages, std::max<uint64_t>(n, 1)) * kPage);
-        b.unreadable.resize(b.data.size() / kPage);
+        b.unreadable.resize(capacity);
+        b.zero.resize(capacity);
+        b.page.resize(capacity);
     }
+    std::vector<iovec> iov;
     auto schedule = [&](Batch& b, size_t first) {
         b.first = first;
         b.count = static_cast<size_t>(std::min<uint64_t>(batch_pages, n - first));
@@ -144,16 +206,18 @@ PassResult write_pages(io::Sink& sink, PageSource& source, const DumpPlan& plan,
         if (next < n) pending = schedule(batches[(k + 1) % 2], next);
 
         for (size_t i = 0; i < cur.count; ++i) {
-            std::byte* page = cur.data.data() + i * kPage;
             const uint64_t pfn = entries[cur.first + i].pfn;
             if (cur.unreadable[i]) {
-                std::memset(page, 0, kPage);  // §5: stored as zeros, whatever the source left
+                cur.page[i] = zero_page();  // §5: stored as zeros, whatever the source left
                 result.unreadable_pfns.push_back(pfn);
             }
+            const std::byte* page = cur.page[i];
             if (options.page_observer) options.page_observer(pfn, std::span<const std::byte>(page, kPage));
+            cur.zero[i] = cur.unreadable[i] || is_zero_page(page);
         }
-        if (hasher) hasher->add(cur.data.data(), cur.count);
-        write_batch(sink, cur);
+        if (hasher) hasher->add(cur.page.data(), cur.zero.data(), cur.count);
+        write_batch(sink, cur, iov);
+        cur.lent.reset();  // the mapping goes as soon as its pages are written
 
         if (options.on_progress) {
             WriteProgress p;
