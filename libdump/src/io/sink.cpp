@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <vector>
 
 #include "xendump/error.hpp"
@@ -24,7 +25,21 @@ const std::byte* zero_block() {
 
 Sink::Sink(int fd, bool seekable, bool sparse, std::string name)
     : fd_(fd), seekable_(seekable), name_(std::move(name)) {
-    if (!seekable_) return;
+    if (!seekable_) {
+        // A pipe's default 64 KiB buffer costs a wake-up of the reader every
+        // 16 pages; the largest size an unprivileged process may set (1 MiB
+        // by default) cuts the context switches 16-fold. Advice only.
+        struct stat st {};
+        if (::fstat(fd_, &st) == 0 && S_ISFIFO(st.st_mode)) {
+            int max = 1 << 20;
+            if (FILE* f = std::fopen("/proc/sys/fs/pipe-max-size", "r")) {
+                if (std::fscanf(f, "%d", &max) != 1) max = 1 << 20;
+                std::fclose(f);
+            }
+            ::fcntl(fd_, F_SETPIPE_SZ, std::min(max, 4 << 20));
+        }
+        return;
+    }
     struct stat st {};
     if (::fstat(fd_, &st) != 0) throw_errno("cannot stat output", name_);
     regular_ = S_ISREG(st.st_mode);
