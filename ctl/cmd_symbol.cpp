@@ -1,5 +1,6 @@
 // xen-dumpctl symbol [--json] FILE NAME|ADDRESS: the guest kernel's symbols
 // from the kallsyms tables found in the dump's pages (no vmlinux needed).
+// xen-dumpctl symbol --list FILE: the whole table, as /proc/kallsyms shows it.
 // NAME may carry or omit the per_cpu__ prefix of per-cpu variables (as
 // crash accepts both); ADDRESS (hex, 0x optional) gives symbol+offset.
 #include <charconv>
@@ -18,7 +19,7 @@ namespace xendump::ctl {
 
 namespace {
 
-constexpr std::string_view kUsage = "xen-dumpctl symbol [--json] FILE NAME|ADDRESS";
+constexpr std::string_view kUsage = "xen-dumpctl symbol [--json] FILE NAME|ADDRESS | --list FILE";
 
 std::optional<uint64_t> parse_address(std::string_view s) {
     if (s.starts_with("0x") || s.starts_with("0X")) s.remove_prefix(2);
@@ -38,25 +39,35 @@ std::string hex(uint64_t v) {
 }  // namespace
 
 int cmd_symbol(Args args) {
-    auto p = parse_args(args, {"--json"});
+    auto p = parse_args(args, {"--json", "--list"});
     if (p.help) {
         std::printf("usage: %.*s\n\nLook up a guest kernel symbol by name (per-cpu variables with or without\n"
                     "the per_cpu__ prefix) or an address (hex) as symbol+offset, using the kallsyms\n"
                     "tables found in the dump's pages.\n"
-                    "  --json   print one JSON object instead of text\n",
+                    "  --json   print one JSON object instead of text\n"
+                    "  --list   print every symbol, one \"ADDRESS TYPE NAME\" line each, like\n"
+                    "           /proc/kallsyms (a System.map for tools that want one)\n",
                     static_cast<int>(kUsage.size()), kUsage.data());
         return cli::kExitOk;
     }
     if (!p.error.empty()) return usage_error("symbol", p.error, kUsage);
-    if (p.operands.size() != 2) return usage_error("symbol", "expected FILE and NAME or ADDRESS", kUsage);
+    const bool list = p.has("--list");
+    if (list && (p.operands.size() != 1 || p.has("--json")))
+        return usage_error("symbol", "--list takes one FILE and no --json", kUsage);
+    if (!list && p.operands.size() != 2) return usage_error("symbol", "expected FILE and NAME or ADDRESS", kUsage);
     auto reader = DumpReader::open(p.operands[0]);
     const DumpKernel k = find_dump_kernel(reader);
-    const std::string& query = p.operands[1];
     if (!k.kallsyms) {
         std::fprintf(stderr, "xen-dumpctl symbol: %s: no Linux kernel symbol table found in the dump\n",
                      p.operands[0].c_str());
         return cli::kExitFailure;
     }
+    if (list) {
+        for (const kernel::KernelSymbol& s : k.kallsyms->table.symbols())
+            std::printf("%016llx %c %s\n", static_cast<unsigned long long>(s.address), s.type, s.name.c_str());
+        return cli::kExitOk;
+    }
+    const std::string& query = p.operands[1];
     nlohmann::json j;
     j["query"] = query;
     // A name first: many symbol names are also valid hex ("add", "cafe").

@@ -4,12 +4,18 @@
 // KERNELOFFSET= in NT_XEN_DOMAIN and one CORE NT_PRSTATUS per vcpu;
 // xen-dumpctl info/symbol read the kernel from it; a pattern guest's dump
 // carries none of it; the converter adds the same to a converted file.
+#include <elf.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <sstream>
+#include <set>
+#include <map>
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 
@@ -240,6 +246,155 @@ TEST(KernelDump, SymbolLooksUpNamesAndAddresses) {
     symbol(f.dump, "no_such_symbol_anywhere", 1);
 }
 
+// The program headers of a dump, straight from the file.
+std::vector<Elf64_Phdr> program_headers(const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    Elf64_Ehdr eh{};
+    in.read(reinterpret_cast<char*>(&eh), sizeof eh);
+    std::vector<Elf64_Phdr> ph(eh.e_phnum);
+    in.seekg(static_cast<std::streamoff>(eh.e_phoff));
+    in.read(reinterpret_cast<char*>(ph.data()), static_cast<std::streamsize>(ph.size() * sizeof(Elf64_Phdr)));
+    return ph;
+}
+
+std::vector<char> file_bytes(const fs::path& file, uint64_t offset, size_t size) {
+    std::vector<char> out(size);
+    std::ifstream in(file, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(offset));
+    in.read(out.data(), static_cast<std::streamsize>(size));
+    return out;
+}
+
+TEST(KernelDump, KernelImageSegmentMapsTheImageAtItsVirtualAddress) {
+    FixtureDump& f = fixture();
+    EXPECT_TRUE(f.result.kernel_segment);
+    auto info = kernel::Vmcoreinfo::parse(guest_vmcoreinfo());
+    ASSERT_TRUE(info);
+    DumpReader r = DumpReader::open(f.dump);
+    const auto ph = program_headers(f.dump);
+    ASSERT_EQ(ph.size(), 1 + r.runs().size() + 1);  // PT_NOTE, the runs, the image
+    const Elf64_Phdr& k = ph.back();
+    EXPECT_EQ(k.p_type, static_cast<Elf64_Word>(PT_LOAD));
+    const uint64_t stext = *info->symbol("_stext");
+    EXPECT_EQ(k.p_vaddr, stext & ~uint64_t{0x1fffff});
+    EXPECT_EQ(k.p_paddr, k.p_vaddr - 0xffffffff80000000ULL + info->phys_base());
+    EXPECT_EQ(k.p_filesz, k.p_memsz);
+    // The run segments keep p_vaddr 0.
+    for (size_t i = 1; i + 1 < ph.size(); ++i) EXPECT_EQ(ph[i].p_vaddr, 0u) << i;
+    // init_uts_ns through the virtual mapping: the guest RAM's bytes, "Linux".
+    const uint64_t uts = *info->symbol("init_uts_ns");
+    ASSERT_GE(uts, k.p_vaddr);
+    ASSERT_LT(uts + 65, k.p_vaddr + k.p_filesz);
+    const auto via_segment = file_bytes(f.dump, k.p_offset + (uts - k.p_vaddr), 65);
+    const auto in_ram = file_bytes(f.image, k.p_paddr + (uts - k.p_vaddr), 65);
+    EXPECT_EQ(via_segment, in_ram);
+    EXPECT_EQ(std::string(via_segment.data(), 5), "Linux");
+    EXPECT_TRUE(r.verify().empty());
+}
+
+// drgn (python3-drgn) opens the dump as a Linux kernel core and reads a
+// kernel virtual address without any debug info.
+TEST(KernelDump, DrgnReadsInitUtsNsByItsVirtualAddress) {
+    if (run({"/usr/bin/python3", "-c", "import drgn"}).exit_code != 0) GTEST_SKIP() << "python3-drgn is not installed";
+    FixtureDump& f = fixture();
+    auto info = kernel::Vmcoreinfo::parse(guest_vmcoreinfo());
+    ASSERT_TRUE(info);
+    const std::string script =
+        "import sys, drgn\n"
+        "prog = drgn.Program()\n"
+        "prog.set_core_dump(sys.argv[1])\n"
+        "assert prog.flags & drgn.ProgramFlags.IS_LINUX_KERNEL\n"
+        "print(prog.read(int(sys.argv[2], 16), 65).split(b'\\0')[0].decode())\n";
+    char addr[32];
+    std::snprintf(addr, sizeof addr, "%llx", static_cast<unsigned long long>(*info->symbol("init_uts_ns")));
+    RunResult r = run({"/usr/bin/python3", "-c", script, f.dump.string(), addr});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "Linux\n");
+}
+
+TEST(KernelDump, VerifyNamesAKernelImageSegmentThatPointsElsewhere) {
+    FixtureDump& f = fixture();
+    TempDir dir;
+    const fs::path copy = dir / "moved.core";
+    fs::copy_file(f.dump, copy);
+    const auto ph = program_headers(copy);
+    Elf64_Phdr k = ph.back();
+    k.p_offset += 4096;
+    Elf64_Ehdr eh{};
+    std::ifstream(copy, std::ios::binary).read(reinterpret_cast<char*>(&eh), sizeof eh);
+    const uint64_t at = eh.e_phoff + (ph.size() - 1) * sizeof(Elf64_Phdr);
+    {
+        std::fstream io(copy, std::ios::in | std::ios::out | std::ios::binary);
+        io.seekp(static_cast<std::streamoff>(at));
+        io.write(reinterpret_cast<const char*>(&k), sizeof k);
+    }
+    const auto findings = DumpReader::verify_file(copy);
+    ASSERT_EQ(findings.size(), 1u);
+    EXPECT_EQ(findings[0].check, "load-kernel-image");
+    EXPECT_EQ(findings[0].offset, at);
+}
+
+// Debian's linux-image-6.1.0-57-amd64-dbg: the fixture kernel's vmlinux
+// with debug info (scripts/install-deps installs it when the archive still
+// has it; the tests below skip without it).
+fs::path fixture_vmlinux() {
+    if (const char* env = std::getenv("XENDUMP_VMLINUX")) return env;
+    return "/usr/lib/debug/boot/vmlinux-6.1.0-57-amd64";
+}
+
+TEST(KernelDump, CrashRunsSysAndLogWithKaslrAuto) {
+    const fs::path vmlinux = fixture_vmlinux();
+    if (!fs::exists(vmlinux)) GTEST_SKIP() << vmlinux << " is not installed";
+    if (run({"sh", "-c", "command -v crash"}).exit_code != 0) GTEST_SKIP() << "crash is not installed";
+    FixtureDump& f = fixture();
+    TempDir dir;
+    const fs::path cmds = dir / "cmds";
+    std::ofstream(cmds) << "sys\nlog\nquit\n";
+    RunResult r = run({"timeout", "600", "crash", "--kaslr=auto", "-s", "-i", cmds.string(), vmlinux.string(),
+                       f.dump.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("RELEASE: 6\\.1\\.0-57-amd64"))) << r.out;
+    EXPECT_NE(r.out.find("] Linux version 6.1.0-57-amd64"), std::string::npos) << r.out;  // from log
+}
+
+TEST(KernelDump, SymbolsFoundByShapeEqualTheVmlinuxSymbolTable) {
+    const fs::path vmlinux = fixture_vmlinux();
+    if (!fs::exists(vmlinux)) GTEST_SKIP() << vmlinux << " is not installed";
+    FixtureDump& f = fixture();
+    auto info = kernel::Vmcoreinfo::parse(guest_vmcoreinfo());
+    ASSERT_TRUE(info);
+    const uint64_t shift = info->kernel_offset().value_or(0);
+    RunResult nm = run({"nm", vmlinux.string()});
+    ASSERT_EQ(nm.exit_code, 0) << nm.err;
+    std::map<std::string, std::set<uint64_t>> table;
+    std::istringstream nm_lines(nm.out);
+    for (std::string line; std::getline(nm_lines, line);) {
+        std::istringstream l(line);
+        std::string addr, type, name;
+        if (l >> addr >> type >> name) table[name].insert(std::stoull(addr, nullptr, 16));
+    }
+    RunResult ours = run({"xen-dumpctl", "symbol", "--list", f.dump.string()});
+    ASSERT_EQ(ours.exit_code, 0) << ours.err;
+    size_t checked = 0, mismatched = 0;
+    std::string first_bad;
+    std::istringstream our_lines(ours.out);
+    for (std::string line; std::getline(our_lines, line);) {
+        std::istringstream l(line);
+        std::string addr, type, name;
+        if (!(l >> addr >> type >> name)) continue;
+        const uint64_t a = std::stoull(addr, nullptr, 16);
+        // Per-cpu offsets ('A' in kallsyms, small values) are not shifted by KASLR.
+        const uint64_t unshifted = a >= 0xffffffff80000000ULL ? a - shift : a;
+        ++checked;
+        auto it = table.find(name);
+        if (it == table.end() || !it->second.count(unshifted)) {
+            if (mismatched++ == 0) first_bad = line;
+        }
+    }
+    EXPECT_GT(checked, 50000u);
+    EXPECT_EQ(mismatched, 0u) << "first: " << first_bad;
+}
+
 TEST(KernelDump, PatternGuestHasNoKernel) {
     json d = dump::hvm_domain(22, "hvm", 0x2000, json::array({json::array({0, 0x900000, 0x2000})}));
     sim::Host host(dump::host_spec({d}));
@@ -252,6 +407,7 @@ TEST(KernelDump, PatternGuestHasNoKernel) {
     EXPECT_FALSE(r.domain().contains(keys::kKernelOffset));
     EXPECT_TRUE(r.verify().empty());
     EXPECT_EQ(count(segment_notes(path), "VMCOREINFO"), 0u);
+    EXPECT_EQ(program_headers(path).size(), 1 + r.runs().size());  // no kernel image segment
 
     RunResult t = run({"xen-dumpctl", "info", path.string()});
     ASSERT_EQ(t.exit_code, 0) << t.err;

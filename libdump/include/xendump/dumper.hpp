@@ -39,6 +39,7 @@ struct DumpResult {
     uint64_t file_size = 0;
     std::vector<uint64_t> unreadable_pfns;
     std::vector<std::string> warnings;
+    bool kernel_segment = false;  // the guest kernel's image PT_LOAD (p_vaddr) was added
 };
 
 // Everything known before the pages are read: used for size checks before a

@@ -26,9 +26,20 @@ struct WriteProgress {
 
 // What the page pass found about the guest kernel, written into the room
 // DumpSpec::reserve_vmcoreinfo kept (spec §3 note 7, §3.1 keys).
+// The guest kernel's image mapping, as kdump's /proc/vmcore describes it: a
+// PT_LOAD whose p_vaddr is the image's virtual address, over the same file
+// bytes as the RAM segment holding its physical pages (readers that translate
+// kernel addresses without page tables, drgn among them, need it).
+struct KernelImageSegment {
+    uint64_t vaddr = 0;     // page-aligned, in the kernel image region
+    uint64_t paddr = 0;     // page-aligned guest physical address of vaddr
+    uint64_t max_size = 0;  // at most this many bytes; cut at the first absent page
+};
+
 struct LateNotes {
     std::optional<std::string> vmcoreinfo;  // the VMCOREINFO text (at most kMaxVmcoreinfoText bytes)
     KeyValues domain;                       // keys added to NT_XEN_DOMAIN (KERNEL=, KERNELOFFSET=)
+    std::optional<KernelImageSegment> kernel_image;  // written into the reserved program header
 };
 
 struct WriteOptions {
@@ -50,6 +61,7 @@ struct WriteResult {
     std::vector<uint64_t> unreadable_pfns;
     bool late_vmcoreinfo = false;  // a VMCOREINFO note was patched into the reserved room
     bool late_domain_keys = false; // NT_XEN_DOMAIN got the after_pages keys
+    bool kernel_segment = false;   // the kernel image PT_LOAD was added
 };
 
 // Offsets of every part of the file, computed before anything is written.

@@ -142,6 +142,7 @@ DumpResult run_dump(Hypervisor& hv, uint32_t domid, const DumpOptions& opt, Writ
     r.nr_pages = wr.nr_pages;
     r.nr_runs = wr.nr_runs;
     r.file_size = wr.file_size;
+    r.kernel_segment = wr.kernel_segment;
     r.unreadable_pfns = std::move(wr.unreadable_pfns);
     r.warnings = std::move(p.warnings);
     if (!r.unreadable_pfns.empty()) {

@@ -11,6 +11,8 @@ namespace xendump::reader {
 namespace {
 
 constexpr uint64_t kPage = format::kPageSize;
+// x86_64 __START_KERNEL_map: where a kernel image segment's p_vaddr lies.
+constexpr uint64_t kKernelImageRegion = 0xffffffff80000000ULL;
 
 class Checker {
 public:
@@ -30,6 +32,7 @@ private:
     void check_table();
     void check_header_notes();
     void check_segments();
+    void check_kernel_image_segment(const Segment& s);
     void check_sections_v1();
     void check_section(const char* name, uint64_t offset, uint64_t size, uint32_t type, uint64_t entsize);
     void check_pfn_array();
@@ -129,7 +132,9 @@ void Checker::check_header_notes() {
         add("notes-parse", "note segment", d_.notes_offset, "there is no NT_XEN_DOMAIN note");
 }
 
-// Spec §2: PT_NOTE first and alone; then one PT_LOAD per maximal run.
+// Spec §2: PT_NOTE first and alone; then one PT_LOAD per maximal run
+// (p_vaddr 0); xen-dump-core(5) lets the last one be the guest kernel's image
+// mapping instead (p_vaddr in the kernel image region), over bytes of a run.
 void Checker::check_segments() {
     const auto& segs = d_.elf.segments;
     if (segs[0].phdr.p_type != PT_NOTE)
@@ -138,7 +143,9 @@ void Checker::check_segments() {
     std::vector<const Segment*> loads;
     for (size_t i = 1; i < segs.size(); ++i) {
         const auto& s = segs[i];
-        if (s.phdr.p_type == PT_LOAD)
+        if (s.phdr.p_type == PT_LOAD && s.phdr.p_vaddr != 0 && i + 1 == segs.size() && i > 1)
+            check_kernel_image_segment(s);
+        else if (s.phdr.p_type == PT_LOAD)
             loads.push_back(&s);
         else if (s.phdr.p_type == PT_NOTE)
             add("ptnote-first", s.structure(), s.header_offset,
@@ -152,11 +159,12 @@ void Checker::check_segments() {
         const Segment& s = *loads[i];
         const PageRun& r = runs[i];
         const auto& p = s.phdr;
-        if (p.p_paddr != r.first_pfn * kPage || p.p_filesz != r.count * kPage || p.p_memsz != p.p_filesz) {
+        if (p.p_paddr != r.first_pfn * kPage || p.p_filesz != r.count * kPage || p.p_memsz != p.p_filesz ||
+            p.p_vaddr != 0) {
             add("load-runs", s.structure(), s.header_offset,
-                "PT_LOAD p_paddr " + hex(p.p_paddr) + " p_filesz " + hex(p.p_filesz) + " p_memsz " + hex(p.p_memsz) +
-                    " is not run " + std::to_string(i) + " of the table (pfn " + hex(r.first_pfn) + ", " +
-                    std::to_string(r.count) + " pages)");
+                "PT_LOAD p_paddr " + hex(p.p_paddr) + " p_vaddr " + hex(p.p_vaddr) + " p_filesz " + hex(p.p_filesz) +
+                    " p_memsz " + hex(p.p_memsz) + " is not run " + std::to_string(i) + " of the table (pfn " +
+                    hex(r.first_pfn) + ", " + std::to_string(r.count) + " pages, p_vaddr 0)");
             return;  // later segments are shifted too: one finding says it
         }
         if (p.p_offset != r.file_offset)
@@ -170,6 +178,29 @@ void Checker::check_segments() {
             std::to_string(loads.size()) + " PT_LOADs for " + std::to_string(runs.size()) +
                 " maximal runs of present pfns");
     }
+}
+
+void Checker::check_kernel_image_segment(const Segment& s) {
+    const auto& p = s.phdr;
+    auto bad = [&](const std::string& why) {
+        add("load-kernel-image", s.structure(), s.header_offset,
+            "PT_LOAD p_vaddr " + hex(p.p_vaddr) + " p_paddr " + hex(p.p_paddr) + " p_filesz " + hex(p.p_filesz) +
+                ": " + why);
+    };
+    if (p.p_vaddr < kKernelImageRegion || p.p_vaddr % kPage || p.p_paddr % kPage)
+        return bad("a kernel image segment starts page-aligned at or above " + hex(kKernelImageRegion));
+    if (p.p_filesz == 0 || p.p_filesz % kPage || p.p_memsz != p.p_filesz)
+        return bad("p_filesz must be a non-zero number of pages and equal p_memsz");
+    const uint64_t pfn = p.p_paddr / kPage, pages = p.p_filesz / kPage;
+    const auto& runs = d_.runs;
+    auto it = std::upper_bound(runs.begin(), runs.end(), pfn,
+                               [](uint64_t v, const PageRun& r) { return v < r.first_pfn; });
+    if (it == runs.begin()) return bad("its pages are not in the dump");
+    --it;
+    if (pfn - it->first_pfn >= it->count || pages > it->count - (pfn - it->first_pfn))
+        return bad("its pages are not one run of present pfns");
+    const uint64_t want = it->file_offset + (pfn - it->first_pfn) * kPage;
+    if (p.p_offset != want) bad("p_offset " + hex(p.p_offset) + " is not the slot of pfn " + hex(pfn) + " (" + hex(want) + ")");
 }
 
 void Checker::check_section(const char* name, uint64_t offset, uint64_t size, uint32_t type, uint64_t entsize) {

@@ -135,8 +135,13 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     if (spec.shared_info)
         shared_info_desc = notes.add(format::kNameXenCore, format::kNtXenSharedInfo, *spec.shared_info);
 
-    // §7 layout.
-    L.notes_offset = sizeof(Elf64_Ehdr) + L.phnum * sizeof(Elf64_Phdr);
+    // §7 layout. One program header of room after the PT_LOADs when the
+    // guest kernel may be found (LateNotes::kernel_image): the note segment
+    // then starts 56 bytes later, whatever is found.
+    const bool elf64_guest = !(pv && spec.guest_width == 4);
+    const bool kernel_room = spec.reserve_vmcoreinfo && elf64_guest && L.phnum + 1 < PN_XNUM;
+    if (kernel_room) plan.kernel_phdr_offset = sizeof(Elf64_Ehdr) + L.phnum * sizeof(Elf64_Phdr);
+    L.notes_offset = sizeof(Elf64_Ehdr) + (L.phnum + (kernel_room ? 1 : 0)) * sizeof(Elf64_Phdr);
     L.notes_size = notes.size();
     L.pages_offset = align_up(L.notes_offset + L.notes_size, kPage);
     L.pages_size = n * kPage;
@@ -266,6 +271,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
         append(plan.head, load);
         i = j;
     }
+    plan.head.resize(L.notes_offset);  // the kernel image header's room stays zeros
     plan.head.insert(plan.head.end(), notes.bytes().begin(), notes.bytes().end());
     plan.head.resize(L.pages_offset);
 

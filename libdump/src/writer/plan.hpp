@@ -51,6 +51,10 @@ struct DumpPlan {
     KeyValues domain;                   // NT_XEN_DOMAIN as planned (with NR_PAGES, VCPUS)
     uint64_t domain_desc_offset = 0, domain_desc_size = 0;
     uint64_t vmcoreinfo_room_offset = 0, vmcoreinfo_room_size = 0;  // the whole padding note
+    // Room for one more program header after the last PT_LOAD (zeros, not
+    // counted in e_phnum until a kernel image segment is written there);
+    // 0 when none was kept (no reservation, 32-bit guest, PN_XNUM files).
+    uint64_t kernel_phdr_offset = 0;
 
     std::span<const std::byte> note_bytes() const {
         return std::span(head).subspan(layout.notes_offset, layout.notes_size);

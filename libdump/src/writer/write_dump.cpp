@@ -2,10 +2,12 @@
 // everything after the pages in §7 order. Every byte goes out front to back
 // through one Sink, so a pipe and a file get the same bytes (see plan.hpp for
 // how the trailer keeps the layout fixed in advance).
+#include <elf.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 #include "io/sink.hpp"
@@ -38,7 +40,7 @@ void pwrite_all(int fd, std::span<const std::byte> bytes, uint64_t offset, const
     while (!bytes.empty()) {
         ssize_t w = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));
         if (w < 0 && errno == EINTR) continue;
-        if (w < 0) throw_errno("cannot rewrite the note segment", name, offset);
+        if (w < 0) throw_errno("cannot rewrite the head of the file", name, offset);
         bytes = bytes.subspan(static_cast<size_t>(w));
         offset += static_cast<uint64_t>(w);
     }
@@ -47,15 +49,49 @@ void pwrite_all(int fd, std::span<const std::byte> bytes, uint64_t offset, const
 // After the pass: the notes found in the guest go into the room the plan
 // kept (see writer/late_notes.hpp), rewritten in place. Returns the digest
 // of the note segment as it finally is.
-XXH128_canonical_t finish_notes(int fd, bool seekable, const std::string& name, const writer::DumpPlan& plan,
-                                const WriteOptions& options, WriteResult& result) {
-    if (!plan.late_room || !seekable || !options.after_pages) return plan.notes_digest;
-    auto patched = writer::patch_notes(plan, options.after_pages());
+XXH128_canonical_t finish_notes(int fd, const std::string& name, const writer::DumpPlan& plan,
+                                const std::optional<LateNotes>& late, WriteResult& result) {
+    if (!late) return plan.notes_digest;
+    auto patched = writer::patch_notes(plan, *late);
     if (!patched) return plan.notes_digest;
     pwrite_all(fd, patched->bytes, plan.layout.notes_offset, name);
     result.late_vmcoreinfo = patched->vmcoreinfo;
     result.late_domain_keys = patched->domain_keys;
     return writer::digest_of(patched->bytes);
+}
+
+// After the pass: the kernel image PT_LOAD into the program header room the
+// plan kept, then e_phnum counts it. The segment starts at the page of
+// `paddr` and runs over consecutive present pfns, at most max_size bytes:
+// it always points at bytes of .xen_pages that hold exactly those pages.
+void finish_kernel_segment(int fd, const std::string& name, const writer::DumpPlan& plan,
+                           std::span<const PageEntry> entries, const std::optional<LateNotes>& late,
+                           WriteResult& result) {
+    if (!late || !late->kernel_image || !plan.kernel_phdr_offset) return;
+    const KernelImageSegment& k = *late->kernel_image;
+    constexpr uint64_t kPage = format::kPageSize;
+    if (k.vaddr % kPage || k.paddr % kPage || k.max_size < kPage) return;
+    const uint64_t pfn = k.paddr / kPage;
+    auto it = std::lower_bound(entries.begin(), entries.end(), pfn,
+                               [](const PageEntry& e, uint64_t p) { return e.pfn < p; });
+    if (it == entries.end() || it->pfn != pfn) return;
+    const auto first = static_cast<uint64_t>(it - entries.begin());
+    uint64_t count = 1;
+    while (first + count < entries.size() && (count + 1) * kPage <= k.max_size &&
+           entries[first + count].pfn == pfn + count)
+        ++count;
+    Elf64_Phdr ph{};
+    ph.p_type = PT_LOAD;
+    ph.p_flags = PF_R | PF_W | PF_X;
+    ph.p_offset = plan.layout.pages_offset + first * kPage;
+    ph.p_vaddr = k.vaddr;
+    ph.p_paddr = k.paddr;
+    ph.p_filesz = ph.p_memsz = count * kPage;
+    ph.p_align = kPage;
+    pwrite_all(fd, bytes_of(ph), plan.kernel_phdr_offset, name);
+    const auto phnum = static_cast<Elf64_Half>(plan.layout.phnum + 1);
+    pwrite_all(fd, bytes_of(phnum), offsetof(Elf64_Ehdr, e_phnum), name);
+    result.kernel_segment = true;
 }
 
 void write_trailer(io::Sink& sink, const writer::DumpPlan& plan, const writer::PassResult& pass,
@@ -99,7 +135,12 @@ WriteResult write_to(int fd, bool seekable, const std::string& name, const DumpS
     if (plan.digest_note_size && pass.chunk_digests.size() != plan.nr_chunks)
         throw Error("internal error: digest chunk count", name);
     WriteResult r;
-    const XXH128_canonical_t notes_digest = finish_notes(fd, seekable, name, plan, options, r);
+    // What the pass found in the guest goes into the head; a pipe's head is
+    // gone already, so only seekable outputs ask.
+    std::optional<LateNotes> late;
+    if (plan.late_room && seekable && options.after_pages) late = options.after_pages();
+    const XXH128_canonical_t notes_digest = finish_notes(fd, name, plan, late, r);
+    finish_kernel_segment(fd, name, plan, entries, late, r);
 
     sink.zeros(L.p2m_note_offset - (L.pages_offset + L.pages_size));
     sink.write(plan.p2m_note_header);
