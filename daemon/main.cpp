@@ -14,7 +14,7 @@ namespace {
 const char* kUsage =
     "Usage: xen-dumpd [--config FILE] [--host HOST] [--dump-dir DIR] [--socket PATH]\n"
     "       xen-dumpd --domain ID|NAME [-o PATH|-] [--live] [--host HOST] [--dump-dir DIR]\n"
-    "                 [--no-digests] [--quiet]\n"
+    "                 [--no-digests] [-q|--quiet]\n"
     "\n"
     "Without --domain, runs the dump service in the foreground (for systemd): dumps\n"
     "crashed domains, answers requests on the control socket, applies storage limits.\n"
@@ -29,8 +29,9 @@ const char* kUsage =
     "  -o, --output PATH  write the dump to PATH ('-': standard output)\n"
     "  --live           do not pause the domain (records PAUSED=0)\n"
     "  --no-digests     no page digests\n"
-    "  --quiet          no progress or warnings\n"
-    "  --help, --version\n";
+    "  -q, --quiet      no progress or warnings\n"
+    "  -h, --help       this help\n"
+    "  --version        the version\n";
 
 int usage_error(const std::string& msg) {
     std::cerr << "xen-dumpd: " << msg << "\n" << kUsage;

@@ -218,6 +218,7 @@ def check_guest(name, args, env, tools):
         row["verify"] = "ok" if rc == 0 else f"FAIL({rc})"
         if rc != 0:
             problems.append(f"{name}: xen-dumpctl verify rc {rc}: {tail(os.path.join(out, name + '-verify.log'))}")
+        check_kernel(name, ours_path, tools, out, row, problems)
     if ours and xl:
         compared, equal = compare(xl, ours, problems, f"{name} xl vs ours")
         row["equal/compared"] = f"{equal}/{compared}"
@@ -271,8 +272,72 @@ def check_service(args, env, tools):
     return row, problems
 
 
+DRGN_READ = """import sys, drgn
+prog = drgn.Program()
+prog.set_core_dump(sys.argv[1])
+print(prog.read(int(sys.argv[2], 16), 65).split(b"\\0")[0].decode())
+"""
+
+
+def check_kernel(name, path, tools, out, row, problems):
+    """Issue 9 on a real guest: VMCOREINFO, registers and kallsyms found in
+    our dump; the symbol found by shape equals VMCOREINFO's (KASLR-shifted)
+    address; drgn reads init_uts_ns by its virtual address."""
+    import json
+    log = os.path.join(out, f"{name}-info.json")
+    if run([tools["xen-dumpctl"], "info", "--json", path], log) != 0:
+        problems.append(f"{name}: xen-dumpctl info failed: {tail(log)}")
+        return
+    with open(log) as f:
+        text = f.read()
+    k = json.loads(text[text.index("{"):]).get("kernel", {})
+    if not k.get("found") or not k.get("vmcoreinfo"):
+        problems.append(f"{name}: no guest kernel / VMCOREINFO found in our dump")
+        row["kernel"] = "none"
+        return
+    row["kernel"] = f"{k.get('release', '?')} off {k.get('kernel_offset', '?')}"
+    if not k.get("symbols"):
+        problems.append(f"{name}: kallsyms not found in our dump")
+    ips = k.get("vcpu_ips") or []
+    if not ips or not all(v.get("symbol") for v in ips):
+        problems.append(f"{name}: vcpu instruction pointers not resolved to symbols: {ips}")
+    sym = subprocess.run([tools["xen-dumpctl"], "symbol", "--json", path, "init_uts_ns"],
+                         capture_output=True, text=True)
+    want = None
+    reader = DumpFile(path)
+    for line in _vmcoreinfo_text(reader).splitlines():
+        if line.startswith("SYMBOL(init_uts_ns)="):
+            want = int(line.split("=", 1)[1], 16)
+    if sym.returncode != 0 or want is None or int(json.loads(sym.stdout)["address"], 16) != want:
+        problems.append(f"{name}: init_uts_ns by shape {sym.stdout.strip()[:120]} != VMCOREINFO {want}")
+    if want is not None and subprocess.run([sys.executable, "-c", "import drgn"], capture_output=True).returncode == 0:
+        d = subprocess.run([sys.executable, "-c", DRGN_READ, path, "%x" % want], capture_output=True, text=True)
+        row["drgn"] = d.stdout.strip() or "FAIL"
+        if d.returncode != 0 or d.stdout.strip() != "Linux":
+            problems.append(f"{name}: drgn could not read init_uts_ns: {d.stderr.strip()[-300:]}")
+
+
+def _vmcoreinfo_text(dump):
+    """The VMCOREINFO note's text from the PT_NOTE segment (ELF program headers)."""
+    phoff, = struct.unpack_from("<Q", dump.data, 32)
+    phentsize, phnum = struct.unpack_from("<HH", dump.data, 54)
+    for i in range(phnum):
+        p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", dump.data, phoff + i * phentsize)
+        if p_type != 4:  # PT_NOTE
+            continue
+        pos, end = p_offset, p_offset + p_filesz
+        while pos + 12 <= end:
+            namesz, descsz, ntype = struct.unpack_from("<III", dump.data, pos)
+            name = bytes(dump.data[pos + 12:pos + 12 + namesz]).rstrip(b"\0")
+            desc = pos + 12 + ((namesz + 3) & ~3)
+            if name == b"VMCOREINFO":
+                return bytes(dump.data[desc:desc + descsz]).split(b"\0")[0].decode(errors="replace")
+            pos = desc + ((descsz + 3) & ~3)
+    return ""
+
+
 def print_table(rows):
-    columns = ["guest", "pages", "equal/compared", "verify", "convert", "ours s", "xl s", "xl/ours"]
+    columns = ["guest", "pages", "equal/compared", "verify", "convert", "ours s", "xl s", "xl/ours", "kernel", "drgn"]
     widths = {c: max(len(c), *(len(str(r.get(c, "-"))) for r in rows)) for c in columns}
     print(" | ".join(c.ljust(widths[c]) for c in columns))
     print("-+-".join("-" * widths[c] for c in columns))
