@@ -76,6 +76,16 @@ class DumpFile:
         if pfn is None:
             raise ValueError(f"{self.path}: neither .xen_p2m nor .xen_pfn")
         pfns = [p for (p,) in struct.iter_unpack("<Q", pfn)]
+        # xl dump-core sizes .xen_pfn and .xen_pages by the domain's page count
+        # before it probes the gfns; slots it did not fill stay ~0 at the end
+        # (their pages are zeros). Xen's readers stop at them; so do we, and
+        # say so.
+        unused = 0
+        while pfns and pfns[-1] == 0xFFFFFFFFFFFFFFFF:
+            pfns.pop()
+            unused += 1
+        if unused:
+            NOTES.append(f"{os.path.basename(self.path)}: {unused} unused trailing .xen_pfn slot(s) (~0) ignored")
         return pfns, None
 
     def page(self, pfn):
@@ -354,19 +364,26 @@ def main():
     parser.add_argument("--xl", default="1")
     parser.add_argument("--service", default="1")
     parser.add_argument("--stage-times", default="")
+    parser.add_argument("--summary", default="", help="write passed=N failed=N (one per table row) here")
     args = parser.parse_args()
     env = read_env(os.path.join(args.out, "results.env"))
     tools = {"xen-dumpctl": os.path.join(args.build, "ctl", "xen-dumpctl"),
              "xen-dump-convert": os.path.join(args.build, "convert", "xen-dump-convert")}
     rows, problems = [], []
+    passed = failed = 0
     for name in args.guests.split():
         row, found = check_guest(name, args, env, tools)
         rows.append(row)
         problems += found
+        passed, failed = (passed + 1, failed) if not found else (passed, failed + 1)
     if args.service == "1":
         row, found = check_service(args, env, tools)
         rows.append(row)
         problems += found
+        passed, failed = (passed + 1, failed) if not found else (passed, failed + 1)
+    if args.summary:
+        with open(args.summary, "w") as f:
+            f.write(f"passed={passed}\nfailed={failed}\n")
     print()
     print_table(rows)
     times = read_env(args.stage_times) if args.stage_times else {}
