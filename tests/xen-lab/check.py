@@ -320,11 +320,45 @@ def check_kernel(name, path, tools, out, row, problems):
             want = int(line.split("=", 1)[1], 16)
     if sym.returncode != 0 or want is None or int(json.loads(sym.stdout)["address"], 16) != want:
         problems.append(f"{name}: init_uts_ns by shape {sym.stdout.strip()[:120]} != VMCOREINFO {want}")
+    vmlinux = os.environ.get("XENLAB_VMLINUX") or f"/usr/lib/debug/boot/vmlinux-{k.get('release', '')}"
+    if os.path.exists(vmlinux):
+        row["vs vmlinux"] = compare_with_vmlinux(tools, path, vmlinux, int(k.get("kernel_offset") or "0", 16),
+                                                 name, problems)
     if want is not None and subprocess.run([sys.executable, "-c", "import drgn"], capture_output=True).returncode == 0:
         d = subprocess.run([sys.executable, "-c", DRGN_READ, path, "%x" % want], capture_output=True, text=True)
         row["drgn"] = d.stdout.strip() or "FAIL"
         if d.returncode != 0 or d.stdout.strip() != "Linux":
             problems.append(f"{name}: drgn could not read init_uts_ns: {d.stderr.strip()[-300:]}")
+
+
+def compare_with_vmlinux(tools, path, vmlinux, kernel_offset, name, problems):
+    """Every symbol found by shape against `nm vmlinux`, shifted by KERNELOFFSET
+    (kernel image addresses only; per-cpu offsets are not relocated)."""
+    nm = subprocess.run(["nm", vmlinux], capture_output=True, text=True)
+    ours = subprocess.run([tools["xen-dumpctl"], "symbol", "--list", path], capture_output=True, text=True)
+    if nm.returncode != 0 or ours.returncode != 0:
+        problems.append(f"{name}: nm or xen-dumpctl symbol --list failed: {nm.stderr[-200:]}{ours.stderr[-200:]}")
+        return "FAIL"
+    table = {}
+    for line in nm.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 3:
+            table.setdefault(parts[2], set()).add(int(parts[0], 16))
+    checked = bad = 0
+    first = ""
+    for line in ours.stdout.splitlines():
+        addr, _, sym = line.split()[:3]
+        a = int(addr, 16)
+        if a >= 0xFFFFFFFF80000000:
+            a -= kernel_offset
+        checked += 1
+        if a not in table.get(sym, ()):
+            bad += 1
+            first = first or line
+    if bad or checked == 0:
+        problems.append(f"{name}: {bad} of {checked} symbols differ from {vmlinux} (first: {first})")
+        return "FAIL"
+    return f"{checked} equal"
 
 
 def _vmcoreinfo_text(dump):
@@ -347,7 +381,7 @@ def _vmcoreinfo_text(dump):
 
 
 def print_table(rows):
-    columns = ["guest", "pages", "equal/compared", "verify", "convert", "ours s", "xl s", "xl/ours", "kernel", "drgn"]
+    columns = ["guest", "pages", "equal/compared", "verify", "convert", "ours s", "xl s", "xl/ours", "kernel", "drgn", "vs vmlinux"]
     widths = {c: max(len(c), *(len(str(r.get(c, "-"))) for r in rows)) for c in columns}
     print(" | ".join(c.ljust(widths[c]) for c in columns))
     print("-+-".join("-" * widths[c] for c in columns))
