@@ -1,6 +1,7 @@
 // DumpReader accessors and page lookups (pfn: binary search of the runs;
 // gmfn: binary search of an index sorted by gmfn, built once on first use).
 #include <algorithm>
+#include <future>
 
 #include "reader/check_error.hpp"
 #include "reader/checked.hpp"
@@ -106,10 +107,22 @@ bool DumpReader::read_page_by_gmfn(uint64_t gmfn, std::span<std::byte> out) cons
 
 std::vector<Finding> DumpReader::verify(const VerifyOptions& options) const {
     std::vector<Finding> out = impl_->open_findings;
-    auto more = reader::run_checks(*impl_, options);
+    // The page digests (reads and hashing, most of the time) run while the
+    // structural checks do; both only read the opened file. Findings keep
+    // their order: structure first, then digests.
+    std::future<std::vector<Finding>> digests;
+    if (options.digests && impl_->digest)
+        digests = std::async(std::launch::async, [this, &options] { return reader::check_digests(*impl_, options); });
+    std::vector<Finding> more;
+    try {
+        more = reader::run_checks(*impl_, options);
+    } catch (...) {
+        if (digests.valid()) digests.wait();  // it uses *impl_: let it finish first
+        throw;
+    }
     out.insert(out.end(), more.begin(), more.end());
-    if (options.digests && impl_->digest) {
-        auto dig = reader::check_digests(*impl_, options);
+    if (digests.valid()) {
+        auto dig = digests.get();
         out.insert(out.end(), dig.begin(), dig.end());
     }
     return out;
