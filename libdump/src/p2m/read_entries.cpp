@@ -4,6 +4,7 @@
 // keeps its lowest pfn (xg_core.c skips INVALID_PFN and gmfn > max_mfn; the
 // rest is ours, because the guest writes these pages).
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 #include "p2m/p2m_walk.hpp"
@@ -36,23 +37,25 @@ void drop_duplicate_frames(std::vector<PageEntry>& pages, AnomalyCount& duplicat
         }) == pages.end())
         return;
     std::sort(pages.begin(), pages.end(), by_frame);
-    const PageEntry* first_dup = nullptr;
-    const PageEntry* first_dup_owner = nullptr;
+    // The duplicate with the lowest pfn and the pfn that keeps its frame, by
+    // value: the compaction below overwrites the slots behind it.
+    std::optional<PageEntry> first_dup;
+    uint64_t first_dup_owner = 0;
     size_t kept = 0;
     for (size_t i = 0; i < pages.size(); ++i) {
         if (kept > 0 && pages[kept - 1].gmfn == pages[i].gmfn) {
             ++duplicate.count;
             if (!first_dup || pages[i].pfn < first_dup->pfn) {
-                first_dup = &pages[i];
-                first_dup_owner = &pages[kept - 1];
+                first_dup = pages[i];
+                first_dup_owner = pages[kept - 1].pfn;
             }
             continue;
         }
         pages[kept++] = pages[i];
     }
-    if (first_dup)  // the duplicate with the lowest pfn, and the pfn that keeps its frame
+    if (first_dup)
         duplicate.first = "pfn " + hex(first_dup->pfn) + " -> mfn " + hex(first_dup->gmfn) + ", already pfn " +
-                          hex(first_dup_owner->pfn);
+                          hex(first_dup_owner);
     pages.resize(kept);
     std::sort(pages.begin(), pages.end(), [](const PageEntry& a, const PageEntry& b) { return a.pfn < b.pfn; });
 }
