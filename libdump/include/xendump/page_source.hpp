@@ -16,6 +16,14 @@ namespace xendump {
 
 using PageEntry = format::P2mEntry;  // {pfn, gmfn}
 
+// True when every gmfn is above the one before (the usual guest, whose frames
+// rise with its pfns): then no gmfn repeats and pfn order is gmfn order.
+inline bool gmfns_ascending(std::span<const PageEntry> entries) {
+    for (size_t i = 1; i < entries.size(); ++i)
+        if (entries[i].gmfn <= entries[i - 1].gmfn) return false;
+    return true;
+}
+
 // Pages that already sit contiguously in a file, so the writer can move them
 // with copy_file_range (no copy at all on XFS/btrfs reflink filesystems).
 struct FileRange {

@@ -24,8 +24,6 @@ struct WriteProgress {
     uint64_t bytes_total = 0;
 };
 
-// What the page pass found about the guest kernel, written into the room
-// DumpSpec::reserve_vmcoreinfo kept (spec §3 note 7, §3.1 keys).
 // The guest kernel's image mapping, as kdump's /proc/vmcore describes it: a
 // PT_LOAD whose p_vaddr is the image's virtual address, over the same file
 // bytes as the RAM segment holding its physical pages (readers that translate
@@ -36,6 +34,9 @@ struct KernelImageSegment {
     uint64_t max_size = 0;  // at most this many bytes; cut at the first absent page
 };
 
+// What the page pass found about the guest kernel, written into the room
+// DumpSpec::reserve_vmcoreinfo kept (spec §3 note 7, §3.1 keys, §2 the
+// kernel image program header).
 struct LateNotes {
     std::optional<std::string> vmcoreinfo;  // the VMCOREINFO text (at most kMaxVmcoreinfoText bytes)
     KeyValues domain;                       // keys added to NT_XEN_DOMAIN (KERNEL=, KERNELOFFSET=)

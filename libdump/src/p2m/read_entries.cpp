@@ -32,10 +32,7 @@ void drop_duplicate_frames(std::vector<PageEntry>& pages, AnomalyCount& duplicat
     auto by_frame = [](const PageEntry& a, const PageEntry& b) {
         return a.gmfn != b.gmfn ? a.gmfn < b.gmfn : a.pfn < b.pfn;
     };
-    if (std::adjacent_find(pages.begin(), pages.end(), [](const PageEntry& a, const PageEntry& b) {
-            return a.gmfn >= b.gmfn;
-        }) == pages.end())
-        return;
+    if (gmfns_ascending(pages)) return;
     std::sort(pages.begin(), pages.end(), by_frame);
     // The duplicate with the lowest pfn and the pfn that keeps its frame, by
     // value: the compaction below overwrites the slots behind it.

@@ -48,11 +48,7 @@ const std::vector<uint64_t>& DumpReader::Impl::gmfn_order() const {
         const auto& e = *entries;
         by_gmfn.resize(e.size());
         for (uint64_t i = 0; i < e.size(); ++i) by_gmfn[i] = i;
-        // Frames that rise with the pfns (the usual guest) are already in order.
-        const bool ascending = std::adjacent_find(e.begin(), e.end(), [](const PageEntry& a, const PageEntry& b) {
-                                   return a.gmfn >= b.gmfn;
-                               }) == e.end();
-        if (!ascending)
+        if (!gmfns_ascending(e))  // else already in gmfn order
             std::stable_sort(by_gmfn.begin(), by_gmfn.end(),
                              [&e](uint64_t a, uint64_t b) { return e[a].gmfn < e[b].gmfn; });
     });

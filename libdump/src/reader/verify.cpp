@@ -5,14 +5,13 @@
 
 #include "reader/checked.hpp"
 #include "reader/reader_impl.hpp"
+#include "xendump/kernel/guest_memory.hpp"
 
 namespace xendump::reader {
 
 namespace {
 
 constexpr uint64_t kPage = format::kPageSize;
-// x86_64 __START_KERNEL_map: where a kernel image segment's p_vaddr lies.
-constexpr uint64_t kKernelImageRegion = 0xffffffff80000000ULL;
 
 class Checker {
 public:
@@ -187,8 +186,8 @@ void Checker::check_kernel_image_segment(const Segment& s) {
             "PT_LOAD p_vaddr " + hex(p.p_vaddr) + " p_paddr " + hex(p.p_paddr) + " p_filesz " + hex(p.p_filesz) +
                 ": " + why);
     };
-    if (p.p_vaddr < kKernelImageRegion || p.p_vaddr % kPage || p.p_paddr % kPage)
-        return bad("a kernel image segment starts page-aligned at or above " + hex(kKernelImageRegion));
+    if (p.p_vaddr < kernel::kStartKernelMap || p.p_vaddr % kPage || p.p_paddr % kPage)
+        return bad("a kernel image segment starts page-aligned at or above " + hex(kernel::kStartKernelMap));
     if (p.p_filesz == 0 || p.p_filesz % kPage || p.p_memsz != p.p_filesz)
         return bad("p_filesz must be a non-zero number of pages and equal p_memsz");
     const uint64_t pfn = p.p_paddr / kPage, pages = p.p_filesz / kPage;

@@ -190,6 +190,7 @@ PassResult write_pages(io::Sink& sink, PageSource& source, const DumpPlan& plan,
         b.page.resize(capacity);
     }
     std::vector<iovec> iov;
+    const bool want_zero = hasher || sink.holes();  // zero[] serves only these two
     auto schedule = [&](Batch& b, size_t first) {
         b.first = first;
         b.count = static_cast<size_t>(std::min<uint64_t>(batch_pages, n - first));
@@ -213,7 +214,7 @@ PassResult write_pages(io::Sink& sink, PageSource& source, const DumpPlan& plan,
             }
             const std::byte* page = cur.page[i];
             if (options.page_observer) options.page_observer(pfn, std::span<const std::byte>(page, kPage));
-            cur.zero[i] = cur.unreadable[i] || is_zero_page(page);
+            if (want_zero) cur.zero[i] = cur.unreadable[i] || is_zero_page(page);
         }
         if (hasher) hasher->add(cur.page.data(), cur.zero.data(), cur.count);
         write_batch(sink, cur, iov);
