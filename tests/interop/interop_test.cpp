@@ -127,12 +127,20 @@ TEST_P(Interop, ObjcopyDumpsEveryRunAsThePages) {
     EXPECT_TRUE(all == w->pages);
 }
 
-TEST_P(Interop, CrashSeesOneLoadSegmentPerRun) {
+TEST_P(Interop, CrashSeesOneLoadSegmentPerRunOrDeclinesAPvFile) {
     const Case& c = GetParam();
     if (c.width == 4) GTEST_SKIP() << "crash's ELF path accepts EM_386 only in ELFCLASS32 files";
     auto w = write_case(c);
     auto r = run({"/usr/bin/crash", "-d1", w->dump.string()});
     const std::string& out = r.out;
+    if (c.type == GuestType::pv) {
+        // xen-dump-core(5): a PV guest's program headers follow the section
+        // headers, so crash's ELF reader declines the file (its Xen dump
+        // reader takes it; kernel_dump_test runs crash on one end to end).
+        EXPECT_NE((out + r.err).find("PHdr to far into file"), std::string::npos) << out << r.err;
+        EXPECT_EQ(out.find("pt_load_segment"), std::string::npos) << out;
+        return;
+    }
     std::regex seg(R"(pt_load_segment\[(\d+)\]:\s+file_offset: ([0-9a-f]+)\s+phys_start: ([0-9a-f]+)\s+phys_end: ([0-9a-f]+))");
     std::vector<std::array<uint64_t, 3>> got;
     for (auto it = std::sregex_iterator(out.begin(), out.end(), seg); it != std::sregex_iterator(); ++it)

@@ -138,6 +138,39 @@ TEST_F(HandBuilt, PhoffRange) {
     EXPECT_TRUE(has_finding(verify_saved(), "phoff-range", offsetof(Elf64_Ehdr, e_phoff)));
 }
 
+// xen-dump-core(5): a PV guest's program headers may follow the section
+// header table (where the writer puts them for crash's sake), or the ELF
+// header as in the first writers (this hand-built file); an HVM guest's only
+// the ELF header.
+void move_program_headers_to_the_end(HandBuiltDump& d, uint64_t gap = 0) {
+    const auto phnum = d.get<uint16_t>(offsetof(Elf64_Ehdr, e_phnum));
+    ASSERT_EQ(d.shoff + d.get<uint16_t>(offsetof(Elf64_Ehdr, e_shnum)) * sizeof(Elf64_Shdr), d.bytes.size());
+    d.bytes.resize(d.bytes.size() + gap);
+    const uint64_t end = d.bytes.size();
+    d.bytes.insert(d.bytes.end(), d.bytes.begin() + static_cast<std::ptrdiff_t>(d.phoff),
+                   d.bytes.begin() + static_cast<std::ptrdiff_t>(d.phoff + phnum * sizeof(Elf64_Phdr)));
+    d.put<uint64_t>(offsetof(Elf64_Ehdr, e_phoff), end);
+}
+
+TEST_F(HandBuilt, PvProgramHeadersMayFollowTheSectionHeaders) {
+    move_program_headers_to_the_end(dump_);
+    auto fs = verify_saved();
+    EXPECT_TRUE(fs.empty()) << describe(fs);
+    dump_ = build_hand_dump(spec_);
+    move_program_headers_to_the_end(dump_, 8);  // not right after the section headers
+    fs = verify_saved();
+    EXPECT_TRUE(has_finding(fs, "phoff-range", offsetof(Elf64_Ehdr, e_phoff))) << describe(fs);
+}
+
+TEST_F(HandBuilt, HvmProgramHeadersFollowTheElfHeaderOnly) {
+    spec_.type = format::GuestType::hvm;
+    spec_.entries = sample_entries(300, false);
+    dump_ = build_hand_dump(spec_);
+    move_program_headers_to_the_end(dump_);
+    auto fs = verify_saved();
+    ASSERT_TRUE(has_finding(fs, "phoff-range", offsetof(Elf64_Ehdr, e_phoff))) << describe(fs);
+}
+
 TEST_F(HandBuilt, ShoffRangeTruncatedFile) {
     dump_.bytes.resize(dump_.shoff + 100);
     EXPECT_TRUE(has_finding(verify_saved(), "shoff-range", offsetof(Elf64_Ehdr, e_shoff)));

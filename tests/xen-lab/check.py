@@ -12,6 +12,8 @@ Only the standard library: this runs on a bare CI host."""
 import argparse
 import mmap
 import os
+import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -324,11 +326,38 @@ def check_kernel(name, path, tools, out, row, problems):
     if os.path.exists(vmlinux):
         row["vs vmlinux"] = compare_with_vmlinux(tools, path, vmlinux, int(k.get("kernel_offset") or "0", 16),
                                                  name, problems)
+        row["crash"] = check_crash(name, path, vmlinux, k.get("release", ""), out, problems)
     if want is not None and subprocess.run([sys.executable, "-c", "import drgn"], capture_output=True).returncode == 0:
         d = subprocess.run([sys.executable, "-c", DRGN_READ, path, "%x" % want], capture_output=True, text=True)
         row["drgn"] = d.stdout.strip() or "FAIL"
         if d.returncode != 0 or d.stdout.strip() != "Linux":
             problems.append(f"{name}: drgn could not read init_uts_ns: {d.stderr.strip()[-300:]}")
+
+
+def check_crash(name, path, vmlinux, release, out, problems):
+    """crash opens our dump with the guest's vmlinux and runs sys, log and bt:
+    PVH/HVM through its ELF reader (KASLR from VMCOREINFO), PV through its Xen
+    dump reader (the program headers follow the section headers)."""
+    if not shutil.which("crash"):
+        return "-"
+    cmds = os.path.join(out, f"{name}-crash.cmds")
+    with open(cmds, "w") as f:
+        f.write("sys\nlog\nbt\nquit\n")
+    log = os.path.join(out, f"{name}-crash.log")
+    try:
+        r = subprocess.run(["crash", "--kaslr=auto", "-s", "-i", cmds, vmlinux, path],
+                           capture_output=True, text=True, timeout=600)
+        text, rc = r.stdout + r.stderr, r.returncode
+    except subprocess.TimeoutExpired:
+        text, rc = "timed out after 600 s", -1
+    with open(log, "w") as f:
+        f.write(text)
+    ok = (rc == 0 and f"RELEASE: {release}" in text and f"] Linux version {release}" in text
+          and re.search(r"#0 \[[0-9a-f]+\] \w+ at ffffffff", text) and "read error" not in text)
+    if not ok:
+        problems.append(f"{name}: crash sys/log/bt failed on our dump (exit {rc}): {text.strip()[-300:]}")
+        return "FAIL"
+    return "sys log bt"
 
 
 def compare_with_vmlinux(tools, path, vmlinux, kernel_offset, name, problems):
@@ -381,7 +410,7 @@ def _vmcoreinfo_text(dump):
 
 
 def print_table(rows):
-    columns = ["guest", "pages", "equal/compared", "verify", "convert", "ours s", "xl s", "xl/ours", "kernel", "drgn", "vs vmlinux"]
+    columns = ["guest", "pages", "equal/compared", "verify", "convert", "ours s", "xl s", "xl/ours", "kernel", "drgn", "vs vmlinux", "crash"]
     widths = {c: max(len(c), *(len(str(r.get(c, "-"))) for r in rows)) for c in columns}
     print(" | ".join(c.ljust(widths[c]) for c in columns))
     print("-+-".join("-" * widths[c] for c in columns))

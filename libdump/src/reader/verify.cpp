@@ -27,6 +27,7 @@ private:
                                            : d_.notes.find(format::kNameXen, format::kNoteDumpcoreHeader);
     }
     uint64_t table_entry_offset(uint64_t i) const { return d_.table_offset + i * d_.table_entry_size; }
+    void check_phoff();
     void check_counts();
     void check_table();
     void check_header_notes();
@@ -41,10 +42,22 @@ private:
     std::vector<Finding> out_;
 };
 
+// Spec §1 puts the program headers right after the ELF header;
+// xen-dump-core(5) also allows a PV guest's right after the section header
+// table, where the writer puts them so that crash reads the file through its
+// Xen dump reader (see writer::program_headers_at_end).
+void Checker::check_phoff() {
+    const Elf64_Ehdr& eh = d_.elf.ehdr;
+    const uint64_t after_shdrs = eh.e_shoff + d_.elf.shnum * sizeof(Elf64_Shdr);
+    const bool pv = d_.type == format::GuestType::pv;
+    if (eh.e_phoff == sizeof(Elf64_Ehdr) || (pv && eh.e_phoff == after_shdrs)) return;
+    add("phoff-range", "ELF header", offsetof(Elf64_Ehdr, e_phoff),
+        "e_phoff is " + hex(eh.e_phoff) + "; the program headers follow the ELF header (0x40)" +
+            (pv ? " or, for a PV guest, the section header table (" + hex(after_shdrs) + ")" : std::string()));
+}
+
 std::vector<Finding> Checker::run() {
-    if (d_.format == FileFormat::v1 && d_.elf.ehdr.e_phoff != sizeof(Elf64_Ehdr))
-        add("phoff-range", "ELF header", offsetof(Elf64_Ehdr, e_phoff),
-            "e_phoff is " + hex(d_.elf.ehdr.e_phoff) + "; spec §1 puts the program headers right after the ELF header (0x40)");
+    if (d_.format == FileFormat::v1) check_phoff();
     check_counts();
     check_table();
     check_vcpus();

@@ -76,6 +76,8 @@ uint64_t unreadable_area_size(uint64_t nr_pages) {
     return kXenCoreHeader + 8 + 8 * nr_pages + kXenCoreHeader;
 }
 
+bool program_headers_at_end(format::GuestType type) { return type == format::GuestType::pv; }
+
 DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, bool digests) {
     validate(spec, entries);
     DumpPlan plan;
@@ -136,12 +138,13 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
         shared_info_desc = notes.add(format::kNameXenCore, format::kNtXenSharedInfo, *spec.shared_info);
 
     // §7 layout. One program header of room after the PT_LOADs when the
-    // guest kernel may be found (LateNotes::kernel_image): the note segment
-    // then starts 56 bytes later, whatever is found.
+    // guest kernel may be found (LateNotes::kernel_image), whatever is found.
+    // The table precedes the notes, or (PV) follows the section headers.
     const bool elf64_guest = !(pv && spec.guest_width == 4);
     const bool kernel_room = spec.reserve_vmcoreinfo && elf64_guest && L.phnum + 1 < PN_XNUM;
-    if (kernel_room) plan.kernel_phdr_offset = sizeof(Elf64_Ehdr) + L.phnum * sizeof(Elf64_Phdr);
-    L.notes_offset = sizeof(Elf64_Ehdr) + (L.phnum + (kernel_room ? 1 : 0)) * sizeof(Elf64_Phdr);
+    const uint64_t phdrs_size = (L.phnum + (kernel_room ? 1 : 0)) * sizeof(Elf64_Phdr);
+    const bool phdrs_at_end = program_headers_at_end(spec.type);
+    L.notes_offset = sizeof(Elf64_Ehdr) + (phdrs_at_end ? 0 : phdrs_size);
     L.notes_size = notes.size();
     L.pages_offset = align_up(L.notes_offset + L.notes_size, kPage);
     L.pages_size = n * kPage;
@@ -212,7 +215,10 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     sections[1].offset = plan.shstrtab_offset;
     sections[1].size = plan.shstrtab.size();
     plan.shdr_offset = align_up(plan.shstrtab_offset + plan.shstrtab.size(), 8);
-    plan.file_size = plan.shdr_offset + sections.size() * sizeof(Elf64_Shdr);
+    const uint64_t shdrs_end = plan.shdr_offset + sections.size() * sizeof(Elf64_Shdr);
+    plan.phdr_offset = phdrs_at_end ? align_up(shdrs_end, 8) : sizeof(Elf64_Ehdr);
+    plan.file_size = phdrs_at_end ? plan.phdr_offset + phdrs_size : shdrs_end;
+    if (kernel_room) plan.kernel_phdr_offset = plan.phdr_offset + L.phnum * sizeof(Elf64_Phdr);
 
     for (size_t i = 0; i < sections.size(); ++i) {
         Elf64_Shdr sh{};
@@ -228,7 +234,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     }
     if (L.phnum > UINT32_MAX) throw Error("too many program headers");
 
-    // §1: ELF header, then §2 program headers, then the notes.
+    // §1: ELF header, then (HVM/PVH) §2 program headers, then the notes.
     Elf64_Ehdr eh{};
     std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
     eh.e_ident[EI_CLASS] = ELFCLASS64;
@@ -238,7 +244,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     eh.e_type = ET_CORE;
     eh.e_machine = (pv && spec.guest_width == 4) ? EM_386 : EM_X86_64;
     eh.e_version = EV_CURRENT;
-    eh.e_phoff = sizeof(Elf64_Ehdr);
+    eh.e_phoff = plan.phdr_offset;
     eh.e_shoff = plan.shdr_offset;
     eh.e_ehsize = sizeof(Elf64_Ehdr);
     eh.e_phentsize = sizeof(Elf64_Phdr);
@@ -247,8 +253,6 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     eh.e_shnum = static_cast<Elf64_Half>(sections.size());
     eh.e_shstrndx = 1;
 
-    plan.head.reserve(L.pages_offset);
-    append(plan.head, eh);
     Elf64_Phdr note{};
     note.p_type = PT_NOTE;
     note.p_offset = L.notes_offset;
@@ -256,7 +260,8 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     // 4: the notes use the standard layout (names padded to 4); with 8 some
     // readers would apply 8-byte note rules and misplace "CORE" descriptors.
     note.p_align = 4;
-    append(plan.head, note);
+    plan.phdrs.reserve(phdrs_size);
+    append(plan.phdrs, note);
     for (uint64_t i = 0; i < n;) {
         uint64_t j = i + 1;
         while (j < n && entries[j].pfn == entries[j - 1].pfn + 1) ++j;
@@ -268,10 +273,14 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
         load.p_vaddr = 0;
         load.p_filesz = load.p_memsz = (j - i) * kPage;
         load.p_align = kPage;
-        append(plan.head, load);
+        append(plan.phdrs, load);
         i = j;
     }
-    plan.head.resize(L.notes_offset);  // the kernel image header's room stays zeros
+    plan.phdrs.resize(phdrs_size);  // the kernel image header's room stays zeros
+
+    plan.head.reserve(L.pages_offset);
+    append(plan.head, eh);
+    if (!phdrs_at_end) plan.head.insert(plan.head.end(), plan.phdrs.begin(), plan.phdrs.end());
     plan.head.insert(plan.head.end(), notes.bytes().begin(), notes.bytes().end());
     plan.head.resize(L.pages_offset);
 

@@ -51,10 +51,18 @@ struct DumpPlan {
     KeyValues domain;                   // NT_XEN_DOMAIN as planned (with NR_PAGES, VCPUS)
     uint64_t domain_desc_offset = 0, domain_desc_size = 0;
     uint64_t vmcoreinfo_room_offset = 0, vmcoreinfo_room_size = 0;  // the whole padding note
+    // The program header table (PT_NOTE, the runs, the kernel room) and its
+    // offset: right after the ELF header, in `head`, for HVM/PVH; for PV at
+    // the very end, after the section header table, so that crash opens the
+    // file through its Xen reader (see program_headers_at_end()).
+    uint64_t phdr_offset = 0;
+    std::vector<std::byte> phdrs;
     // Room for one more program header after the last PT_LOAD (zeros, not
     // counted in e_phnum until a kernel image segment is written there);
     // 0 when none was kept (no reservation, 32-bit guest, PN_XNUM files).
     uint64_t kernel_phdr_offset = 0;
+
+    bool phdrs_at_end() const { return phdr_offset > layout.pages_offset; }
 
     std::span<const std::byte> note_bytes() const {
         return std::span(head).subspan(layout.notes_offset, layout.notes_size);
@@ -66,6 +74,15 @@ XXH128_canonical_t digest_of(std::span<const std::byte> bytes);
 // Bytes of the reserved room at note 7's place: a VMCOREINFO note of
 // kMaxVmcoreinfoText bytes and the header of the padding note after it.
 uint64_t vmcoreinfo_room_size();
+
+// Where the program headers go for a guest of this type (spec §1 as
+// xen-dump-core(5) amends it): at the end of the file for a PV guest. crash
+// takes a file whose program header table starts within its first bytes
+// through its ELF (netdump) reader, which cannot follow a PV guest's page
+// tables (they hold machine frame numbers); a table further in sends crash to
+// its Xen dump reader, which translates through .xen_p2m. Every other ELF
+// reader goes by e_phoff wherever it points.
+bool program_headers_at_end(format::GuestType type);
 
 // Validates the input (vcpus, ascending pfns, sizes) and computes the plan.
 DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, bool digests);

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "io/sink.hpp"
 #include "writer/late_notes.hpp"
@@ -60,21 +62,20 @@ XXH128_canonical_t finish_notes(int fd, const std::string& name, const writer::D
     return writer::digest_of(patched->bytes);
 }
 
-// After the pass: the kernel image PT_LOAD into the program header room the
-// plan kept, then e_phnum counts it. The segment starts at the page of
-// `paddr` and runs over consecutive present pfns, at most max_size bytes:
-// it always points at bytes of .xen_pages that hold exactly those pages.
-void finish_kernel_segment(int fd, const std::string& name, const writer::DumpPlan& plan,
-                           std::span<const PageEntry> entries, const std::optional<LateNotes>& late,
-                           WriteResult& result) {
-    if (!late || !late->kernel_image || !plan.kernel_phdr_offset) return;
+// After the pass: the kernel image PT_LOAD for the program header room the
+// plan kept. The segment starts at the page of `paddr` and runs over
+// consecutive present pfns, at most max_size bytes: it always points at
+// bytes of .xen_pages that hold exactly those pages.
+std::optional<Elf64_Phdr> kernel_segment(const writer::DumpPlan& plan, std::span<const PageEntry> entries,
+                                         const std::optional<LateNotes>& late) {
+    if (!late || !late->kernel_image || !plan.kernel_phdr_offset) return std::nullopt;
     const KernelImageSegment& k = *late->kernel_image;
     constexpr uint64_t kPage = format::kPageSize;
-    if (k.vaddr % kPage || k.paddr % kPage || k.max_size < kPage) return;
+    if (k.vaddr % kPage || k.paddr % kPage || k.max_size < kPage) return std::nullopt;
     const uint64_t pfn = k.paddr / kPage;
     auto it = std::lower_bound(entries.begin(), entries.end(), pfn,
                                [](const PageEntry& e, uint64_t p) { return e.pfn < p; });
-    if (it == entries.end() || it->pfn != pfn) return;
+    if (it == entries.end() || it->pfn != pfn) return std::nullopt;
     const auto first = static_cast<uint64_t>(it - entries.begin());
     uint64_t count = 1;
     while (first + count < entries.size() && (count + 1) * kPage <= k.max_size &&
@@ -88,10 +89,27 @@ void finish_kernel_segment(int fd, const std::string& name, const writer::DumpPl
     ph.p_paddr = k.paddr;
     ph.p_filesz = ph.p_memsz = count * kPage;
     ph.p_align = kPage;
-    pwrite_all(fd, bytes_of(ph), plan.kernel_phdr_offset, name);
+    return ph;
+}
+
+// The program header table when it comes at the end (PV, see
+// writer::program_headers_at_end): the plan's, with the kernel image segment
+// in its room. When the table sits in the head, the segment is rewritten in
+// place instead. Either way e_phnum then counts it.
+std::vector<std::byte> finish_program_headers(int fd, const std::string& name, const writer::DumpPlan& plan,
+                                              const std::optional<Elf64_Phdr>& kernel, WriteResult& result) {
+    std::vector<std::byte> tail;
+    if (plan.phdrs_at_end()) tail = plan.phdrs;
+    if (!kernel) return tail;
+    const auto ph = bytes_of(*kernel);
+    if (plan.phdrs_at_end())
+        std::copy(ph.begin(), ph.end(), tail.begin() + static_cast<std::ptrdiff_t>(plan.kernel_phdr_offset - plan.phdr_offset));
+    else
+        pwrite_all(fd, ph, plan.kernel_phdr_offset, name);
     const auto phnum = static_cast<Elf64_Half>(plan.layout.phnum + 1);
     pwrite_all(fd, bytes_of(phnum), offsetof(Elf64_Ehdr, e_phnum), name);
     result.kernel_segment = true;
+    return tail;
 }
 
 void write_trailer(io::Sink& sink, const writer::DumpPlan& plan, const writer::PassResult& pass,
@@ -140,7 +158,7 @@ WriteResult write_to(int fd, bool seekable, const std::string& name, const DumpS
     std::optional<LateNotes> late;
     if (plan.late_room && seekable && options.after_pages) late = options.after_pages();
     const XXH128_canonical_t notes_digest = finish_notes(fd, name, plan, late, r);
-    finish_kernel_segment(fd, name, plan, entries, late, r);
+    const std::vector<std::byte> phdrs_tail = finish_program_headers(fd, name, plan, kernel_segment(plan, entries, late), r);
 
     sink.zeros(L.p2m_note_offset - (L.pages_offset + L.pages_size));
     sink.write(plan.p2m_note_header);
@@ -150,6 +168,10 @@ WriteResult write_to(int fd, bool seekable, const std::string& name, const DumpS
     sink.write(plan.shstrtab);
     sink.zeros(plan.shdr_offset - sink.offset());
     sink.write(plan.shdrs);
+    if (!phdrs_tail.empty()) {
+        sink.zeros(plan.phdr_offset - sink.offset());
+        sink.write(phdrs_tail);
+    }
     sink.finish();
     if (sink.offset() != plan.file_size)
         throw Error("internal error: wrote " + std::to_string(sink.offset()) + " bytes, planned " +
