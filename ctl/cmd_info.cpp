@@ -69,6 +69,10 @@ nlohmann::json describe_kernel(const DumpReader& r) {
     j["kernel_offset"] = offset ? nlohmann::json(std::string(*offset)) : nlohmann::json(nullptr);
     j["symbols"] = k.kallsyms ? k.kallsyms->table.size() : 0;
     j["vcpu_ips"] = vcpu_ips(r, k);
+    j["image_segment"] = nullptr;
+    if (auto m = r.kernel_image_mapping()) {
+        j["image_segment"] = {{"vaddr", hex(m->vaddr)}, {"paddr", hex(m->paddr)}, {"size", m->size}};
+    }
     return j;
 }
 
@@ -147,6 +151,9 @@ void print_text(const nlohmann::json& j) {
     line("Banner:", text_of(k["banner"]));
     line("VMCOREINFO:", k["vmcoreinfo"].get<bool>() ? "present" : "absent");
     if (!k["kernel_offset"].is_null()) line("Kernel offset:", "0x" + text_of(k["kernel_offset"]));
+    if (const auto& m = k["image_segment"]; !m.is_null())
+        line("Image PT_LOAD:", text_of(m["vaddr"]) + " -> paddr " + text_of(m["paddr"]) + ", " +
+                                   cli::human_bytes(m["size"].get<uint64_t>()));
     line("Symbols:", k["symbols"].get<size_t>() ? text_of(k["symbols"]) + " (kallsyms)" : "none found");
     for (const auto& v : k["vcpu_ips"])
         line(("VCPU " + v["vcpu"].dump() + " IP:").c_str(),

@@ -290,6 +290,21 @@ TEST(KernelDump, KernelImageSegmentMapsTheImageAtItsVirtualAddress) {
     EXPECT_EQ(via_segment, in_ram);
     EXPECT_EQ(std::string(via_segment.data(), 5), "Linux");
     EXPECT_TRUE(r.verify().empty());
+    // The reader and `xen-dumpctl info` name the same segment.
+    const auto m = r.kernel_image_mapping();
+    ASSERT_TRUE(m.has_value());
+    EXPECT_EQ(m->vaddr, k.p_vaddr);
+    EXPECT_EQ(m->paddr, k.p_paddr);
+    EXPECT_EQ(m->size, k.p_filesz);
+    EXPECT_EQ(m->file_offset, k.p_offset);
+    RunResult j = run({"xen-dumpctl", "info", "--json", f.dump.string()});
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    const json seg = json::parse(j.out).at("kernel").at("image_segment");
+    EXPECT_EQ(std::stoull(seg.at("vaddr").get<std::string>(), nullptr, 16), k.p_vaddr) << seg;
+    EXPECT_EQ(std::stoull(seg.at("paddr").get<std::string>(), nullptr, 16), k.p_paddr) << seg;
+    EXPECT_EQ(seg.at("size").get<uint64_t>(), k.p_filesz);
+    RunResult t = run({"xen-dumpctl", "info", f.dump.string()});
+    EXPECT_NE(t.out.find("Image PT_LOAD:"), std::string::npos) << t.out;
 }
 
 // drgn (python3-drgn) opens the dump as a Linux kernel core and reads a
@@ -434,6 +449,7 @@ TEST(KernelDump, PatternGuestHasNoKernel) {
     EXPECT_TRUE(r.verify().empty());
     EXPECT_EQ(count(segment_notes(path), "VMCOREINFO"), 0u);
     EXPECT_EQ(program_headers(path).size(), 1 + r.runs().size());  // no kernel image segment
+    EXPECT_FALSE(r.kernel_image_mapping().has_value());
 
     RunResult t = run({"xen-dumpctl", "info", path.string()});
     ASSERT_EQ(t.exit_code, 0) << t.err;

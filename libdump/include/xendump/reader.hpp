@@ -30,6 +30,15 @@ struct PageRun {
     uint64_t first_index;  // table index of the first page
 };
 
+// The kernel image PT_LOAD of a v1 file (xen-dump-core(5)): the last program
+// header, a PT_LOAD with a virtual address, over bytes of .xen_pages.
+struct KernelImageMapping {
+    uint64_t vaddr;
+    uint64_t paddr;
+    uint64_t size;
+    uint64_t file_offset;
+};
+
 // One failed conformance check (spec §8).
 struct Finding {
     std::string check;      // short stable name, e.g. "phdr-run-mismatch"
@@ -68,6 +77,7 @@ public:
     std::optional<std::vector<std::byte>> shared_info() const;
     std::optional<std::string> vmcoreinfo() const;
     std::vector<uint64_t> unreadable_pfns() const;
+    std::optional<KernelImageMapping> kernel_image_mapping() const;  // v1 files that have one
     bool has_digests() const;
     uint64_t pages_offset() const;    // file offset of .xen_pages
 

@@ -33,6 +33,14 @@ std::vector<uint64_t> DumpReader::unreadable_pfns() const { return impl_->unread
 bool DumpReader::has_digests() const { return impl_->digest != nullptr; }
 uint64_t DumpReader::pages_offset() const { return impl_->pages_offset; }
 
+std::optional<KernelImageMapping> DumpReader::kernel_image_mapping() const {
+    const auto& segs = impl_->elf.segments;
+    if (impl_->format != FileFormat::v1 || segs.size() < 3) return std::nullopt;
+    const auto& p = segs.back().phdr;
+    if (p.p_type != PT_LOAD || p.p_vaddr == 0) return std::nullopt;
+    return KernelImageMapping{p.p_vaddr, p.p_paddr, p.p_filesz, p.p_offset};
+}
+
 std::optional<uint64_t> DumpReader::index_of_pfn(uint64_t pfn) const {
     const auto& runs = impl_->runs;
     auto it = std::upper_bound(runs.begin(), runs.end(), pfn,
