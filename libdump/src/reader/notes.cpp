@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "reader/checked.hpp"
+#include "xendump/error.hpp"
 
 namespace xendump::reader {
 
@@ -24,13 +25,20 @@ const Note* NoteList::find(std::string_view name, uint32_t type) const {
     return nullptr;
 }
 
-NoteList parse_notes(std::span<const std::byte> bytes, uint64_t file_offset, const std::string& structure) {
+namespace {
+
+// The one note walker: `fetch(pos, len, out)` puts the `len` bytes at
+// offset `pos` of the notes into `out`; a descriptor that `keep` refuses is
+// not fetched at all (only its bounds are checked).
+template <class Fetch>
+NoteList walk_notes(uint64_t end, uint64_t file_offset, const std::string& structure, Fetch&& fetch,
+                    const KeepDescriptor& keep) {
     NoteList out;
     uint64_t pos = 0;
-    const uint64_t end = bytes.size();
     auto fail = [&](uint64_t at, const std::string& msg) {
         out.error = Finding{"notes-parse", structure, file_offset + at, msg};
     };
+    std::vector<std::byte> buf;
     while (pos < end) {
         if (end - pos < 12) {
             fail(pos, "note header at " + hex(file_offset + pos) + " needs 12 bytes but only " +
@@ -38,9 +46,10 @@ NoteList parse_notes(std::span<const std::byte> bytes, uint64_t file_offset, con
                           hex(file_offset + end) + ")");
             return out;
         }
-        uint32_t namesz = load_u32(bytes, pos);
-        uint32_t descsz = load_u32(bytes, pos + 4);
-        uint32_t type = load_u32(bytes, pos + 8);
+        fetch(pos, 12, buf);
+        uint32_t namesz = load_u32(buf, 0);
+        uint32_t descsz = load_u32(buf, 4);
+        uint32_t type = load_u32(buf, 8);
         // Sizes come from the file: 64-bit sums of 32-bit values cannot overflow.
         uint64_t name_at = pos + 12;
         uint64_t desc_at = name_at + pad4(namesz);
@@ -52,13 +61,13 @@ NoteList parse_notes(std::span<const std::byte> bytes, uint64_t file_offset, con
             return out;
         }
         Note n;
-        const char* name_bytes = reinterpret_cast<const char*>(bytes.data() + name_at);
+        fetch(name_at, namesz, buf);
+        const char* name_bytes = reinterpret_cast<const char*>(buf.data());
         n.name.assign(name_bytes, strnlen(name_bytes, namesz));
         n.type = type;
         n.offset = file_offset + pos;
         n.desc_offset = file_offset + desc_at;
-        n.desc.assign(bytes.begin() + static_cast<ptrdiff_t>(desc_at),
-                      bytes.begin() + static_cast<ptrdiff_t>(desc_at + descsz));
+        if (!keep || keep(n.name, type)) fetch(desc_at, descsz, n.desc);
         // The last note's descriptor padding may be cut by the end of the
         // segment only if nothing follows (pad bytes are not data).
         n.end_offset = file_offset + (next < end ? next : end);
@@ -66,6 +75,26 @@ NoteList parse_notes(std::span<const std::byte> bytes, uint64_t file_offset, con
         pos = next;
     }
     return out;
+}
+
+}  // namespace
+
+NoteList parse_notes(std::span<const std::byte> bytes, uint64_t file_offset, const std::string& structure) {
+    auto fetch = [&](uint64_t pos, uint64_t len, std::vector<std::byte>& out) {
+        out.assign(bytes.begin() + static_cast<ptrdiff_t>(pos), bytes.begin() + static_cast<ptrdiff_t>(pos + len));
+    };
+    return walk_notes(bytes.size(), file_offset, structure, fetch, {});
+}
+
+NoteList parse_notes_in_file(const DumpFile& file, uint64_t offset, uint64_t size, const std::string& structure,
+                             const KeepDescriptor& keep) {
+    if (!range_inside(offset, size, file.size()))
+        throw Error(structure + ": " + past_end("offset", offset, "size", size, file.size()), file.path(), offset);
+    auto fetch = [&](uint64_t pos, uint64_t len, std::vector<std::byte>& out) {
+        out.resize(static_cast<size_t>(len));
+        file.read_exact(offset + pos, out, structure);
+    };
+    return walk_notes(size, offset, structure, fetch, keep);
 }
 
 }  // namespace xendump::reader

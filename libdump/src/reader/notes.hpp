@@ -5,12 +5,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "reader/dump_file.hpp"
 #include "xendump/reader.hpp"
 
 namespace xendump::reader {
@@ -34,5 +36,14 @@ struct NoteList {
 // `bytes` were read at file offset `file_offset`; `structure` names them in
 // messages ("note segment (program header [0])").
 NoteList parse_notes(std::span<const std::byte> bytes, uint64_t file_offset, const std::string& structure);
+
+// Whether a note's descriptor is wanted (name without its NUL, type).
+using KeepDescriptor = std::function<bool(std::string_view name, uint32_t type)>;
+
+// The notes of [offset, offset + size) read note by note from the file: a
+// descriptor `keep` refuses stays unread (Note::desc empty), so a large
+// padding note costs nothing.
+NoteList parse_notes_in_file(const DumpFile& file, uint64_t offset, uint64_t size, const std::string& structure,
+                             const KeepDescriptor& keep);
 
 }  // namespace xendump::reader

@@ -198,7 +198,7 @@ void Loader::load_v1_table() {
     d_.table_offset = s.shdr.sh_offset + desc_rel;
     d_.table_size = head[1];
     d_.table_structure = "PFN->GMFN table (" + st + ")";
-    auto v = std::make_shared<std::vector<PageEntry>>(d_.table_size / sizeof(PageEntry));
+    auto v = std::make_shared<reader::EntryTable>(d_.table_size / sizeof(PageEntry));
     d_.file->read_exact(d_.table_offset, std::as_writable_bytes(std::span(*v)), d_.table_structure);
     d_.table_raw_count = v->size();
     d_.entries = std::move(v);
@@ -216,7 +216,7 @@ void Loader::load_table_array(const Section& s, bool pairs) {
     d_.table_entry_size = esize;
     d_.table_structure = "PFN->GMFN table (" + s.structure() + ")";
     const uint64_t n = s.shdr.sh_size / esize;
-    auto v = std::make_shared<std::vector<PageEntry>>(n);
+    auto v = std::make_shared<reader::EntryTable>(n);
     if (pairs) {
         d_.file->read_exact(d_.table_offset, std::as_writable_bytes(std::span(*v)), d_.table_structure);
     } else {
@@ -285,7 +285,12 @@ void Loader::load_vcpus_xen_elf() {
 void Loader::load_trailer() {
     const Section* s = d_.elf.find(".note.xen_trailer");
     if (!s || !s->in_file) return;
-    d_.trailer = read_note_bytes(s->shdr.sh_offset, s->shdr.sh_size, s->structure());
+    // The reserved area's padding note (8 bytes a page of zeros) is skipped
+    // unread: opening a dump reads only the trailer notes that say something.
+    d_.trailer = parse_notes_in_file(*d_.file, s->shdr.sh_offset, s->shdr.sh_size, s->structure(),
+                                     [](std::string_view name, uint32_t type) {
+                                         return !(type == format::kNtXenPadding && name == format::kNameXenCore);
+                                     });
     if (d_.trailer.error) d_.open_findings.push_back(*d_.trailer.error);
     d_.digest = d_.trailer.find(format::kNameXenCore, format::kNtXenDigest);
     if (const Note* u = d_.trailer.find(format::kNameXenCore, format::kNtXenUnreadable)) {

@@ -12,7 +12,7 @@ namespace {
 class FilePageSource : public PageSource {
 public:
     FilePageSource(std::shared_ptr<const reader::DumpFile> file,
-                   std::shared_ptr<const std::vector<PageEntry>> entries, uint64_t pages_offset,
+                   std::shared_ptr<const reader::EntryTable> entries, uint64_t pages_offset,
                    uint64_t pages_size)
         : file_(std::move(file)), entries_(std::move(entries)), pages_offset_(pages_offset), pages_size_(pages_size) {}
 
@@ -48,7 +48,7 @@ private:
     }
 
     std::shared_ptr<const reader::DumpFile> file_;
-    std::shared_ptr<const std::vector<PageEntry>> entries_;
+    std::shared_ptr<const reader::EntryTable> entries_;
     uint64_t pages_offset_, pages_size_;
 };
 

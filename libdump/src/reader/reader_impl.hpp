@@ -11,6 +11,7 @@
 
 #include "reader/dump_file.hpp"
 #include "reader/elf_layout.hpp"
+#include "reader/entry_table.hpp"
 #include "reader/notes.hpp"
 #include "xendump/reader.hpp"
 
@@ -36,7 +37,7 @@ struct DumpReader::Impl {
 
     // The PFN->GMFN table: descriptor location and the entries it holds
     // (xen_elf: trailing ~0 entries dropped).
-    std::shared_ptr<const std::vector<PageEntry>> entries;
+    std::shared_ptr<const reader::EntryTable> entries;
     uint64_t table_offset = 0, table_size = 0, table_entry_size = 16;
     uint64_t table_raw_count = 0;  // entries in the file, ~0 ones included
     std::string table_structure;
