@@ -145,7 +145,15 @@ std::vector<std::byte> make_file(const Guest& g, const FileSpec& fs) {
         for (uint64_t p = 0; p < n; ++p)
             if (g.mfn_of_pfn[p] != kNoMfn) slot_pfn.push_back(p);
         std::mt19937_64 rng(fs.shuffle_seed);
-        std::shuffle(slot_pfn.begin(), slot_pfn.end(), rng);
+        if (fs.allocation_order) {
+            std::vector<uint64_t> kept, ballooned;
+            for (uint64_t p : slot_pfn) (rng() % 10 == 0 ? ballooned : kept).push_back(p);
+            std::shuffle(ballooned.begin(), ballooned.end(), rng);
+            slot_pfn = std::move(kept);
+            slot_pfn.insert(slot_pfn.end(), ballooned.begin(), ballooned.end());
+        } else {
+            std::shuffle(slot_pfn.begin(), slot_pfn.end(), rng);
+        }
         for (uint64_t p : slot_pfn) slot_entry.push_back(g.mfn_of_pfn[p]);
         break;
     }

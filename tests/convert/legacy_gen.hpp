@@ -50,6 +50,12 @@ struct FileSpec {
     unsigned entry_size = 0;   // 0: tool width (8 with tool_width 4 = the development window)
     unsigned nr_vcpus = 1;
     uint64_t shuffle_seed = 7;
+    // pv_page_list only. false: slots in a random order (the hardest case).
+    // true: the order Xen's page list has after boot and some ballooning:
+    // the domain builder gave pfn i the i-th page of the list, then a tenth
+    // of the pages, chosen at random, went back to Xen and returned at the
+    // list's end in random order.
+    bool allocation_order = false;
     bool round_pages_offset = true;
 };
 

@@ -73,11 +73,11 @@ public:
         while (done < out.size()) {
             auto ma = translate(va + done);
             if (!ma) return false;
-            auto it = slots_.find(*ma >> 12);
-            if (it == slots_.end()) return false;
+            const auto slot = slots_.slot_of(*ma >> 12);
+            if (!slot) return false;
             uint64_t in_page = *ma & 0xFFF;
             size_t n = std::min<uint64_t>(out.size() - done, kPage - in_page);
-            src_.read(f_.page_offset(it->second) + in_page, out.subspan(done, n), "guest page");
+            src_.read(f_.page_offset(*slot) + in_page, out.subspan(done, n), "guest page");
             done += n;
         }
         return true;
@@ -85,11 +85,11 @@ public:
 
 private:
     std::optional<uint64_t> entry(uint64_t mfn, uint64_t idx, size_t size) const {
-        auto it = slots_.find(mfn);
-        if (it == slots_.end()) return std::nullopt;
+        const auto slot = slots_.slot_of(mfn);
+        if (!slot) return std::nullopt;
         uint64_t v = 0;
         std::byte raw[8];
-        src_.read(f_.page_offset(it->second) + idx * size, std::span(raw, size), "page table");
+        src_.read(f_.page_offset(*slot) + idx * size, std::span(raw, size), "page table");
         std::memcpy(&v, raw, size);
         return v;
     }
@@ -186,7 +186,7 @@ WalkResult recover_pfns_by_symbol(const ByteSource& src, const XcCoreFile& f, co
     std::string details;
     for (auto [paging, top] : tries) {
         const char* name = paging == Paging::four_level ? "4-level" : paging == Paging::pae ? "pae" : "2-level";
-        if (!slots.count(top)) {
+        if (!slots.contains(top)) {
             details += std::string(details.empty() ? "" : "; ") + name + ": cr3 mfn " + hex(top) + " is not in the dump";
             continue;
         }

@@ -33,14 +33,14 @@ public:
         const std::byte* page = raw_.data() + (slot - first_) * kPage;
         size_t w = f_.guest_width;
         entries_.resize(kPage / w);
+        if (w == 8) {
+            std::memcpy(entries_.data(), page, kPage);
+            return entries_;
+        }
         for (size_t i = 0; i < entries_.size(); ++i) {
-            if (w == 4) {
-                uint32_t e;
-                std::memcpy(&e, page + i * 4, 4);
-                entries_[i] = e == 0xFFFFFFFFu ? kInvalidEntry : e;
-            } else {
-                std::memcpy(&entries_[i], page + i * 8, 8);
-            }
+            uint32_t e;
+            std::memcpy(&e, page + i * 4, 4);
+            entries_[i] = e == 0xFFFFFFFFu ? kInvalidEntry : e;
         }
         return entries_;
     }
@@ -63,7 +63,7 @@ struct Shape {
 Shape classify(const std::vector<uint64_t>& e, const MfnSlots& slots) {
     Shape s;
     size_t i = 0;
-    while (i < e.size() && e[i] != 0 && e[i] != kInvalidEntry && slots.count(e[i])) ++i;
+    while (i < e.size() && e[i] != 0 && e[i] != kInvalidEntry && slots.contains(e[i])) ++i;
     size_t prefix = i;
     bool leaf = true, tail_empty = true;
     uint64_t mfns = prefix;
@@ -74,7 +74,7 @@ Shape classify(const std::vector<uint64_t>& e, const MfnSlots& slots) {
             continue;
         }
         tail_empty = false;
-        if (slots.count(e[i]))
+        if (slots.contains(e[i]))
             ++mfns;
         else {
             leaf = false;
@@ -97,8 +97,8 @@ TreeSearchResult find_p2m_tree(const ByteSource& src, const XcCoreFile& f, const
         if (index[slot] != kInvalidEntry) shape[slot] = classify(pages.load(slot, kSlotsPerRead), slots);
 
     auto shape_of = [&](uint64_t mfn) -> const Shape* {
-        auto it = slots.find(mfn);
-        return it == slots.end() ? nullptr : &shape[it->second];
+        const auto slot = slots.slot_of(mfn);
+        return slot ? &shape[*slot] : nullptr;
     };
 
     size_t per_page = kPage / f.guest_width;
@@ -120,7 +120,7 @@ TreeSearchResult find_p2m_tree(const ByteSource& src, const XcCoreFile& f, const
         if (!fits) continue;
         std::vector<uint64_t> leaves;
         for (uint64_t m : middles) {
-            const auto& e = pages.load(slots.at(m));
+            const auto& e = pages.load(*slots.slot_of(m));
             for (size_t i = 0; i < shape_of(m)->list_len && fits; ++i) {
                 const Shape* s = shape_of(e[i]);
                 if (!s || !s->leaf) fits = false;
@@ -133,7 +133,7 @@ TreeSearchResult find_p2m_tree(const ByteSource& src, const XcCoreFile& f, const
         PfnCollector collect(index, slots);
         bool ok = true;
         for (size_t l = 0; l < leaves.size() && ok; ++l) {
-            const auto& e = pages.load(slots.at(leaves[l]));
+            const auto& e = pages.load(*slots.slot_of(leaves[l]));  // every leaf was found above
             for (size_t i = 0; i < per_page && ok; ++i)
                 if (e[i] != kInvalidEntry) ok = collect.add(l * per_page + i, e[i]);
         }

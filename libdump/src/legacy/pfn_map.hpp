@@ -6,13 +6,41 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace xendump::legacy {
 
-// MFN -> slot of the index (entries of ~0 are not in it).
-using MfnSlots = std::unordered_map<uint64_t, uint64_t>;
+// MFN -> slot of the index (entries of ~0 are not in it). An open-addressing
+// table (linear probing, kept at most half full): recovering a page-list
+// layout looks up millions of MFNs, each in one or two cache lines, where a
+// node-based map costs an allocation per entry and a pointer chase per lookup.
+class MfnSlots {
+public:
+    // Room for `n` MFNs without growing.
+    void reserve(size_t n);
+    void clear();
+    // Adds mfn -> slot, unless mfn is there already: then returns its slot
+    // and changes nothing. `mfn` must not be ~0.
+    std::optional<uint64_t> insert(uint64_t mfn, uint64_t slot);
+    std::optional<uint64_t> slot_of(uint64_t mfn) const;
+    bool contains(uint64_t mfn) const { return slot_of(mfn).has_value(); }
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+
+private:
+    struct Cell {
+        uint64_t mfn, slot;
+    };
+    size_t home(uint64_t mfn) const { return static_cast<size_t>((mfn * 0x9E3779B97F4A7C15ULL) >> shift_); }
+    void rehash(size_t capacity);
+
+    std::vector<Cell> cells_;  // mfn ~0: empty
+    size_t size_ = 0;
+    // The range of MFNs held: most words of a page that is not a p2m page
+    // fall outside it and are refused without touching the table.
+    uint64_t lowest_ = UINT64_MAX, highest_ = 0;
+    unsigned shift_ = 64;
+};
 
 // Builds the map; returns the first duplicate as {first slot, second slot}.
 struct DuplicateMfn {

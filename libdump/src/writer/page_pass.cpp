@@ -3,9 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
-#include <future>
+#include <exception>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
 
 #include "xendump/error.hpp"
 
@@ -151,6 +156,69 @@ void write_pages_of(io::Sink& sink, const Batch& b, size_t i, size_t j, std::vec
     sink.writev(iov);
 }
 
+// The thread that fills the next batch while the caller hashes and writes
+// the current one: one thread for the whole pass (one per batch would cost a
+// clone every 4 MiB). start() hands it a batch; wait() returns when that
+// batch is filled and rethrows what filling it threw. Destroying it waits
+// for a batch in progress, so it must go before the batches it fills.
+class Filler {
+public:
+    explicit Filler(std::function<void(Batch&)> fill) : fill_(std::move(fill)), thread_([this] { run(); }) {}
+    ~Filler() {
+        {
+            std::lock_guard lock(m_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+    Filler(const Filler&) = delete;
+    Filler& operator=(const Filler&) = delete;
+
+    void start(Batch& b) {
+        {
+            std::lock_guard lock(m_);
+            job_ = &b;
+            done_ = false;
+        }
+        cv_.notify_all();
+    }
+    void wait() {
+        std::unique_lock lock(m_);
+        cv_.wait(lock, [this] { return done_; });
+        if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    }
+
+private:
+    void run() {
+        std::unique_lock lock(m_);
+        for (;;) {
+            cv_.wait(lock, [this] { return stop_ || job_ != nullptr; });
+            if (stop_) return;
+            Batch* b = std::exchange(job_, nullptr);
+            lock.unlock();
+            std::exception_ptr error;
+            try {
+                fill_(*b);
+            } catch (...) {
+                error = std::current_exception();
+            }
+            lock.lock();
+            error_ = error;
+            done_ = true;
+            cv_.notify_all();
+        }
+    }
+
+    std::function<void(Batch&)> fill_;
+    std::mutex m_;
+    std::condition_variable cv_;
+    Batch* job_ = nullptr;
+    bool done_ = true, stop_ = false;
+    std::exception_ptr error_;
+    std::thread thread_;  // last: it starts running in the constructor
+};
+
 void write_batch(io::Sink& sink, const Batch& b, std::vector<iovec>& iov) {
     const size_t bytes = b.count * kPage;
     if (b.range && sink.copy_from(b.range->fd, b.range->offset, bytes)) return;
@@ -191,20 +259,22 @@ PassResult write_pages(io::Sink& sink, PageSource& source, const DumpPlan& plan,
     }
     std::vector<iovec> iov;
     const bool want_zero = hasher || sink.holes();  // zero[] serves only these two
+    Filler filler([&source, &sink](Batch& b) { fill(b, source, sink.positional()); });
     auto schedule = [&](Batch& b, size_t first) {
         b.first = first;
         b.count = static_cast<size_t>(std::min<uint64_t>(batch_pages, n - first));
-        return std::async(std::launch::async, [&b, &source, &sink] { fill(b, source, sink.positional()); });
+        filler.start(b);
     };
 
-    std::future<void> pending;
-    if (n > 0) pending = schedule(batches[0], 0);
-    for (size_t k = 0; pending.valid(); ++k) {
+    bool pending = n > 0;
+    if (pending) schedule(batches[0], 0);
+    for (size_t k = 0; pending; ++k) {
         Batch& cur = batches[k % 2];
-        pending.get();  // rethrows the source's Error
+        filler.wait();  // rethrows the source's Error
         if (options.cancel && options.cancel->load()) throw Error("cancelled");
         const size_t next = cur.first + cur.count;
-        if (next < n) pending = schedule(batches[(k + 1) % 2], next);
+        pending = next < n;
+        if (pending) schedule(batches[(k + 1) % 2], next);
 
         for (size_t i = 0; i < cur.count; ++i) {
             const uint64_t pfn = entries[cur.first + i].pfn;
