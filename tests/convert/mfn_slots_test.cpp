@@ -44,6 +44,9 @@ TEST(MfnSlots, ASecondInsertReportsTheFirstSlot) {
     EXPECT_EQ(t.insert(42, 9), 7u);
     EXPECT_EQ(t.slot_of(42), 7u);
     EXPECT_EQ(t.size(), 1u);
+    EXPECT_FALSE(t.insert(kInvalidEntry, 3).has_value());  // ~0 is no frame: not added
+    EXPECT_FALSE(t.contains(kInvalidEntry));
+    EXPECT_EQ(t.size(), 1u);
 }
 
 TEST(MfnSlots, BuildReportsTheFirstDuplicateAndSkipsEmptyEntries) {

@@ -45,11 +45,14 @@ protected:
         std::ofstream(path_, std::ios::binary).write(reinterpret_cast<const char*>(bytes_.data()),
                                                       static_cast<std::streamsize>(bytes_.size()));
     }
-    reader::NoteList parse(uint64_t size) const {
+    reader::NoteList parse(uint64_t size, uint64_t desc_limit = 64, size_t max_notes = 16) const {
         reader::DumpFile f(path_.string());
-        return reader::parse_notes_in_file(f, 100, size, "trailer", [](std::string_view name, uint32_t type) {
-            return !(type == format::kNtXenPadding && name == format::kNameXenCore);
-        });
+        return reader::parse_notes_in_file(
+            f, 100, size, "trailer",
+            [desc_limit](std::string_view name, uint32_t type) -> uint64_t {
+                return type == format::kNtXenPadding && name == format::kNameXenCore ? 0 : desc_limit;
+            },
+            max_notes);
     }
 
     TempDir dir_;
@@ -92,6 +95,39 @@ TEST_F(NotesInFile, ATruncatedHeaderIsAnError) {
     ASSERT_TRUE(got.error.has_value());
     EXPECT_EQ(got.error->offset, last_at_);
     EXPECT_EQ(got.notes.size(), 2u);
+}
+
+// Hostile files: limits end the parse with a finding at the offending note
+// instead of reading (and allocating) what the header claims.
+TEST_F(NotesInFile, ADescriptorOverItsLimitIsAnError) {
+    const auto got = parse(bytes_.size() - 100, 6);  // the last note's 8 bytes are too many
+    ASSERT_TRUE(got.error.has_value());
+    EXPECT_EQ(got.error->offset, last_at_);
+    EXPECT_NE(got.error->message.find("more than it can hold"), std::string::npos) << got.error->message;
+    EXPECT_EQ(got.notes.size(), 2u);
+}
+
+TEST_F(NotesInFile, TooManyNotesIsAnError) {
+    const auto got = parse(bytes_.size() - 100, 64, 2);
+    ASSERT_TRUE(got.error.has_value());
+    EXPECT_EQ(got.error->offset, last_at_);
+    EXPECT_EQ(got.notes.size(), 2u);
+}
+
+TEST_F(NotesInFile, ANameLongerThanAnyNoteNameIsAnError) {
+    // The padding note re-declared with a 68-byte name and a descriptor 56
+    // bytes shorter: still exactly in bounds, so only the name limit speaks.
+    const uint32_t namesz = reader::kMaxNoteName + 4, descsz = (1u << 20) - 56;
+    std::memcpy(bytes_.data() + padding_at_, &namesz, 4);
+    std::memcpy(bytes_.data() + padding_at_ + 4, &descsz, 4);
+    std::ofstream(path_, std::ios::binary).write(reinterpret_cast<const char*>(bytes_.data()),
+                                                  static_cast<std::streamsize>(bytes_.size()));
+    const auto in_memory = reader::parse_notes(std::span(bytes_).subspan(100), 100, "trailer");
+    ASSERT_FALSE(in_memory.error.has_value()) << in_memory.error->message;  // the layout is sound
+    const auto got = parse(bytes_.size() - 100);
+    ASSERT_TRUE(got.error.has_value());
+    EXPECT_EQ(got.error->offset, padding_at_);
+    EXPECT_NE(got.error->message.find("name of 68 bytes"), std::string::npos) << got.error->message;
 }
 
 TEST_F(NotesInFile, ARangePastTheFileNamesTheFile) {

@@ -31,6 +31,7 @@ void MfnSlots::clear() {
 }
 
 std::optional<uint64_t> MfnSlots::insert(uint64_t mfn, uint64_t slot) {
+    if (mfn == kInvalidEntry) return std::nullopt;  // marks empty cells; never a dumped frame
     if (2 * (size_ + 1) > cells_.size()) reserve(2 * (size_ + 1));
     const size_t mask = cells_.size() - 1;
     for (size_t i = home(mfn);; i = (i + 1) & mask) {

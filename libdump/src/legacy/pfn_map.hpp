@@ -20,7 +20,7 @@ public:
     void reserve(size_t n);
     void clear();
     // Adds mfn -> slot, unless mfn is there already: then returns its slot
-    // and changes nothing. `mfn` must not be ~0.
+    // and changes nothing. ~0 (no frame) is never added.
     std::optional<uint64_t> insert(uint64_t mfn, uint64_t slot);
     std::optional<uint64_t> slot_of(uint64_t mfn) const;
     bool contains(uint64_t mfn) const { return slot_of(mfn).has_value(); }

@@ -28,11 +28,17 @@ const Note* NoteList::find(std::string_view name, uint32_t type) const {
 namespace {
 
 // The one note walker: `fetch(pos, len, out)` puts the `len` bytes at
-// offset `pos` of the notes into `out`; a descriptor that `keep` refuses is
-// not fetched at all (only its bounds are checked).
+// offset `pos` of the notes into `out`. Without a `limit` every descriptor
+// is fetched; with one, see DescriptorLimit (bounds are checked either way).
+struct WalkLimits {
+    const DescriptorLimit* desc = nullptr;
+    size_t max_notes = SIZE_MAX;
+    uint32_t max_name = UINT32_MAX;
+};
+
 template <class Fetch>
 NoteList walk_notes(uint64_t end, uint64_t file_offset, const std::string& structure, Fetch&& fetch,
-                    const KeepDescriptor& keep) {
+                    const WalkLimits& limits) {
     NoteList out;
     uint64_t pos = 0;
     auto fail = [&](uint64_t at, const std::string& msg) {
@@ -60,6 +66,15 @@ NoteList walk_notes(uint64_t end, uint64_t file_offset, const std::string& struc
                           hex(file_offset + end) + ")");
             return out;
         }
+        if (out.notes.size() >= limits.max_notes) {
+            fail(pos, "more than " + std::to_string(limits.max_notes) + " notes");
+            return out;
+        }
+        if (namesz > limits.max_name) {
+            fail(pos, "note at " + hex(file_offset + pos) + " has a name of " + std::to_string(namesz) +
+                          " bytes (at most " + std::to_string(limits.max_name) + ")");
+            return out;
+        }
         Note n;
         fetch(name_at, namesz, buf);
         const char* name_bytes = reinterpret_cast<const char*>(buf.data());
@@ -67,7 +82,13 @@ NoteList walk_notes(uint64_t end, uint64_t file_offset, const std::string& struc
         n.type = type;
         n.offset = file_offset + pos;
         n.desc_offset = file_offset + desc_at;
-        if (!keep || keep(n.name, type)) fetch(desc_at, descsz, n.desc);
+        const uint64_t most = limits.desc ? (*limits.desc)(n.name, type) : UINT64_MAX;
+        if (most != 0 && descsz > most) {
+            fail(pos, "note at " + hex(file_offset + pos) + " (type " + std::to_string(type) + ") has a descriptor of " +
+                          std::to_string(descsz) + " bytes, more than it can hold here (" + std::to_string(most) + ")");
+            return out;
+        }
+        if (most != 0) fetch(desc_at, descsz, n.desc);
         // The last note's descriptor padding may be cut by the end of the
         // segment only if nothing follows (pad bytes are not data).
         n.end_offset = file_offset + (next < end ? next : end);
@@ -83,18 +104,18 @@ NoteList parse_notes(std::span<const std::byte> bytes, uint64_t file_offset, con
     auto fetch = [&](uint64_t pos, uint64_t len, std::vector<std::byte>& out) {
         out.assign(bytes.begin() + static_cast<ptrdiff_t>(pos), bytes.begin() + static_cast<ptrdiff_t>(pos + len));
     };
-    return walk_notes(bytes.size(), file_offset, structure, fetch, {});
+    return walk_notes(bytes.size(), file_offset, structure, fetch, WalkLimits{});
 }
 
 NoteList parse_notes_in_file(const DumpFile& file, uint64_t offset, uint64_t size, const std::string& structure,
-                             const KeepDescriptor& keep) {
+                             const DescriptorLimit& limit, size_t max_notes) {
     if (!range_inside(offset, size, file.size()))
         throw Error(structure + ": " + past_end("offset", offset, "size", size, file.size()), file.path(), offset);
     auto fetch = [&](uint64_t pos, uint64_t len, std::vector<std::byte>& out) {
         out.resize(static_cast<size_t>(len));
         file.read_exact(offset + pos, out, structure);
     };
-    return walk_notes(size, offset, structure, fetch, keep);
+    return walk_notes(size, offset, structure, fetch, WalkLimits{&limit, max_notes, kMaxNoteName});
 }
 
 }  // namespace xendump::reader

@@ -37,13 +37,17 @@ struct NoteList {
 // messages ("note segment (program header [0])").
 NoteList parse_notes(std::span<const std::byte> bytes, uint64_t file_offset, const std::string& structure);
 
-// Whether a note's descriptor is wanted (name without its NUL, type).
-using KeepDescriptor = std::function<bool(std::string_view name, uint32_t type)>;
+// The largest descriptor the caller reads for a note (name without its NUL,
+// type): 0 leaves it unread (Note::desc empty); a note whose descsz is larger
+// than a non-zero limit is a parse error.
+using DescriptorLimit = std::function<uint64_t(std::string_view name, uint32_t type)>;
 
-// The notes of [offset, offset + size) read note by note from the file: a
-// descriptor `keep` refuses stays unread (Note::desc empty), so a large
-// padding note costs nothing.
+// The notes of [offset, offset + size) read note by note from the file, so a
+// large note nobody wants (the trailer's padding) costs nothing. The file is
+// untrusted: more than `max_notes` notes, a name longer than kMaxNoteName or
+// a descriptor over its limit end the parse with a Finding.
+inline constexpr uint32_t kMaxNoteName = 64;
 NoteList parse_notes_in_file(const DumpFile& file, uint64_t offset, uint64_t size, const std::string& structure,
-                             const KeepDescriptor& keep);
+                             const DescriptorLimit& limit, size_t max_notes);
 
 }  // namespace xendump::reader

@@ -17,6 +17,8 @@ namespace {
 
 // The note segment is read whole at open (spec §3: kilobytes in practice).
 constexpr uint64_t kMaxNoteSegment = 256ull << 20;
+// The trailer holds NT_XEN_DIGEST, NT_XEN_UNREADABLE and one padding note.
+constexpr size_t kMaxTrailerNotes = 16;
 constexpr uint64_t kAllOnes = ~uint64_t{0};
 
 class Loader {
@@ -285,12 +287,18 @@ void Loader::load_vcpus_xen_elf() {
 void Loader::load_trailer() {
     const Section* s = d_.elf.find(".note.xen_trailer");
     if (!s || !s->in_file) return;
-    // The reserved area's padding note (8 bytes a page of zeros) is skipped
-    // unread: opening a dump reads only the trailer notes that say something.
-    d_.trailer = parse_notes_in_file(*d_.file, s->shdr.sh_offset, s->shdr.sh_size, s->structure(),
-                                     [](std::string_view name, uint32_t type) {
-                                         return !(type == format::kNtXenPadding && name == format::kNameXenCore);
-                                     });
+    // Only the two notes a reader uses are read, each at most as large as it
+    // can be for this many pages; the reserved area's padding note (8 bytes a
+    // page of zeros) and anything else stay unread.
+    const uint64_t pages = d_.entries->size();
+    auto limit = [pages](std::string_view name, uint32_t type) -> uint64_t {
+        if (name != format::kNameXenCore) return 0;
+        if (type == format::kNtXenDigest) return sizeof(format::DigestDescHead) + 16 * (pages + 2);
+        if (type == format::kNtXenUnreadable) return 8 + 8 * pages;
+        return 0;
+    };
+    d_.trailer = parse_notes_in_file(*d_.file, s->shdr.sh_offset, s->shdr.sh_size, s->structure(), limit,
+                                     kMaxTrailerNotes);
     if (d_.trailer.error) d_.open_findings.push_back(*d_.trailer.error);
     d_.digest = d_.trailer.find(format::kNameXenCore, format::kNtXenDigest);
     if (const Note* u = d_.trailer.find(format::kNameXenCore, format::kNtXenUnreadable)) {

@@ -50,7 +50,7 @@ void Checker::check_phoff() {
     const Elf64_Ehdr& eh = d_.elf.ehdr;
     const uint64_t after_shdrs = eh.e_shoff + d_.elf.shnum * sizeof(Elf64_Shdr);
     const bool pv = d_.type == format::GuestType::pv;
-    if (eh.e_phoff == sizeof(Elf64_Ehdr) || (pv && eh.e_phoff == after_shdrs)) return;
+    if (eh.e_phoff == sizeof(Elf64_Ehdr) || (pv && eh.e_shoff != 0 && eh.e_phoff == after_shdrs)) return;
     add("phoff-range", "ELF header", offsetof(Elf64_Ehdr, e_phoff),
         "e_phoff is " + hex(eh.e_phoff) + "; the program headers follow the ELF header (0x40)" +
             (pv ? " or, for a PV guest, the section header table (" + hex(after_shdrs) + ")" : std::string()));

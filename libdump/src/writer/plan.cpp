@@ -280,7 +280,10 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
 
     plan.head.reserve(L.pages_offset);
     append(plan.head, eh);
-    if (!phdrs_at_end) plan.head.insert(plan.head.end(), plan.phdrs.begin(), plan.phdrs.end());
+    if (!phdrs_at_end) {
+        plan.head.insert(plan.head.end(), plan.phdrs.begin(), plan.phdrs.end());
+        plan.phdrs = {};  // in the head now (28 bytes a run; do not hold them twice)
+    }
     plan.head.insert(plan.head.end(), notes.bytes().begin(), notes.bytes().end());
     plan.head.resize(L.pages_offset);
 

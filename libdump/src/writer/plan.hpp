@@ -56,7 +56,7 @@ struct DumpPlan {
     // the very end, after the section header table, so that crash opens the
     // file through its Xen reader (see program_headers_at_end()).
     uint64_t phdr_offset = 0;
-    std::vector<std::byte> phdrs;
+    std::vector<std::byte> phdrs;  // only when at the end; else part of `head`
     // Room for one more program header after the last PT_LOAD (zeros, not
     // counted in e_phnum until a kernel image segment is written there);
     // 0 when none was kept (no reservation, 32-bit guest, PN_XNUM files).

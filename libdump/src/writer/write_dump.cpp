@@ -92,24 +92,30 @@ std::optional<Elf64_Phdr> kernel_segment(const writer::DumpPlan& plan, std::span
     return ph;
 }
 
-// The program header table when it comes at the end (PV, see
-// writer::program_headers_at_end): the plan's, with the kernel image segment
-// in its room. When the table sits in the head, the segment is rewritten in
-// place instead. Either way e_phnum then counts it.
-std::vector<std::byte> finish_program_headers(int fd, const std::string& name, const writer::DumpPlan& plan,
-                                              const std::optional<Elf64_Phdr>& kernel, WriteResult& result) {
-    std::vector<std::byte> tail;
-    if (plan.phdrs_at_end()) tail = plan.phdrs;
-    if (!kernel) return tail;
-    const auto ph = bytes_of(*kernel);
-    if (plan.phdrs_at_end())
-        std::copy(ph.begin(), ph.end(), tail.begin() + static_cast<std::ptrdiff_t>(plan.kernel_phdr_offset - plan.phdr_offset));
-    else
-        pwrite_all(fd, ph, plan.kernel_phdr_offset, name);
+// The kernel image segment goes into the program header room: rewritten in
+// place when the table sits in the head (written already); when it comes at
+// the end (PV, see writer::program_headers_at_end) write_phdrs_at_end puts it
+// there. Either way e_phnum then counts it.
+void count_kernel_segment(int fd, const std::string& name, const writer::DumpPlan& plan,
+                          const std::optional<Elf64_Phdr>& kernel, WriteResult& result) {
+    if (!kernel) return;
+    if (!plan.phdrs_at_end()) pwrite_all(fd, bytes_of(*kernel), plan.kernel_phdr_offset, name);
     const auto phnum = static_cast<Elf64_Half>(plan.layout.phnum + 1);
     pwrite_all(fd, bytes_of(phnum), offsetof(Elf64_Ehdr, e_phnum), name);
     result.kernel_segment = true;
-    return tail;
+}
+
+void write_phdrs_at_end(io::Sink& sink, const writer::DumpPlan& plan, const std::optional<Elf64_Phdr>& kernel) {
+    sink.zeros(plan.phdr_offset - sink.offset());
+    const std::span<const std::byte> table(plan.phdrs);
+    if (!kernel) {
+        sink.write(table);
+        return;
+    }
+    const size_t at = static_cast<size_t>(plan.kernel_phdr_offset - plan.phdr_offset);
+    sink.write(table.first(at));
+    sink.write(bytes_of(*kernel));
+    sink.write(table.subspan(at + sizeof(Elf64_Phdr)));
 }
 
 void write_trailer(io::Sink& sink, const writer::DumpPlan& plan, const writer::PassResult& pass,
@@ -158,7 +164,8 @@ WriteResult write_to(int fd, bool seekable, const std::string& name, const DumpS
     std::optional<LateNotes> late;
     if (plan.late_room && seekable && options.after_pages) late = options.after_pages();
     const XXH128_canonical_t notes_digest = finish_notes(fd, name, plan, late, r);
-    const std::vector<std::byte> phdrs_tail = finish_program_headers(fd, name, plan, kernel_segment(plan, entries, late), r);
+    const std::optional<Elf64_Phdr> kernel = kernel_segment(plan, entries, late);
+    count_kernel_segment(fd, name, plan, kernel, r);
 
     sink.zeros(L.p2m_note_offset - (L.pages_offset + L.pages_size));
     sink.write(plan.p2m_note_header);
@@ -168,10 +175,7 @@ WriteResult write_to(int fd, bool seekable, const std::string& name, const DumpS
     sink.write(plan.shstrtab);
     sink.zeros(plan.shdr_offset - sink.offset());
     sink.write(plan.shdrs);
-    if (!phdrs_tail.empty()) {
-        sink.zeros(plan.phdr_offset - sink.offset());
-        sink.write(phdrs_tail);
-    }
+    if (plan.phdrs_at_end()) write_phdrs_at_end(sink, plan, kernel);
     sink.finish();
     if (sink.offset() != plan.file_size)
         throw Error("internal error: wrote " + std::to_string(sink.offset()) + " bytes, planned " +
