@@ -42,6 +42,9 @@ protected:
         put_note(bytes_, format::kNameXenCore, format::kNtXenPadding, pad);
         last_at_ = bytes_.size();
         put_note(bytes_, format::kNameXenCore, 2, last);
+        save();
+    }
+    void save() const {
         std::ofstream(path_, std::ios::binary).write(reinterpret_cast<const char*>(bytes_.data()),
                                                       static_cast<std::streamsize>(bytes_.size()));
     }
@@ -120,8 +123,7 @@ TEST_F(NotesInFile, ANameLongerThanAnyNoteNameIsAnError) {
     const uint32_t namesz = reader::kMaxNoteName + 4, descsz = (1u << 20) - 56;
     std::memcpy(bytes_.data() + padding_at_, &namesz, 4);
     std::memcpy(bytes_.data() + padding_at_ + 4, &descsz, 4);
-    std::ofstream(path_, std::ios::binary).write(reinterpret_cast<const char*>(bytes_.data()),
-                                                  static_cast<std::streamsize>(bytes_.size()));
+    save();
     const auto in_memory = reader::parse_notes(std::span(bytes_).subspan(100), 100, "trailer");
     ASSERT_FALSE(in_memory.error.has_value()) << in_memory.error->message;  // the layout is sound
     const auto got = parse(bytes_.size() - 100);

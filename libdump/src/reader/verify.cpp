@@ -103,17 +103,7 @@ void Checker::check_table() {
                     hex(e[i - 1].pfn));
             break;
         }
-    if (d_.type == format::GuestType::pv && !gmfns_ascending(e)) {  // ascending: no duplicates
-        const auto& order = d_.gmfn_order();
-        for (uint64_t k = 1; k < order.size(); ++k)
-            if (e[order[k]].gmfn == e[order[k - 1]].gmfn) {
-                add("gmfn-duplicate", d_.table_structure, table_entry_offset(order[k]),
-                    "entry " + std::to_string(order[k]) + " (pfn " + hex(e[order[k]].pfn) + ") has gmfn " +
-                        hex(e[order[k]].gmfn) + ", already used by entry " + std::to_string(order[k - 1]) +
-                        " (pfn " + hex(e[order[k - 1]].pfn) + ")");
-                break;
-            }
-    } else if (d_.type != format::GuestType::pv) {
+    if (d_.type != format::GuestType::pv) {
         for (uint64_t i = 0; i < e.size(); ++i)
             if (e[i].gmfn != e[i].pfn) {
                 add("hvm-gmfn-identity", d_.table_structure, table_entry_offset(i),
@@ -121,7 +111,18 @@ void Checker::check_table() {
                         " in an HVM/PVH dump");
                 break;
             }
+        return;
     }
+    if (gmfns_ascending(e)) return;  // no gmfn can repeat: no index needed
+    const auto& order = d_.gmfn_order();
+    for (uint64_t k = 1; k < order.size(); ++k)
+        if (e[order[k]].gmfn == e[order[k - 1]].gmfn) {
+            add("gmfn-duplicate", d_.table_structure, table_entry_offset(order[k]),
+                "entry " + std::to_string(order[k]) + " (pfn " + hex(e[order[k]].pfn) + ") has gmfn " +
+                    hex(e[order[k]].gmfn) + ", already used by entry " + std::to_string(order[k - 1]) + " (pfn " +
+                    hex(e[order[k - 1]].pfn) + ")");
+            break;
+        }
 }
 
 // Notes 2 and 5 carry the same header (spec §3); note 4 says version 1.

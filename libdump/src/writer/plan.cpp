@@ -216,7 +216,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     sections[1].size = plan.shstrtab.size();
     plan.shdr_offset = align_up(plan.shstrtab_offset + plan.shstrtab.size(), 8);
     const uint64_t shdrs_end = plan.shdr_offset + sections.size() * sizeof(Elf64_Shdr);
-    plan.phdr_offset = phdrs_at_end ? align_up(shdrs_end, 8) : sizeof(Elf64_Ehdr);
+    plan.phdr_offset = phdrs_at_end ? shdrs_end : sizeof(Elf64_Ehdr);  // shdrs_end is 8-aligned
     plan.file_size = phdrs_at_end ? plan.phdr_offset + phdrs_size : shdrs_end;
     if (kernel_room) plan.kernel_phdr_offset = plan.phdr_offset + L.phnum * sizeof(Elf64_Phdr);
 
