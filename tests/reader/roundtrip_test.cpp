@@ -1,10 +1,16 @@
 // Round trips through the library's writer: what write_dump_file() stores,
 // the reader finds again, page by page, and the verifier accepts.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "findings.hpp"
 #include "hand_built_dump.hpp"
 #include "test_support.hpp"
+#include "xendump/fd.hpp"
 #include "xendump/reader.hpp"
 #include "xendump/writer.hpp"
 
@@ -89,6 +95,66 @@ TEST(RoundTrip, UnreadablePagesAreListed) {
     auto r = DumpReader::open(dir / "u.core");
     EXPECT_EQ(r.unreadable_pfns(), src.unreadable_pfns);
     EXPECT_TRUE(r.verify().empty());
+}
+
+// Pages of `path` in [offset, offset + size) held in the page cache.
+uint64_t cached_pages(const std::filesystem::path& path, uint64_t offset, uint64_t size) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    EXPECT_TRUE(fd);
+    const auto len = static_cast<size_t>(std::filesystem::file_size(path));
+    void* m = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd.get(), 0);
+    EXPECT_NE(m, MAP_FAILED);
+    std::vector<unsigned char> in_core((len + 4095) / 4096);
+    EXPECT_EQ(::mincore(m, len, in_core.data()), 0);
+    ::munmap(m, len);
+    uint64_t n = 0;
+    for (uint64_t p = offset / 4096; p < (offset + size) / 4096; ++p) n += in_core[p] & 1;
+    return n;
+}
+
+void read_whole(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::vector<char> buf(1 << 20);
+    while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+    }
+}
+
+TEST(RoundTrip, VerifyDroppingBehindChecksTheSameAndLeavesNothingCached) {
+    TempDir dir;
+    auto entries = sample_entries(5000, true);  // 20 MiB: more than two drop windows
+    PatternPageSource src(entries, 9);
+    const auto path = dir / "d.core";
+    write_dump_file(path, make_spec(format::GuestType::pv, 1), src);
+    const auto r = DumpReader::open(path);
+    const uint64_t pages_offset = r.pages_offset(), pages_size = r.nr_pages() * 4096;
+    read_whole(path);
+    {
+        // A filesystem that keeps clean pages whatever the advice (tmpfs)
+        // cannot show the difference.
+        UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+        if (cached_pages(path, pages_offset, pages_size) > 0) GTEST_SKIP() << "this filesystem keeps dropped pages";
+    }
+    read_whole(path);
+    ASSERT_EQ(cached_pages(path, pages_offset, pages_size), pages_size / 4096);
+
+    VerifyOptions keep;
+    EXPECT_TRUE(r.verify(keep).empty());
+    EXPECT_EQ(cached_pages(path, pages_offset, pages_size), pages_size / 4096);
+    VerifyOptions drop;
+    drop.drop_behind = true;
+    EXPECT_TRUE(r.verify(drop).empty());
+    EXPECT_EQ(cached_pages(path, pages_offset, pages_size), 0u);
+
+    // Still a full check: one flipped byte in the last page is found.
+    {
+        std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(static_cast<std::streamoff>(pages_offset + pages_size - 100));
+        f.put('\x5a');
+    }
+    const auto findings = r.verify(drop);
+    ASSERT_EQ(findings.size(), 1u);
+    EXPECT_EQ(findings[0].check, "digest-mismatch");
 }
 
 }  // namespace

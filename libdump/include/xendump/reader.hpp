@@ -49,6 +49,11 @@ struct Finding {
 
 struct VerifyOptions {
     bool digests = true;
+    // Pages read for the digests leave the page cache behind the reading, as
+    // the writer's pages do: for a file read once, just after it was written
+    // (the converter's check of its output), so that neither evicts the
+    // host's own files.
+    bool drop_behind = false;
     std::function<void(uint64_t done, uint64_t total)> on_progress;
 };
 

@@ -22,6 +22,7 @@ namespace xendump::reader {
 namespace {
 
 constexpr uint64_t kReadSize = 256ull << 10;  // still in the CPU cache when hashed
+constexpr uint64_t kDropWindow = 8ull << 20;  // VerifyOptions::drop_behind: as the writer's window
 constexpr size_t kMaxReported = 32;         // mismatching chunks listed one by one
 
 using Canonical = XXH128_canonical_t;
@@ -48,13 +49,19 @@ private:
 };
 
 // Hashes [offset, offset + size) of the file in chunks of `chunk` bytes,
-// calling `done(k, digest)` per chunk and `progress(bytes)` per read.
+// calling `done(k, digest)` per chunk and `progress(bytes)` per read; with
+// `drop_behind`, what was read leaves the page cache every kDropWindow bytes.
 template <class OnChunk, class OnRead>
 void hash_range(const DumpFile& f, uint64_t offset, uint64_t size, uint64_t chunk, std::vector<std::byte>& buf,
-                const std::string& structure, OnChunk on_chunk, OnRead on_read) {
+                const std::string& structure, bool drop_behind, OnChunk on_chunk, OnRead on_read) {
     StreamHash h;
-    uint64_t pos = 0, in_chunk = 0, k = 0;
+    uint64_t pos = 0, in_chunk = 0, k = 0, dropped = 0;
     while (pos < size) {
+        if (drop_behind && pos - dropped >= kDropWindow) {
+            posix_fadvise(f.fd(), static_cast<off_t>(offset + dropped), static_cast<off_t>(pos - dropped),
+                          POSIX_FADV_DONTNEED);
+            dropped = pos;
+        }
         const uint64_t n = std::min<uint64_t>(buf.size(), size - pos);
         f.read_exact(offset + pos, std::span(buf).first(n), structure);
         uint64_t used = 0;
@@ -117,7 +124,7 @@ std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOption
         const uint64_t from = k0 * chunk_bytes, to = std::min(d.pages_size, k1 * chunk_bytes);
         if (from >= to) return;
         hash_range(
-            *d.file, d.pages_offset + from, to - from, chunk_bytes, b, ".xen_pages",
+            *d.file, d.pages_offset + from, to - from, chunk_bytes, b, ".xen_pages", options.drop_behind,
             [&](uint64_t k, const Canonical& c) { computed[k0 + k] = c; },
             [&](uint64_t n) {
                 const uint64_t all = pages_done.fetch_add(n) + n;
@@ -160,7 +167,7 @@ std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOption
     auto check_whole = [&](uint64_t offset, uint64_t size, uint64_t k, const std::string& what) {
         const Canonical want = stored(k);
         hash_range(
-            *d.file, offset, size, size ? size : 1, buf, what,
+            *d.file, offset, size, size ? size : 1, buf, what, options.drop_behind,
             [&](uint64_t, const Canonical& c) {
                 if (std::memcmp(&c, &want, sizeof c) != 0)
                     out.push_back({"digest-mismatch", what, offset,
@@ -171,6 +178,9 @@ std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOption
     };
     check_whole(d.notes_offset, d.notes_size, chunks, "note segment");
     check_whole(d.table_offset, d.table_size, chunks + 1, d.table_structure);
+    // The windows leave behind the folios that straddle their edges (page
+    // cache folios may be larger than a page): one last pass over the file.
+    if (options.drop_behind) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     return out;
 }
 

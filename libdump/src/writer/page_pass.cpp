@@ -61,7 +61,7 @@ void pread_all(int fd, uint64_t off, std::byte* out, size_t len) {
     }
 }
 
-void fill(Batch& b, PageSource& source, bool positional) {
+void fill_pages(Batch& b, PageSource& source, bool positional) {
     const size_t bytes = b.count * kPage;
     b.range.reset();
     b.lent.reset();
@@ -81,6 +81,18 @@ void fill(Batch& b, PageSource& source, bool positional) {
     else
         source.read_pages(b.first, b.count, std::span(b.data.data(), bytes), std::span(b.unreadable.data(), b.count));
     for (size_t i = 0; i < b.count; ++i) b.page[i] = b.data.data() + i * kPage;
+}
+
+// Fills the batch and classifies its pages, on the filler thread: the zero
+// check reads every page, and doing it here, just after the pages were
+// mapped, spreads the pass over two cores (the caller hashes and writes).
+// An unreadable page is stored as zeros (§5), whatever the source left.
+void fill(Batch& b, PageSource& source, bool positional, bool want_zero) {
+    fill_pages(b, source, positional);
+    for (size_t i = 0; i < b.count; ++i) {
+        if (b.unreadable[i]) b.page[i] = zero_page();
+        if (want_zero) b.zero[i] = b.unreadable[i] || is_zero_page(b.page[i]);
+    }
 }
 
 class ChunkHasher {
@@ -259,7 +271,7 @@ PassResult write_pages(io::Sink& sink, PageSource& source, const DumpPlan& plan,
     }
     std::vector<iovec> iov;
     const bool want_zero = hasher || sink.holes();  // zero[] serves only these two
-    Filler filler([&source, &sink](Batch& b) { fill(b, source, sink.positional()); });
+    Filler filler([&source, &sink, want_zero](Batch& b) { fill(b, source, sink.positional(), want_zero); });
     auto schedule = [&](Batch& b, size_t first) {
         b.first = first;
         b.count = static_cast<size_t>(std::min<uint64_t>(batch_pages, n - first));
@@ -278,13 +290,8 @@ PassResult write_pages(io::Sink& sink, PageSource& source, const DumpPlan& plan,
 
         for (size_t i = 0; i < cur.count; ++i) {
             const uint64_t pfn = entries[cur.first + i].pfn;
-            if (cur.unreadable[i]) {
-                cur.page[i] = zero_page();  // §5: stored as zeros, whatever the source left
-                result.unreadable_pfns.push_back(pfn);
-            }
-            const std::byte* page = cur.page[i];
-            if (options.page_observer) options.page_observer(pfn, std::span<const std::byte>(page, kPage));
-            if (want_zero) cur.zero[i] = cur.unreadable[i] || is_zero_page(page);
+            if (cur.unreadable[i]) result.unreadable_pfns.push_back(pfn);
+            if (options.page_observer) options.page_observer(pfn, std::span<const std::byte>(cur.page[i], kPage));
         }
         if (hasher) hasher->add(cur.page.data(), cur.zero.data(), cur.count);
         write_batch(sink, cur, iov);
