@@ -17,17 +17,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Empty when `path` opens and verifies; else the first finding, one line.
+// Empty when the output opens and verifies; else the first finding, one
+// line, naming it `name` (`path` may be the unpublished file's /proc path).
 // Its pages leave the page cache as they are checked, as they did when
 // written: a batch over an archive does not evict the host's files.
-std::string verify_output(const fs::path& path) {
-    DumpReader r = DumpReader::open(path);
-    VerifyOptions vo;
-    vo.drop_behind = true;
-    auto findings = r.verify(vo);
+std::string verify_output(const fs::path& path, const fs::path& name) {
+    std::vector<Finding> findings;
+    try {
+        VerifyOptions vo;
+        vo.drop_behind = true;
+        findings = DumpReader::open(path).verify(vo);
+    } catch (const Error& e) {
+        throw e.with_object(name.string());
+    }
     if (findings.empty()) return {};
     const Finding& f = findings.front();
-    return "output " + path.string() + " does not verify: " + f.check + " (" + f.structure + "): " + f.message;
+    return "output " + name.string() + " does not verify: " + f.check + " (" + f.structure + "): " + f.message;
 }
 
 void remove_source(const Job& job, FileReport& rep) {
@@ -101,7 +106,8 @@ private:
             std::error_code ec;
             if (fs::exists(job.output, ec)) {
                 // A previous run's output: done if it verifies, else leave it alone.
-                if (auto bad = verify_output(job.output); !bad.empty()) throw Error(bad, job.input.string());
+                if (auto bad = verify_output(job.output, job.output); !bad.empty())
+                    throw Error(bad, job.input.string());
                 rep.result = Result::skipped;
                 rep.reason = "already converted";
                 rep.output = job.output.string();
@@ -115,11 +121,13 @@ private:
                 rep.reason = "dry run: would write " + job.output.string();
             } else {
                 if (!job.output.parent_path().empty()) fs::create_directories(job.output.parent_path());
+                // Verified while it is made durable; one that does not verify
+                // is never published.
+                co.check_output = [&job](const fs::path& unpublished) {
+                    if (auto bad = verify_output(unpublished, job.output); !bad.empty())
+                        throw Error(bad, job.input.string());
+                };
                 plan = legacy::convert_file(job.input, job.output, co);
-                if (auto bad = verify_output(job.output); !bad.empty()) {
-                    fs::remove(job.output, ec);  // never leave an output that does not verify
-                    throw Error(bad, job.input.string());
-                }
                 rep.result = Result::converted;
                 rep.output = job.output.string();
             }

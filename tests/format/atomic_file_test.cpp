@@ -93,6 +93,33 @@ TEST(AtomicFile, UncommittedLeavesNothingCommittedAppearsWithMode0600) {
     EXPECT_EQ(entries, 1u);
 }
 
+TEST(AtomicFile, CheckSeesTheWholeFileAndARejectedOneIsNeverPublished) {
+    TempDir dir;
+    const DumpSpec spec = make_spec(GuestType::pv, 8, 1);
+    PatternPageSource source(entries_for(first_pfns(3000), GuestType::pv));
+    WriteOptions wo;
+    std::string seen;
+    wo.check_before_publish = [&](const std::filesystem::path& p) {
+        EXPECT_FALSE(std::filesystem::exists(dir / "good"));  // not yet published
+        seen = read_text(p);
+    };
+    const WriteResult r = write_dump_file(dir / "good", spec, source, wo);
+    EXPECT_EQ(seen.size(), r.file_size);
+    EXPECT_EQ(seen, read_text(dir / "good"));
+
+    wo.check_before_publish = [](const std::filesystem::path&) { throw Error("rejected by the check"); };
+    try {
+        write_dump_file(dir / "bad", spec, source, wo);
+        ADD_FAILURE() << "a rejected file was published";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("rejected by the check"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir / "bad"));
+    size_t entries = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
+    EXPECT_EQ(entries, 1u);  // "good" only: no temporary left behind
+}
+
 // Blocks forever on its second batch after telling the parent it got there.
 class StallingSource : public PatternPageSource {
 public:

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -42,8 +43,11 @@ public:
 
     int fd() const noexcept { return fd_.get(); }
     const std::filesystem::path& path() const noexcept { return final_; }
-    // Publishes the file. Throws Error if the final name exists.
-    void commit();
+    // Publishes the file. Throws Error if the final name exists. A `check`
+    // reads the finished file (through the path it is given) while fsync
+    // makes it durable, on another thread; if it throws, nothing is
+    // published and the exception is rethrown.
+    void commit(const std::function<void(const std::filesystem::path&)>& check = {});
 
     // Prefix of the fallback hidden temporaries, so cleaners can find leftovers.
     static constexpr const char* kTempPrefix = ".xendump-tmp.";

@@ -53,6 +53,10 @@ struct WriteOptions {
     // Called once after the page pass when the spec reserved room and the
     // output is seekable (a pipe cannot be patched: the room stays padding).
     std::function<LateNotes()> after_pages;
+    // write_dump_file only: reads the finished, unpublished file (through the
+    // path it is given) while fsync makes it durable; if it throws, the file
+    // is never published (AtomicFile::commit). The converter verifies here.
+    std::function<void(const std::filesystem::path& unpublished)> check_before_publish;
 };
 
 struct WriteResult {

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 
 #include "xendump/error.hpp"
 
@@ -61,9 +62,19 @@ AtomicFile::~AtomicFile() {
     if (!committed_ && !temp_.empty()) ::unlink(temp_.c_str());
 }
 
-void AtomicFile::commit() {
+void AtomicFile::commit(const std::function<void(const std::filesystem::path&)>& check) {
     if (committed_) return;
-    if (::fsync(fd_.get()) != 0) throw_errno("cannot fsync", final_.string());
+    if (check) {
+        const std::filesystem::path readable =
+            temp_.empty() ? std::filesystem::path("/proc/self/fd/" + std::to_string(fd_.get())) : temp_;
+        auto checked = std::async(std::launch::async, [&] { check(readable); });
+        const int rc = ::fsync(fd_.get());
+        const int err = errno;
+        checked.get();  // the check's exception first: it says more than fsync
+        if (rc != 0) throw Error("cannot fsync", final_.string(), std::nullopt, err);
+    } else if (::fsync(fd_.get()) != 0) {
+        throw_errno("cannot fsync", final_.string());
+    }
     if (temp_.empty()) {
         // linkat through /proc/self/fd works without CAP_DAC_READ_SEARCH
         // (AT_EMPTY_PATH needs it); both refuse to replace an existing name.

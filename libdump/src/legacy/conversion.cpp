@@ -107,6 +107,7 @@ void set_max_pfn(KeyValues& kv, std::span<const PageEntry> entries) {
 void write_converted(const fs::path& output, DumpSpec& spec, PageSource& pages, const ConvertOptions& opt) {
     WriteOptions wo;
     wo.digests = opt.digests;
+    wo.check_before_publish = opt.check_output;
     wo.on_progress = opt.on_progress;
     wo.cancel = opt.cancel;
     writer::GuestKernelNotes kernel_notes;

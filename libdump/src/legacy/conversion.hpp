@@ -31,6 +31,8 @@ struct ConvertOptions {
     bool allow_inferred = false;
     bool digests = true;
     std::function<void(const WriteProgress&)> on_progress;
+    // WriteOptions::check_before_publish: an output it rejects never appears.
+    std::function<void(const std::filesystem::path& unpublished)> check_output;
     const std::atomic<bool>* cancel = nullptr;
     std::string writer_name = "xen-dump-convert";
 };

@@ -211,7 +211,7 @@ WriteResult write_dump_file(const std::filesystem::path& path, const DumpSpec& s
     try {
         AtomicFile file(path);
         WriteResult r = write_to(file.fd(), true, path.string(), spec, pages, options);
-        file.commit();
+        file.commit(options.check_before_publish);
         return r;
     } catch (const Error& e) {
         throw e.with_object(path.string());
