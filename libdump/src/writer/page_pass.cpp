@@ -33,7 +33,7 @@ struct Batch {
     std::unique_ptr<LentPages> lent;
     std::vector<const std::byte*> page;
     std::vector<uint8_t> unreadable;
-    std::vector<uint8_t> zero;  // per page, filled by the writer (one check serves hash and holes)
+    std::vector<uint8_t> zero;  // per page, filled with the batch (one check serves hash and holes)
     std::optional<FileRange> range;  // pages were read from here (copy_file_range candidate)
 };
 
