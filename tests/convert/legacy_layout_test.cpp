@@ -62,6 +62,19 @@ TEST_P(Widths, PvPageListFoundByP2mTree) {
     expect_matches_guest(p, l, g, true);
 }
 
+// Large enough that the page shapes are classified on two threads (each
+// half of the slots); the tree's pages fall in both halves.
+TEST_P(Widths, PvPageListFoundByP2mTreeInALargeFile) {
+    unsigned w = GetParam();
+    auto g = gen::make_guest({.width = w, .nr_pfns = 9000, .seed = 3 + w, .hole_pfns = {0, 4500, 8999}});
+    auto p = parse(gen::make_file(g, {.variant = gen::Variant::pv_page_list, .tool_width = w}));
+    ASSERT_GE(p.file.index.size(), 4096u * 2);
+    auto l = decide_layout(*p.src, p.file, {});
+    EXPECT_FALSE(l.inferred);
+    EXPECT_NE(l.layout.find("pv-page-list;decided-by=p2m-tree"), std::string::npos) << l.layout;
+    expect_matches_guest(p, l, g, true);
+}
+
 TEST_P(Widths, PvPageListBySystemMapWalk) {
     unsigned w = GetParam();
     test::TempDir dir;

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "legacy/hex.hpp"
+#include "two_halves.hpp"
 
 namespace xendump::legacy {
 namespace {
@@ -22,24 +24,22 @@ class PageEntries {
 public:
     PageEntries(const ByteSource& src, const XcCoreFile& f) : src_(src), f_(f) {}
     // Loads the page of `slot` and decodes its guest-width entries (~0
-    // widened). A sequential scan reads `ahead` slots at a time.
-    const std::vector<uint64_t>& load(uint64_t slot, uint64_t ahead = 1) {
+    // widened). A sequential scan reads `ahead` slots at a time. The span
+    // lives until the next load.
+    std::span<const uint64_t> load(uint64_t slot, uint64_t ahead = 1) {
+        constexpr size_t kWords = kPage / 8;
         if (slot < first_ || slot >= first_ + loaded_) {
             loaded_ = std::min<uint64_t>(ahead, f_.index.size() - slot);
-            raw_.resize(loaded_ * kPage);
-            src_.read(f_.page_offset(slot), raw_, "page");
+            raw_.resize(loaded_ * kWords);
+            src_.read(f_.page_offset(slot), std::as_writable_bytes(std::span(raw_)), "page");
             first_ = slot;
         }
-        const std::byte* page = raw_.data() + (slot - first_) * kPage;
-        size_t w = f_.guest_width;
-        entries_.resize(kPage / w);
-        if (w == 8) {
-            std::memcpy(entries_.data(), page, kPage);
-            return entries_;
-        }
+        const uint64_t* page = raw_.data() + (slot - first_) * kWords;
+        if (f_.guest_width == 8) return {page, kWords};  // read in place: no copy
+        entries_.resize(kPage / 4);
         for (size_t i = 0; i < entries_.size(); ++i) {
             uint32_t e;
-            std::memcpy(&e, page + i * 4, 4);
+            std::memcpy(&e, reinterpret_cast<const std::byte*>(page) + i * 4, 4);
             entries_[i] = e == 0xFFFFFFFFu ? kInvalidEntry : e;
         }
         return entries_;
@@ -48,7 +48,7 @@ public:
 private:
     const ByteSource& src_;
     const XcCoreFile& f_;
-    std::vector<std::byte> raw_;
+    std::vector<uint64_t> raw_;  // whole pages, read as bytes
     uint64_t first_ = 0, loaded_ = 0;
     std::vector<uint64_t> entries_;
 };
@@ -60,7 +60,7 @@ struct Shape {
     uint32_t list_len = 0;
 };
 
-Shape classify(const std::vector<uint64_t>& e, const MfnSlots& slots) {
+Shape classify(std::span<const uint64_t> e, const MfnSlots& slots) {
     Shape s;
     size_t i = 0;
     while (i < e.size() && e[i] != 0 && e[i] != kInvalidEntry && slots.contains(e[i])) ++i;
@@ -86,15 +86,26 @@ Shape classify(const std::vector<uint64_t>& e, const MfnSlots& slots) {
     return s;
 }
 
+// Every page's shape, in slot order. The scan reads the whole file (a 4 GiB
+// dump: 4 GiB out of the page cache), so two threads take half each.
+std::vector<Shape> classify_all(const ByteSource& src, const XcCoreFile& f, const MfnSlots& slots) {
+    const std::vector<uint64_t>& index = f.index;
+    std::vector<Shape> shape(index.size());
+    in_two_halves(index.size(), index.size() >= 16 * kSlotsPerRead, [&](uint64_t from, uint64_t to, bool) {
+        PageEntries pages(src, f);
+        for (uint64_t slot = from; slot < to; ++slot)
+            if (index[slot] != kInvalidEntry) shape[slot] = classify(pages.load(slot, kSlotsPerRead), slots);
+    });
+    return shape;
+}
+
 }  // namespace
 
 TreeSearchResult find_p2m_tree(const ByteSource& src, const XcCoreFile& f, const MfnSlots& slots) {
     TreeSearchResult result;
     const std::vector<uint64_t>& index = f.index;
+    const std::vector<Shape> shape = classify_all(src, f, slots);
     PageEntries pages(src, f);
-    std::vector<Shape> shape(index.size());
-    for (uint64_t slot = 0; slot < index.size(); ++slot)
-        if (index[slot] != kInvalidEntry) shape[slot] = classify(pages.load(slot, kSlotsPerRead), slots);
 
     auto shape_of = [&](uint64_t mfn) -> const Shape* {
         const auto slot = slots.slot_of(mfn);
@@ -106,7 +117,7 @@ TreeSearchResult find_p2m_tree(const ByteSource& src, const XcCoreFile& f, const
     std::string first_conflict;
     for (uint64_t root = 0; root < index.size() && roots_tried < kMaxRootsTried; ++root) {
         if (shape[root].list_len == 0) continue;
-        const auto& root_entries = pages.load(root);
+        const auto root_entries = pages.load(root);
         std::vector<uint64_t> middles(root_entries.begin(), root_entries.begin() + shape[root].list_len);
         // Every middle must be a list of leaves: check shapes before reading.
         bool fits = true;
@@ -120,7 +131,7 @@ TreeSearchResult find_p2m_tree(const ByteSource& src, const XcCoreFile& f, const
         if (!fits) continue;
         std::vector<uint64_t> leaves;
         for (uint64_t m : middles) {
-            const auto& e = pages.load(*slots.slot_of(m));
+            const auto e = pages.load(*slots.slot_of(m));
             for (size_t i = 0; i < shape_of(m)->list_len && fits; ++i) {
                 const Shape* s = shape_of(e[i]);
                 if (!s || !s->leaf) fits = false;
@@ -133,7 +144,7 @@ TreeSearchResult find_p2m_tree(const ByteSource& src, const XcCoreFile& f, const
         PfnCollector collect(index, slots);
         bool ok = true;
         for (size_t l = 0; l < leaves.size() && ok; ++l) {
-            const auto& e = pages.load(*slots.slot_of(leaves[l]));  // every leaf was found above
+            const auto e = pages.load(*slots.slot_of(leaves[l]));  // every leaf was found above
             for (size_t i = 0; i < per_page && ok; ++i)
                 if (e[i] != kInvalidEntry) ok = collect.add(l * per_page + i, e[i]);
         }

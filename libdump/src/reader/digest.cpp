@@ -10,12 +10,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <future>
-#include <thread>
 
 #include "reader/checked.hpp"
 #include "xendump/error.hpp"
 #include "reader/reader_impl.hpp"
+#include "two_halves.hpp"
 
 namespace xendump::reader {
 
@@ -131,21 +130,11 @@ std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOption
                 if (report && options.on_progress) options.on_progress(all, total);
             });
     };
-    const bool two = std::thread::hardware_concurrency() > 1 && chunks >= 64;
-    const uint64_t split = two ? chunks / 2 : chunks;
-    {
-        std::vector<std::byte> buf2(two ? kReadSize : 0);
-        std::future<void> second;
-        if (two) second = std::async(std::launch::async, [&] { hash_chunks(split, chunks, buf2, false); });
-        std::exception_ptr first_error;
-        try {
-            hash_chunks(0, split, buf, true);
-        } catch (...) {
-            first_error = std::current_exception();
-        }
-        if (second.valid()) second.get();  // waits (and rethrows) before anything it uses goes away
-        if (first_error) std::rethrow_exception(first_error);
-    }
+    in_two_halves(chunks, chunks >= 64, [&](uint64_t k0, uint64_t k1, bool second) {
+        if (!second) return hash_chunks(k0, k1, buf, true);
+        std::vector<std::byte> buf2(kReadSize);
+        hash_chunks(k0, k1, buf2, false);
+    });
     done = pages_done.load();
 
     size_t mismatches = 0;
