@@ -165,7 +165,9 @@ void print_text(const nlohmann::json& j) {
 int cmd_info(Args args) {
     auto p = parse_args(args, {"--json"});
     if (p.help) {
-        std::printf("usage: %.*s\n\nShow the domain, pages, vcpus and metadata a dump file holds.\n"
+        std::printf("usage: %.*s\n\nShow the domain, pages, vcpus and metadata a dump file holds, and the\n"
+                    "guest kernel found in its pages: release, banner, KASLR offset, the kernel\n"
+                    "image segment and each vcpu's instruction pointer as symbol+offset.\n"
                     "  --json   print one JSON object instead of text\n",
                     static_cast<int>(kUsage.size()), kUsage.data());
         return cli::kExitOk;

@@ -13,7 +13,7 @@ namespace xendump::ctl {
 namespace {
 
 constexpr Command kCommands[] = {
-    {"info", "show what a dump file holds (domain, pages, vcpus, digests)", cmd_info},
+    {"info", "show what a dump file holds (domain, pages, vcpus, digests, guest kernel)", cmd_info},
     {"verify", "check a dump file against the format, digests included", cmd_verify},
     {"symbol", "look up a guest kernel symbol by name or address (kallsyms in the dump)", cmd_symbol},
     {"list", "list the dumps in the dump directory (time, domain, reason, size, result)", cmd_list},
