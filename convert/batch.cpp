@@ -28,7 +28,8 @@ std::string verify_output(const fs::path& path, const fs::path& name) {
         vo.drop_behind = true;
         findings = DumpReader::open(path).verify(vo);
     } catch (const Error& e) {
-        throw e.with_object(name.string());
+        // The reader names the path it opened (/proc/self/fd/N before publication).
+        throw Error(e.message(), name.string(), e.offset(), e.sys_errno());
     }
     if (findings.empty()) return {};
     const Finding& f = findings.front();

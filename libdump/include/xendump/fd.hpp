@@ -31,7 +31,7 @@ private:
 };
 
 // A file that appears under its final name only when commit() succeeds:
-// O_TMPFILE in the target directory (fallback: hidden ".NAME.XXXXXX.tmp" opened
+// O_TMPFILE in the target directory (fallback: hidden ".xendump-tmp.NAME.XXXXXX" opened
 // O_EXCL), fsync, linkat/rename without replacing, fsync of the directory.
 // The destructor removes the temporary if commit() was not reached.
 class AtomicFile {
@@ -46,7 +46,9 @@ public:
     // Publishes the file. Throws Error if the final name exists. A `check`
     // reads the finished file (through the path it is given) while fsync
     // makes it durable, on another thread; if it throws, nothing is
-    // published and the exception is rethrown.
+    // published and the exception is rethrown. (Where an unnamed O_TMPFILE
+    // cannot be reopened, without /proc, the check reads the published file
+    // and a rejected one is removed.)
     void commit(const std::function<void(const std::filesystem::path&)>& check = {});
 
     // Prefix of the fallback hidden temporaries, so cleaners can find leftovers.

@@ -64,14 +64,18 @@ AtomicFile::~AtomicFile() {
 
 void AtomicFile::commit(const std::function<void(const std::filesystem::path&)>& check) {
     if (committed_) return;
-    if (check) {
-        const std::filesystem::path readable =
-            temp_.empty() ? std::filesystem::path("/proc/self/fd/" + std::to_string(fd_.get())) : temp_;
+    const std::filesystem::path readable =
+        temp_.empty() ? std::filesystem::path("/proc/self/fd/" + std::to_string(fd_.get())) : temp_;
+    // Without /proc an unnamed file cannot be reopened: checked once published.
+    const bool check_first = check && ::access(readable.c_str(), R_OK) == 0;
+    if (check_first) {
         auto checked = std::async(std::launch::async, [&] { check(readable); });
         const int rc = ::fsync(fd_.get());
         const int err = errno;
         checked.get();  // the check's exception first: it says more than fsync
         if (rc != 0) throw Error("cannot fsync", final_.string(), std::nullopt, err);
+        // Pages the check dropped while they were still being written back.
+        ::posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_DONTNEED);
     } else if (::fsync(fd_.get()) != 0) {
         throw_errno("cannot fsync", final_.string());
     }
@@ -97,6 +101,14 @@ void AtomicFile::commit(const std::function<void(const std::filesystem::path&)>&
     }
     committed_ = true;
     fsync_directory(directory_of(final_));
+    if (check && !check_first) {
+        try {
+            check(final_);
+        } catch (...) {
+            ::unlink(final_.c_str());  // never leave a file that failed its check
+            throw;
+        }
+    }
 }
 
 }  // namespace xendump

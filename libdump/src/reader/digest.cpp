@@ -48,7 +48,7 @@ private:
 };
 
 // Hashes [offset, offset + size) of the file in chunks of `chunk` bytes,
-// calling `done(k, digest)` per chunk and `progress(bytes)` per read; with
+// calling `on_chunk(k, digest)` per chunk and `on_read(bytes)` per read; with
 // `drop_behind`, what was read leaves the page cache every kDropWindow bytes.
 template <class OnChunk, class OnRead>
 void hash_range(const DumpFile& f, uint64_t offset, uint64_t size, uint64_t chunk, std::vector<std::byte>& buf,
