@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <fstream>
 
@@ -119,20 +118,12 @@ void read_whole(const std::filesystem::path& path) {
     }
 }
 
-// A directory in the build tree: TMPDIR is often tmpfs, which keeps pages
-// whatever the advice.
-struct DiskDir {
-    std::filesystem::path path =
-        std::filesystem::path(XENDUMP_BUILD_ROOT) / ("drop-behind-test." + std::to_string(::getpid()));
-    DiskDir() { std::filesystem::create_directories(path); }
-    ~DiskDir() { std::filesystem::remove_all(path); }
-};
-
 TEST(RoundTrip, VerifyDroppingBehindChecksTheSameAndLeavesNothingCached) {
-    DiskDir dir;
+    // In the build tree: TMPDIR is often tmpfs, which keeps pages whatever the advice.
+    TempDir dir(XENDUMP_BUILD_ROOT);
     auto entries = sample_entries(5000, true);  // 20 MiB: more than two drop windows
     PatternPageSource src(entries, 9);
-    const auto path = dir.path / "d.core";
+    const auto path = dir / "d.core";
     write_dump_file(path, make_spec(format::GuestType::pv, 1), src);
     const auto r = DumpReader::open(path);
     const uint64_t pages_offset = r.pages_offset(), pages_size = r.nr_pages() * 4096;

@@ -19,10 +19,14 @@ namespace xendump::test {
 
 namespace fs = std::filesystem;
 
-TempDir::TempDir() {
+TempDir::TempDir() : TempDir([] {
     const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/xendump-test.XXXXXX";
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    return fs::path(base && *base ? base : "/tmp");
+}()) {}
+
+TempDir::TempDir(const fs::path& base) {
+    std::string tmpl = (base / "xendump-test.XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed in " + base.string());
     path_ = tmpl;
 }
 

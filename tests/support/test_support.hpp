@@ -14,7 +14,8 @@ namespace xendump::test {
 // A fresh directory under $TMPDIR, removed (recursively) on destruction.
 class TempDir {
 public:
-    TempDir();
+    TempDir();  // under $TMPDIR, else /tmp
+    explicit TempDir(const std::filesystem::path& base);
     ~TempDir();
     TempDir(const TempDir&) = delete;
     TempDir& operator=(const TempDir&) = delete;

@@ -64,8 +64,9 @@ AtomicFile::~AtomicFile() {
 
 void AtomicFile::commit(const std::function<void(const std::filesystem::path&)>& check) {
     if (committed_) return;
-    const std::filesystem::path readable =
-        temp_.empty() ? std::filesystem::path("/proc/self/fd/" + std::to_string(fd_.get())) : temp_;
+    // An O_TMPFILE has no name; /proc/self/fd reopens and links it.
+    const std::string proc = "/proc/self/fd/" + std::to_string(fd_.get());
+    const std::filesystem::path readable = temp_.empty() ? std::filesystem::path(proc) : temp_;
     // Without /proc an unnamed file cannot be reopened: checked once published.
     const bool check_first = check && ::access(readable.c_str(), R_OK) == 0;
     if (check_first) {
@@ -82,7 +83,6 @@ void AtomicFile::commit(const std::function<void(const std::filesystem::path&)>&
     if (temp_.empty()) {
         // linkat through /proc/self/fd works without CAP_DAC_READ_SEARCH
         // (AT_EMPTY_PATH needs it); both refuse to replace an existing name.
-        std::string proc = "/proc/self/fd/" + std::to_string(fd_.get());
         if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, final_.c_str(), AT_SYMLINK_FOLLOW) != 0) {
             if (errno == EEXIST) throw Error("file exists", final_.string(), std::nullopt, EEXIST);
             if (::linkat(fd_.get(), "", AT_FDCWD, final_.c_str(), AT_EMPTY_PATH) != 0)

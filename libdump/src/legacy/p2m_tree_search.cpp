@@ -94,7 +94,8 @@ std::vector<Shape> classify_all(const ByteSource& src, const XcCoreFile& f, cons
     in_two_halves(index.size(), index.size() >= 16 * kSlotsPerRead, [&](uint64_t from, uint64_t to, bool) {
         PageEntries pages(src, f);
         for (uint64_t slot = from; slot < to; ++slot)
-            if (index[slot] != kInvalidEntry) shape[slot] = classify(pages.load(slot, kSlotsPerRead), slots);
+            if (index[slot] != kInvalidEntry)  // reads ahead within this half only
+                shape[slot] = classify(pages.load(slot, std::min<uint64_t>(kSlotsPerRead, to - slot)), slots);
     });
     return shape;
 }
