@@ -21,11 +21,12 @@ namespace {
 // line, naming it `name` (`path` may be the unpublished file's /proc path).
 // Its pages leave the page cache as they are checked, as they did when
 // written: a batch over an archive does not evict the host's files.
-std::string verify_output(const fs::path& path, const fs::path& name) {
+std::string verify_output(const fs::path& path, const fs::path& name, const PagesReadBack* read_back = nullptr) {
     std::vector<Finding> findings;
     try {
         VerifyOptions vo;
         vo.drop_behind = true;
+        vo.pages_read_back = read_back;
         findings = DumpReader::open(path).verify(vo);
     } catch (const Error& e) {
         // The reader names the path it opened (/proc/self/fd/N before publication).
@@ -124,8 +125,8 @@ private:
                 if (!job.output.parent_path().empty()) fs::create_directories(job.output.parent_path());
                 // Verified while it is made durable; one that does not verify
                 // is never published.
-                co.check_output = [&job](const fs::path& unpublished) {
-                    if (auto bad = verify_output(unpublished, job.output); !bad.empty())
+                co.check_output = [&job](const fs::path& unpublished, const PagesReadBack& read_back) {
+                    if (auto bad = verify_output(unpublished, job.output, &read_back); !bad.empty())
                         throw Error(bad, job.input.string());
                 };
                 plan = legacy::convert_file(job.input, job.output, co);

@@ -99,7 +99,7 @@ TEST(AtomicFile, CheckSeesTheWholeFileAndARejectedOneIsNeverPublished) {
     PatternPageSource source(entries_for(first_pfns(3000), GuestType::pv));
     WriteOptions wo;
     std::string seen;
-    wo.check_before_publish = [&](const std::filesystem::path& p) {
+    wo.check_before_publish = [&](const std::filesystem::path& p, const PagesReadBack&) {
         EXPECT_FALSE(std::filesystem::exists(dir / "good"));  // not yet published
         seen = read_text(p);
     };
@@ -107,7 +107,7 @@ TEST(AtomicFile, CheckSeesTheWholeFileAndARejectedOneIsNeverPublished) {
     EXPECT_EQ(seen.size(), r.file_size);
     EXPECT_EQ(seen, read_text(dir / "good"));
 
-    wo.check_before_publish = [](const std::filesystem::path&) { throw Error("rejected by the check"); };
+    wo.check_before_publish = [](const std::filesystem::path&, const PagesReadBack&) { throw Error("rejected by the check"); };
     try {
         write_dump_file(dir / "bad", spec, source, wo);
         ADD_FAILURE() << "a rejected file was published";

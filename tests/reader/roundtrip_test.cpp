@@ -171,3 +171,68 @@ TEST(RoundTrip, VerifyDroppingBehindChecksTheSameAndLeavesNothingCached) {
 
 }  // namespace
 }  // namespace xendump::test
+
+namespace xendump::test {
+namespace {
+
+// The writer reads back, from the file, the pages its write-behind drops;
+// the check before publication compares those with the stored digests and
+// reads from the disk only the chunks that were never dropped.
+TEST(RoundTrip, PagesReadBackBehindTheWriterAreUsedByTheCheck) {
+    TempDir dir(XENDUMP_BUILD_ROOT);  // a filesystem that drops pages on advice, usually
+    constexpr uint64_t kChunk = 1u << 20;
+    auto entries = sample_entries(24576, true);  // 96 MiB: more than the 72 MiB kept behind the writer
+    PatternPageSource src(entries, 5);
+    const auto path = dir / "rb.core";
+    PagesReadBack rb;
+    std::vector<Finding> at_check;
+    WriteOptions wo;
+    wo.check_before_publish = [&](const std::filesystem::path& p, const PagesReadBack& read_back) {
+        rb = read_back;
+        VerifyOptions vo;
+        vo.pages_read_back = &read_back;
+        at_check = DumpReader::open(p).verify(vo);
+    };
+    write_dump_file(path, make_spec(format::GuestType::pv, 1), src, wo);
+    EXPECT_TRUE(at_check.empty()) << describe(at_check);
+
+    const auto r = DumpReader::open(path);
+    const uint64_t chunks = (r.nr_pages() * 4096 + kChunk - 1) / kChunk;
+    EXPECT_EQ(rb.pages_offset, r.pages_offset());
+    EXPECT_EQ(rb.chunk_bytes, kChunk);
+    ASSERT_GT(rb.chunks.size(), 8u);
+    EXPECT_LT(rb.chunks.size(), chunks);  // the last windows were never dropped
+
+    // Chunks taken from the read-back are not read again (when the
+    // filesystem drops pages at all); the others are read from the file.
+    const uint64_t known = rb.chunks.size() * kChunk;
+    {
+        UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+    }
+    VerifyOptions vo;
+    vo.pages_read_back = &rb;
+    EXPECT_TRUE(r.verify(vo).empty());
+    if (cached_pages(path, r.pages_offset() + known, r.nr_pages() * 4096 - known) > 0) {
+        // (The first chunk is within the kernel's read-ahead of the headers.)
+        for (uint64_t k = 1; k < rb.chunks.size(); ++k)
+            EXPECT_EQ(cached_pages(path, r.pages_offset() + k * kChunk, kChunk), 0u) << k;
+    }
+
+    // They are compared all the same: a wrong one is found, named by chunk.
+    PagesReadBack bad = rb;
+    bad.chunks[3][0] ^= std::byte{1};
+    vo.pages_read_back = &bad;
+    auto findings = r.verify(vo);
+    ASSERT_EQ(findings.size(), 1u) << describe(findings);
+    EXPECT_EQ(findings[0].check, "digest-mismatch");
+    EXPECT_EQ(findings[0].structure, "page chunk [3]");
+
+    // Read back at another offset (another file): ignored, every chunk read.
+    bad.pages_offset += 4096;
+    vo.pages_read_back = &bad;
+    EXPECT_TRUE(r.verify(vo).empty());
+}
+
+}  // namespace
+}  // namespace xendump::test

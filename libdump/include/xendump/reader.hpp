@@ -14,6 +14,7 @@
 
 #include "xendump/dump_spec.hpp"
 #include "xendump/page_source.hpp"
+#include "xendump/pages_read_back.hpp"
 
 namespace xendump {
 
@@ -54,6 +55,11 @@ struct VerifyOptions {
     // (the converter's check of its output), so that neither evicts the
     // host's own files.
     bool drop_behind = false;
+    // Page chunks already read back from this very file (the writer's
+    // read-behind, see pages_read_back.hpp): used in place of reading those
+    // chunks again when their offset and size match this file's, compared
+    // with the stored digests all the same.
+    const PagesReadBack* pages_read_back = nullptr;
     std::function<void(uint64_t done, uint64_t total)> on_progress;
 };
 

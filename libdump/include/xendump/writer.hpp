@@ -14,6 +14,7 @@
 
 #include "xendump/dump_spec.hpp"
 #include "xendump/page_source.hpp"
+#include "xendump/pages_read_back.hpp"
 
 namespace xendump {
 
@@ -56,7 +57,10 @@ struct WriteOptions {
     // write_dump_file only: reads the finished, unpublished file (through the
     // path it is given) while fsync makes it durable; if it throws, the file
     // is never published (AtomicFile::commit). The converter verifies here.
-    std::function<void(const std::filesystem::path& unpublished)> check_before_publish;
+    // With digests, the pages the write-behind dropped were read back from
+    // the file first (pages_read_back.hpp), so the check need not read them.
+    std::function<void(const std::filesystem::path& unpublished, const PagesReadBack& read_back)>
+        check_before_publish;
 };
 
 struct WriteResult {

@@ -93,6 +93,7 @@ void Sink::write_behind() {
     const uint64_t done = started_ - kWriteBehindDepth * kWriteBehindWindow;
     ::sync_file_range(fd_, static_cast<off_t>(flushed_), static_cast<off_t>(done - flushed_),
                       SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+    if (before_drop_) before_drop_(flushed_, done - flushed_);
     ::posix_fadvise(fd_, static_cast<off_t>(flushed_), static_cast<off_t>(done - flushed_), POSIX_FADV_DONTNEED);
     flushed_ = done;
 }

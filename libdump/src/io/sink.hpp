@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -35,6 +36,10 @@ public:
     // dom0's own files out of the cache.
     static constexpr uint64_t kWriteBehindWindow = 8u << 20;
     static constexpr uint64_t kWriteBehindDepth = 8;
+    // Sees each range the write-behind has waited for (the disk has it) just
+    // before the range is dropped from the page cache: ranges follow each
+    // other from offset 0. What is never dropped (the last windows) is not seen.
+    void before_drop(std::function<void(uint64_t offset, uint64_t size)> f) { before_drop_ = std::move(f); }
 
     uint64_t offset() const noexcept { return pos_; }
     bool holes() const noexcept { return holes_; }
@@ -51,6 +56,7 @@ private:
     // Write-behind (regular files): [flushed_, started_) is being written to
     // disk; everything below flushed_ is on disk and dropped from the cache.
     uint64_t started_ = 0, flushed_ = 0;
+    std::function<void(uint64_t, uint64_t)> before_drop_;
     std::string name_;
 };
 

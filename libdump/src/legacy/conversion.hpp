@@ -32,7 +32,7 @@ struct ConvertOptions {
     bool digests = true;
     std::function<void(const WriteProgress&)> on_progress;
     // WriteOptions::check_before_publish: an output it rejects never appears.
-    std::function<void(const std::filesystem::path& unpublished)> check_output;
+    std::function<void(const std::filesystem::path& unpublished, const PagesReadBack& read_back)> check_output;
     const std::atomic<bool>* cancel = nullptr;
     std::string writer_name = "xen-dump-convert";
 };

@@ -14,6 +14,7 @@
 #include "reader/checked.hpp"
 #include "xendump/error.hpp"
 #include "reader/reader_impl.hpp"
+#include "stream_hash.hpp"
 #include "two_halves.hpp"
 
 namespace xendump::reader {
@@ -26,26 +27,6 @@ constexpr size_t kMaxReported = 32;         // mismatching chunks listed one by 
 
 using Canonical = XXH128_canonical_t;
 
-class StreamHash {
-public:
-    StreamHash() : state_(XXH3_createState()) {
-        if (!state_) throw Error("out of memory for an XXH3 state");
-        XXH3_128bits_reset(state_);
-    }
-    ~StreamHash() { XXH3_freeState(state_); }
-    StreamHash(const StreamHash&) = delete;
-    StreamHash& operator=(const StreamHash&) = delete;
-    void update(const std::byte* p, size_t n) { XXH3_128bits_update(state_, p, n); }
-    Canonical finish_and_reset() {
-        Canonical c;
-        XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state_));
-        XXH3_128bits_reset(state_);
-        return c;
-    }
-
-private:
-    XXH3_state_t* state_;
-};
 
 // Hashes [offset, offset + size) of the file in chunks of `chunk` bytes,
 // calling `on_chunk(k, digest)` per chunk and `on_read(bytes)` per read; with
@@ -115,10 +96,18 @@ std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOption
     posix_fadvise(fd, static_cast<off_t>(d.pages_offset), static_cast<off_t>(d.pages_size), POSIX_FADV_SEQUENTIAL);
 
     // The page chunks: split at a chunk boundary between two threads; the
-    // second reports no progress of its own, the first reports both.
+    // second reports no progress of its own, the first reports both. Chunks
+    // read back from this file by its writer (same offset and chunk size)
+    // are taken from there.
     const uint64_t chunk_bytes = uint64_t{head.chunk_pages} * format::kPageSize;
     std::vector<Canonical> computed(chunks);
-    std::atomic<uint64_t> pages_done{0};
+    uint64_t known = 0;
+    if (const PagesReadBack* rb = options.pages_read_back;
+        rb && rb->pages_offset == d.pages_offset && rb->chunk_bytes == chunk_bytes) {
+        known = std::min<uint64_t>(rb->chunks.size(), chunks);
+        for (uint64_t k = 0; k < known; ++k) std::memcpy(&computed[k], rb->chunks[k].data(), sizeof(Canonical));
+    }
+    std::atomic<uint64_t> pages_done{std::min(d.pages_size, known * chunk_bytes)};
     auto hash_chunks = [&](uint64_t k0, uint64_t k1, std::vector<std::byte>& b, bool report) {
         const uint64_t from = k0 * chunk_bytes, to = std::min(d.pages_size, k1 * chunk_bytes);
         if (from >= to) return;
@@ -130,10 +119,10 @@ std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOption
                 if (report && options.on_progress) options.on_progress(all, total);
             });
     };
-    in_two_halves(chunks, chunks >= 64, [&](uint64_t k0, uint64_t k1, bool second) {
-        if (!second) return hash_chunks(k0, k1, buf, true);
+    in_two_halves(chunks - known, chunks - known >= 64, [&](uint64_t k0, uint64_t k1, bool second) {
+        if (!second) return hash_chunks(known + k0, known + k1, buf, true);
         std::vector<std::byte> buf2(kReadSize);
-        hash_chunks(k0, k1, buf2, false);
+        hash_chunks(known + k0, known + k1, buf2, false);
     });
     done = pages_done.load();
 

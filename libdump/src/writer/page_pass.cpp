@@ -12,6 +12,7 @@
 #include <thread>
 #include <utility>
 
+#include "stream_hash.hpp"
 #include "xendump/error.hpp"
 
 namespace xendump::writer {
@@ -97,10 +98,7 @@ void fill(Batch& b, PageSource& source, bool positional, bool want_zero) {
 
 class ChunkHasher {
 public:
-    explicit ChunkHasher(uint64_t nr_pages) : total_(nr_pages), state_(XXH3_createState(), XXH3_freeState) {
-        if (!state_) throw Error("out of memory (XXH3 state)");
-        XXH3_128bits_reset(state_.get());
-    }
+    explicit ChunkHasher(uint64_t nr_pages) : total_(nr_pages) {}
     // Pages arrive in order; a chunk closes after kDigestChunkPages pages or
     // at the end. A whole chunk of zero pages (zero[i] != 0) takes the digest
     // of zeros computed once: zero-heavy guests are not hashed byte by byte.
@@ -120,7 +118,7 @@ public:
             for (size_t i = 0; i < take;) {
                 size_t j = i + 1;
                 while (j < take && pages[j] == pages[j - 1] + kPage) ++j;
-                XXH3_128bits_update(state_.get(), pages[i], (j - i) * kPage);
+                state_.update(pages[i], (j - i) * kPage);
                 i = j;
             }
             pages += take;
@@ -129,10 +127,7 @@ public:
             in_chunk_ += take;
             done_ += take;
             if (in_chunk_ == format::kDigestChunkPages || done_ == total_) {
-                XXH128_canonical_t c;
-                XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state_.get()));
-                digests.push_back(c);
-                XXH3_128bits_reset(state_.get());
+                digests.push_back(state_.finish_and_reset());
                 in_chunk_ = 0;
             }
         }
@@ -152,7 +147,7 @@ private:
 
     uint64_t total_, done_ = 0;
     size_t in_chunk_ = 0;
-    std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state_;
+    StreamHash state_;
 };
 
 // Runs of pages [i, j) as iovecs, one per stretch of adjacent memory.

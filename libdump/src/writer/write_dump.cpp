@@ -16,6 +16,7 @@
 #include "writer/late_notes.hpp"
 #include "writer/notes.hpp"
 #include "writer/page_pass.hpp"
+#include "writer/read_behind.hpp"
 #include "writer/plan.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
@@ -147,12 +148,19 @@ void write_trailer(io::Sink& sink, const writer::DumpPlan& plan, const writer::P
     sink.zeros(pad_desc);
 }
 
+// `read_back`: when given (and the file has digests), the pages the
+// write-behind drops are read back from the file first (read_behind.hpp).
 WriteResult write_to(int fd, bool seekable, const std::string& name, const DumpSpec& spec, PageSource& pages,
-                     const WriteOptions& options) {
+                     const WriteOptions& options, PagesReadBack* read_back = nullptr) {
     const auto entries = pages.entries();
     const writer::DumpPlan plan = writer::plan_dump(spec, entries, options.digests);
     const Layout& L = plan.layout;
     io::Sink sink(fd, seekable, options.sparse, name);
+    std::optional<writer::ReadBehind> behind;
+    if (read_back && plan.digest_note_size) {
+        behind.emplace(fd, L.pages_offset, L.pages_size, uint64_t{format::kDigestChunkPages} * format::kPageSize, name);
+        sink.before_drop([&behind](uint64_t offset, uint64_t size) { behind->take(offset, size); });
+    }
 
     sink.write(plan.head);
     writer::PassResult pass = writer::write_pages(sink, pages, plan, options);
@@ -192,6 +200,7 @@ WriteResult write_to(int fd, bool seekable, const std::string& name, const DumpS
     r.nr_pages = entries.size();
     r.nr_runs = plan.nr_runs;
     r.unreadable_pfns = std::move(pass.unreadable_pfns);
+    if (behind) *read_back = behind->result();
     return r;
 }
 
@@ -210,8 +219,14 @@ WriteResult write_dump_file(const std::filesystem::path& path, const DumpSpec& s
                             const WriteOptions& options) {
     try {
         AtomicFile file(path);
-        WriteResult r = write_to(file.fd(), true, path.string(), spec, pages, options);
-        file.commit(options.check_before_publish);
+        if (!options.check_before_publish) {
+            WriteResult r = write_to(file.fd(), true, path.string(), spec, pages, options);
+            file.commit();
+            return r;
+        }
+        PagesReadBack read_back;
+        WriteResult r = write_to(file.fd(), true, path.string(), spec, pages, options, &read_back);
+        file.commit([&](const std::filesystem::path& p) { options.check_before_publish(p, read_back); });
         return r;
     } catch (const Error& e) {
         throw e.with_object(path.string());

@@ -1,0 +1,35 @@
+// The read-back behind the writer (pages_read_back.hpp): the Sink hands over
+// each range of the file the disk has, just before dropping it from the page
+// cache; the part inside .xen_pages is read back from the file (from the
+// page cache, no disk read) and hashed in digest chunks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stream_hash.hpp"
+#include "xendump/pages_read_back.hpp"
+
+namespace xendump::writer {
+
+class ReadBehind {
+public:
+    ReadBehind(int fd, uint64_t pages_offset, uint64_t pages_size, uint64_t chunk_bytes, std::string name);
+
+    // [offset, offset + size) of the file; ranges follow each other.
+    void take(uint64_t offset, uint64_t size);
+    const PagesReadBack& result() const noexcept { return result_; }
+
+private:
+    int fd_;
+    uint64_t pages_end_;
+    std::string name_;
+    uint64_t next_ = 0;      // the next file offset expected
+    uint64_t in_chunk_ = 0;  // bytes of the current chunk hashed so far
+    StreamHash hash_;
+    std::vector<std::byte> buf_;
+    PagesReadBack result_;
+};
+
+}  // namespace xendump::writer
