@@ -5,7 +5,9 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "xendump/error.hpp"
@@ -28,6 +30,37 @@ public:
 
 private:
     std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state_;
+};
+
+// Bytes fed in order and cut into chunks of `chunk` bytes, a digest each.
+class ChunkedHash {
+public:
+    explicit ChunkedHash(uint64_t chunk) : chunk_(chunk) {}
+    // Calls on_chunk(digest) for every chunk these bytes complete.
+    template <class OnChunk>
+    void update(const std::byte* p, uint64_t n, OnChunk on_chunk) {
+        while (n > 0) {
+            const uint64_t take = std::min(n, chunk_ - in_chunk_);
+            hash_.update(p, static_cast<size_t>(take));
+            p += take;
+            n -= take;
+            in_chunk_ += take;
+            if (in_chunk_ == chunk_) {
+                on_chunk(hash_.finish_and_reset());
+                in_chunk_ = 0;
+            }
+        }
+    }
+    uint64_t pending() const noexcept { return in_chunk_; }  // bytes of an unfinished chunk
+    XXH128_canonical_t finish() {                            // the unfinished chunk's digest
+        in_chunk_ = 0;
+        return hash_.finish_and_reset();
+    }
+
+private:
+    uint64_t chunk_;
+    uint64_t in_chunk_ = 0;
+    StreamHash hash_;
 };
 
 }  // namespace xendump

@@ -229,12 +229,6 @@ TEST(Sniff, V1IsAlreadyCurrent) {
     EXPECT_EQ(plan_conversion(dir / "a.v1.core", {}).format, InputFormat::v1);
 }
 
-}  // namespace
-}  // namespace xendump::legacy
-
-namespace xendump::legacy {
-namespace {
-
 // An output larger than what the writer keeps behind itself in the page
 // cache: most of its pages reach the check as digests read back from the
 // file, the rest are read again; either way every page is right.

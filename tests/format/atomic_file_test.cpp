@@ -135,33 +135,38 @@ TEST(AtomicFile, WithoutProcTheCheckReadsThePublishedFileAndARejectedOneIsRemove
             ::mount("none", "/proc", "tmpfs", 0, nullptr) != 0)
             ::_exit(77);  // not allowed here: skipped
         if (::access("/proc/self/fd", F_OK) == 0) ::_exit(78);
-        PatternPageSource source(entries_for(first_pfns(300), GuestType::pv));
-        WriteOptions wo;
-        std::filesystem::path seen;
-        bool published_when_checked = false;
-        wo.check_before_publish = [&](const std::filesystem::path& p, const PagesReadBack&) {
-            seen = p;
-            published_when_checked = std::filesystem::exists(dir / "good");
-        };
-        write_dump_file(dir / "good", spec, source, wo);
-        if (seen != dir / "good" || !published_when_checked) ::_exit(1);
-        wo.check_before_publish = [](const std::filesystem::path&, const PagesReadBack&) {
-            throw Error("rejected by the check");
-        };
         try {
-            write_dump_file(dir / "bad", spec, source, wo);
-            ::_exit(2);  // a rejected file was reported as written
-        } catch (const Error& e) {
-            if (std::string(e.what()).find("rejected by the check") == std::string::npos) ::_exit(3);
+            PatternPageSource source(entries_for(first_pfns(300), GuestType::pv));
+            WriteOptions wo;
+            std::filesystem::path seen;
+            bool published_when_checked = false;
+            wo.check_before_publish = [&](const std::filesystem::path& p, const PagesReadBack&) {
+                seen = p;
+                published_when_checked = std::filesystem::exists(dir / "good");
+            };
+            write_dump_file(dir / "good", spec, source, wo);
+            if (seen != dir / "good" || !published_when_checked) ::_exit(1);
+            wo.check_before_publish = [](const std::filesystem::path&, const PagesReadBack&) {
+                throw Error("rejected by the check");
+            };
+            try {
+                write_dump_file(dir / "bad", spec, source, wo);
+                ::_exit(2);  // a rejected file was reported as written
+            } catch (const Error& e) {
+                if (std::string(e.what()).find("rejected by the check") == std::string::npos) ::_exit(3);
+            }
+            ::_exit(std::filesystem::exists(dir / "bad") ? 4 : 0);
+        } catch (...) {
+            ::_exit(5);  // never back into the test runner in the child
         }
-        ::_exit(std::filesystem::exists(dir / "bad") ? 4 : 0);
     }
     int status = 0;
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFEXITED(status));
     if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "cannot hide /proc here (needs CAP_SYS_ADMIN)";
     EXPECT_EQ(WEXITSTATUS(status), 0) << "1: checked an unpublished path, 2: rejected file published, "
-                                         "3: another error, 4: rejected file left, 78: /proc still there";
+                                         "3: another error, 4: rejected file left, 5: unexpected exception, "
+                                         "78: /proc still there";
     EXPECT_TRUE(std::filesystem::exists(dir / "good"));
     EXPECT_FALSE(std::filesystem::exists(dir / "bad"));
 }

@@ -57,8 +57,8 @@ struct VerifyOptions {
     bool drop_behind = false;
     // Page chunks already read back from this very file (the writer's
     // read-behind, see pages_read_back.hpp): used in place of reading those
-    // chunks again when their offset and size match this file's, compared
-    // with the stored digests all the same.
+    // chunks again when .xen_pages' offset and size and the chunk size match
+    // this file's, compared with the stored digests all the same.
     const PagesReadBack* pages_read_back = nullptr;
     std::function<void(uint64_t done, uint64_t total)> on_progress;
 };

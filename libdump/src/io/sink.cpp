@@ -81,18 +81,29 @@ void Sink::writev(std::span<const iovec> iov_in) {
     }
 }
 
+namespace {
+// sync_file_range on a file that cannot do it: write-behind is only advice.
+bool unsupported(int e) { return e == EINVAL || e == ENOSYS || e == ESPIPE || e == EOPNOTSUPP; }
+}  // namespace
+
 void Sink::write_behind() {
     if (!regular_ || !seekable_ || pos_ - started_ < kWriteBehindWindow) return;
-    // Both calls are advice: a filesystem that refuses them loses only speed,
-    // and the final fsync still reports any write error.
+    // A filesystem that refuses these calls loses only speed. A write error
+    // they report must not be lost: the kernel reports it once per open
+    // file, so the final fsync would no longer see it.
     const uint64_t end = pos_ - pos_ % kWriteBehindWindow;
-    ::sync_file_range(fd_, static_cast<off_t>(started_), static_cast<off_t>(end - started_),
-                      SYNC_FILE_RANGE_WRITE);
+    if (::sync_file_range(fd_, static_cast<off_t>(started_), static_cast<off_t>(end - started_),
+                          SYNC_FILE_RANGE_WRITE) != 0 &&
+        !unsupported(errno))
+        throw_errno("write failed", name_, started_);
     started_ = end;
     if (started_ - flushed_ <= kWriteBehindDepth * kWriteBehindWindow) return;
     const uint64_t done = started_ - kWriteBehindDepth * kWriteBehindWindow;
-    ::sync_file_range(fd_, static_cast<off_t>(flushed_), static_cast<off_t>(done - flushed_),
-                      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+    if (::sync_file_range(fd_, static_cast<off_t>(flushed_), static_cast<off_t>(done - flushed_),
+                          SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+        if (!unsupported(errno)) throw_errno("write failed", name_, flushed_);
+        return;  // not known to be on disk: neither read back nor dropped
+    }
     if (before_drop_) before_drop_(flushed_, done - flushed_);
     ::posix_fadvise(fd_, static_cast<off_t>(flushed_), static_cast<off_t>(done - flushed_), POSIX_FADV_DONTNEED);
     flushed_ = done;

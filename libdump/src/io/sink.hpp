@@ -36,9 +36,10 @@ public:
     // dom0's own files out of the cache.
     static constexpr uint64_t kWriteBehindWindow = 8u << 20;
     static constexpr uint64_t kWriteBehindDepth = 8;
-    // Sees each range the write-behind has waited for (the disk has it) just
-    // before the range is dropped from the page cache: ranges follow each
-    // other from offset 0. What is never dropped (the last windows) is not seen.
+    // Sees each range the write-behind has waited for (written back without
+    // error) just before the range is dropped from the page cache: ranges
+    // follow each other from offset 0. What is never dropped (the last
+    // windows) is not seen. A write error reported then throws Error.
     void before_drop(std::function<void(uint64_t offset, uint64_t size)> f) { before_drop_ = std::move(f); }
 
     uint64_t offset() const noexcept { return pos_; }

@@ -27,15 +27,14 @@ constexpr size_t kMaxReported = 32;         // mismatching chunks listed one by 
 
 using Canonical = XXH128_canonical_t;
 
-
 // Hashes [offset, offset + size) of the file in chunks of `chunk` bytes,
 // calling `on_chunk(k, digest)` per chunk and `on_read(bytes)` per read; with
 // `drop_behind`, what was read leaves the page cache every kDropWindow bytes.
 template <class OnChunk, class OnRead>
 void hash_range(const DumpFile& f, uint64_t offset, uint64_t size, uint64_t chunk, std::vector<std::byte>& buf,
                 const std::string& structure, bool drop_behind, OnChunk on_chunk, OnRead on_read) {
-    StreamHash h;
-    uint64_t pos = 0, in_chunk = 0, k = 0, dropped = 0;
+    ChunkedHash h(chunk);
+    uint64_t pos = 0, k = 0, dropped = 0;
     while (pos < size) {
         if (drop_behind && pos - dropped >= kDropWindow) {
             posix_fadvise(f.fd(), static_cast<off_t>(offset + dropped), static_cast<off_t>(pos - dropped),
@@ -44,21 +43,11 @@ void hash_range(const DumpFile& f, uint64_t offset, uint64_t size, uint64_t chun
         }
         const uint64_t n = std::min<uint64_t>(buf.size(), size - pos);
         f.read_exact(offset + pos, std::span(buf).first(n), structure);
-        uint64_t used = 0;
-        while (used < n) {
-            const uint64_t take = std::min(n - used, chunk - in_chunk);
-            h.update(buf.data() + used, take);
-            used += take;
-            in_chunk += take;
-            if (in_chunk == chunk) {
-                on_chunk(k++, h.finish_and_reset());
-                in_chunk = 0;
-            }
-        }
+        h.update(buf.data(), n, [&](const Canonical& c) { on_chunk(k++, c); });
         pos += n;
         on_read(n);
     }
-    if (in_chunk != 0 || size == 0) on_chunk(k, h.finish_and_reset());
+    if (h.pending() != 0 || size == 0) on_chunk(k, h.finish());
 }
 
 }  // namespace
@@ -103,7 +92,7 @@ std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOption
     std::vector<Canonical> computed(chunks);
     uint64_t known = 0;
     if (const PagesReadBack* rb = options.pages_read_back;
-        rb && rb->pages_offset == d.pages_offset && rb->chunk_bytes == chunk_bytes) {
+        rb && rb->pages_offset == d.pages_offset && rb->pages_size == d.pages_size && rb->chunk_bytes == chunk_bytes) {
         known = std::min<uint64_t>(rb->chunks.size(), chunks);
         for (uint64_t k = 0; k < known; ++k) std::memcpy(&computed[k], rb->chunks[k].data(), sizeof(Canonical));
     }

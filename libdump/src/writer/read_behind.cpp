@@ -15,10 +15,18 @@ constexpr size_t kReadSize = 256u << 10;  // still in the CPU cache when hashed
 }
 
 ReadBehind::ReadBehind(int fd, uint64_t pages_offset, uint64_t pages_size, uint64_t chunk_bytes, std::string name)
-    : fd_(fd), pages_end_(pages_offset + pages_size), name_(std::move(name)), buf_(kReadSize) {
+    : fd_(fd), pages_end_(pages_offset + pages_size), name_(std::move(name)), hash_(chunk_bytes), buf_(kReadSize) {
     if (chunk_bytes == 0) throw Error("internal error: read-back chunk size 0", name_);
     result_.pages_offset = pages_offset;
+    result_.pages_size = pages_size;
     result_.chunk_bytes = chunk_bytes;
+}
+
+void ReadBehind::hash(const std::byte* p, uint64_t n) {
+    hash_.update(p, n, [this](const XXH128_canonical_t& c) {
+        auto& out = result_.chunks.emplace_back();
+        std::memcpy(out.data(), &c, out.size());
+    });
 }
 
 void ReadBehind::take(uint64_t offset, uint64_t size) {
@@ -27,21 +35,25 @@ void ReadBehind::take(uint64_t offset, uint64_t size) {
     uint64_t pos = std::max(offset, result_.pages_offset);
     const uint64_t end = std::min(next_, pages_end_);
     while (pos < end) {
-        const size_t want = static_cast<size_t>(std::min<uint64_t>({buf_.size(), end - pos,
-                                                                   result_.chunk_bytes - in_chunk_}));
+        const size_t want = static_cast<size_t>(std::min<uint64_t>(buf_.size(), end - pos));
         const ssize_t n = ::pread(fd_, buf_.data(), want, static_cast<off_t>(pos));
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) throw_errno("cannot read back the written pages", name_, pos);
-        if (n == 0) throw Error("written pages read back short", name_, pos);
-        hash_.update(buf_.data(), static_cast<size_t>(n));
-        pos += static_cast<uint64_t>(n);
-        in_chunk_ += static_cast<uint64_t>(n);
-        if (in_chunk_ == result_.chunk_bytes) {
-            const XXH128_canonical_t c = hash_.finish_and_reset();
-            auto& out = result_.chunks.emplace_back();
-            std::memcpy(out.data(), &c, out.size());
-            in_chunk_ = 0;
+        if (n == 0) {
+            // Past the end of the file so far: zero pages left as a hole
+            // that no write has reached yet. The writer never goes back
+            // into .xen_pages, and the file is extended with zeros at the
+            // end (Sink::finish), so these bytes are zeros for good.
+            std::fill(buf_.begin(), buf_.end(), std::byte{0});
+            while (pos < end) {
+                const uint64_t z = std::min<uint64_t>(buf_.size(), end - pos);
+                hash(buf_.data(), z);
+                pos += z;
+            }
+            return;
         }
+        hash(buf_.data(), static_cast<uint64_t>(n));
+        pos += static_cast<uint64_t>(n);
     }
 }
 

@@ -1,7 +1,7 @@
 // The read-back behind the writer (pages_read_back.hpp): the Sink hands over
-// each range of the file the disk has, just before dropping it from the page
-// cache; the part inside .xen_pages is read back from the file (from the
-// page cache, no disk read) and hashed in digest chunks.
+// each range of the file the disk has acknowledged, just before dropping it
+// from the page cache; the part inside .xen_pages is read back from the file
+// (from the page cache, no disk read) and hashed in digest chunks.
 #pragma once
 
 #include <cstdint>
@@ -22,12 +22,13 @@ public:
     const PagesReadBack& result() const noexcept { return result_; }
 
 private:
+    void hash(const std::byte* p, uint64_t n);
+
     int fd_;
     uint64_t pages_end_;
     std::string name_;
-    uint64_t next_ = 0;      // the next file offset expected
-    uint64_t in_chunk_ = 0;  // bytes of the current chunk hashed so far
-    StreamHash hash_;
+    uint64_t next_ = 0;  // the next file offset expected
+    ChunkedHash hash_;
     std::vector<std::byte> buf_;
     PagesReadBack result_;
 };

@@ -155,8 +155,8 @@ WriteResult write_to(int fd, bool seekable, const std::string& name, const DumpS
     const auto entries = pages.entries();
     const writer::DumpPlan plan = writer::plan_dump(spec, entries, options.digests);
     const Layout& L = plan.layout;
+    std::optional<writer::ReadBehind> behind;  // before the sink: the sink's hook refers to it
     io::Sink sink(fd, seekable, options.sparse, name);
-    std::optional<writer::ReadBehind> behind;
     if (read_back && plan.digest_note_size) {
         behind.emplace(fd, L.pages_offset, L.pages_size, uint64_t{format::kDigestChunkPages} * format::kPageSize, name);
         sink.before_drop([&behind](uint64_t offset, uint64_t size) { behind->take(offset, size); });
@@ -219,14 +219,13 @@ WriteResult write_dump_file(const std::filesystem::path& path, const DumpSpec& s
                             const WriteOptions& options) {
     try {
         AtomicFile file(path);
-        if (!options.check_before_publish) {
-            WriteResult r = write_to(file.fd(), true, path.string(), spec, pages, options);
-            file.commit();
-            return r;
-        }
+        const auto& check = options.check_before_publish;
         PagesReadBack read_back;
-        WriteResult r = write_to(file.fd(), true, path.string(), spec, pages, options, &read_back);
-        file.commit([&](const std::filesystem::path& p) { options.check_before_publish(p, read_back); });
+        WriteResult r = write_to(file.fd(), true, path.string(), spec, pages, options, check ? &read_back : nullptr);
+        if (check)
+            file.commit([&](const std::filesystem::path& p) { check(p, read_back); });
+        else
+            file.commit();
         return r;
     } catch (const Error& e) {
         throw e.with_object(path.string());
