@@ -171,6 +171,59 @@ TEST(AtomicFile, WithoutProcTheCheckReadsThePublishedFileAndARejectedOneIsRemove
     EXPECT_FALSE(std::filesystem::exists(dir / "bad"));
 }
 
+// A device that runs out of room under the filesystem (a thin volume, here an
+// ext4 image on a loop device backed by a file on a tmpfs smaller than it):
+// the filesystem accepts the writes, writing them back fails. The write
+// fails with an error naming the output, and nothing is published.
+class ThinVolume {
+public:
+    explicit ThinVolume(const std::filesystem::path& dir) : backing_(dir / "backing"), mnt_(dir / "mnt") {
+        std::filesystem::create_directories(backing_);
+        std::filesystem::create_directories(mnt_);
+        if (!ok({"/usr/bin/mount", "-t", "tmpfs", "-o", "size=24m", "none", backing_.string()})) return;
+        tmpfs_ = true;
+        const auto image = (backing_ / "image").string();
+        if (!ok({"/usr/bin/truncate", "-s", "256M", image})) return;
+        auto r = run({"/usr/sbin/losetup", "-f", "--show", image});
+        if (r.exit_code != 0) return;
+        loop_ = r.out.substr(0, r.out.find('\n'));
+        if (!ok({"/usr/sbin/mkfs.ext4", "-q", loop_}) || !ok({"/usr/bin/mount", loop_, mnt_.string()})) return;
+        mounted_ = true;
+    }
+    ~ThinVolume() {
+        if (mounted_) ok({"/usr/bin/umount", mnt_.string()});
+        if (!loop_.empty()) ok({"/usr/sbin/losetup", "-d", loop_});
+        if (tmpfs_) ok({"/usr/bin/umount", backing_.string()});
+    }
+    bool ready() const { return mounted_; }
+    const std::filesystem::path& mount_point() const { return mnt_; }
+
+private:
+    static bool ok(const std::vector<std::string>& argv) { return run(argv).exit_code == 0; }
+    std::filesystem::path backing_, mnt_;
+    std::string loop_;
+    bool tmpfs_ = false, mounted_ = false;
+};
+
+TEST(AtomicFile, DeviceOutOfRoomUnderTheFilesystemFailsTheWriteAndPublishesNothing) {
+    if (::geteuid() != 0 || !std::filesystem::exists("/usr/sbin/losetup") ||
+        !std::filesystem::exists("/usr/sbin/mkfs.ext4"))
+        GTEST_SKIP() << "needs root, losetup and mkfs.ext4";
+    TempDir dir;
+    ThinVolume volume(dir.path());
+    if (!volume.ready()) GTEST_SKIP() << "cannot set up a loop device here";
+    const auto out = volume.mount_point() / "d.core";
+    PatternPageSource source(entries_for(first_pfns(32768), GuestType::pv));  // 128 MiB on 24 MiB
+    try {
+        write_dump_file(out, make_spec(GuestType::pv, 8, 1), source);
+        ADD_FAILURE() << "a write that did not reach the device succeeded";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(out.string()), std::string::npos) << e.what();
+        EXPECT_NE(e.sys_errno(), 0) << e.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(out));
+}
+
 // Blocks forever on its second batch after telling the parent it got there.
 class StallingSource : public PatternPageSource {
 public:
