@@ -22,15 +22,47 @@ constexpr uint64_t kHvmHoleSize = 0x10000;
 
 uint64_t hvm_slot_pfn(uint64_t slot) { return slot < kHvmHoleStart ? slot : slot + kHvmHoleSize; }
 
+// Slots in pfn order when the pfns are unique and dense (at most 4 pfns of
+// range per page, the usual case): each slot goes straight to its pfn's
+// place, where sorting a million slots by an indirect key costs a cache miss
+// per comparison. Empty when they are not: the caller sorts.
+std::vector<uint64_t> slots_placed_by_pfn(const std::vector<uint64_t>& pfn_of_slot, uint64_t count, uint64_t top) {
+    std::vector<uint64_t> order;
+    if (count == 0 || top / 4 >= count) return order;
+    std::vector<uint64_t> slot_at(top + 1, kInvalidEntry);
+    for (uint64_t s = 0; s < pfn_of_slot.size(); ++s) {
+        const uint64_t pfn = pfn_of_slot[s];
+        if (pfn == kInvalidEntry) continue;
+        if (slot_at[pfn] != kInvalidEntry) return order;  // a pfn twice
+        slot_at[pfn] = s;
+    }
+    order.reserve(count);
+    for (uint64_t s : slot_at)
+        if (s != kInvalidEntry) order.push_back(s);
+    return order;
+}
+
 // Builds the sorted entries from pfn-of-slot (kInvalidEntry = no page).
 LegacyLayout from_pfns(format::GuestType type, const std::vector<uint64_t>& pfn_of_slot,
                        const std::vector<uint64_t>& gmfn_of_slot) {
     LegacyLayout l;
     l.type = type;
-    std::vector<uint64_t> order;
-    for (uint64_t s = 0; s < pfn_of_slot.size(); ++s)
-        if (pfn_of_slot[s] != kInvalidEntry) order.push_back(s);
-    std::sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) { return pfn_of_slot[a] < pfn_of_slot[b]; });
+    uint64_t count = 0, top = 0;
+    for (uint64_t pfn : pfn_of_slot)
+        if (pfn != kInvalidEntry) {
+            ++count;
+            top = std::max(top, pfn);
+        }
+    std::vector<uint64_t> order = slots_placed_by_pfn(pfn_of_slot, count, top);
+    if (order.size() != count) {
+        order.clear();
+        for (uint64_t s = 0; s < pfn_of_slot.size(); ++s)
+            if (pfn_of_slot[s] != kInvalidEntry) order.push_back(s);
+        std::sort(order.begin(), order.end(),
+                  [&](uint64_t a, uint64_t b) { return pfn_of_slot[a] < pfn_of_slot[b]; });
+    }
+    l.entries.reserve(count);
+    l.slots.reserve(count);
     for (uint64_t s : order) {
         l.entries.push_back({pfn_of_slot[s], gmfn_of_slot[s]});
         l.slots.push_back(s);
