@@ -98,38 +98,31 @@ void fill(Batch& b, PageSource& source, bool positional, bool want_zero) {
 
 class ChunkHasher {
 public:
-    explicit ChunkHasher(uint64_t nr_pages) : total_(nr_pages) {}
+    explicit ChunkHasher(uint64_t nr_pages) : total_(nr_pages), chunks_(format::kDigestChunkPages * kPage) {}
     // Pages arrive in order; a chunk closes after kDigestChunkPages pages or
     // at the end. A whole chunk of zero pages (zero[i] != 0) takes the digest
     // of zeros computed once: zero-heavy guests are not hashed byte by byte.
     void add(const std::byte* const* pages, const uint8_t* zero, size_t count) {
+        auto keep = [this](const XXH128_canonical_t& c) { digests.push_back(c); };
         while (count > 0) {
-            const size_t room = format::kDigestChunkPages - in_chunk_;
+            const size_t room = format::kDigestChunkPages - static_cast<size_t>(chunks_.pending() / kPage);
             const size_t take = std::min(room, count);
             if (take == format::kDigestChunkPages && std::all_of(zero, zero + take, [](uint8_t z) { return z; })) {
                 digests.push_back(zero_chunk_digest());
-                pages += take;
-                zero += take;
-                count -= take;
-                done_ += take;
-                continue;
-            }
-            // Pages that follow each other in memory go to XXH3 in one call.
-            for (size_t i = 0; i < take;) {
-                size_t j = i + 1;
-                while (j < take && pages[j] == pages[j - 1] + kPage) ++j;
-                state_.update(pages[i], (j - i) * kPage);
-                i = j;
+            } else {
+                // Pages that follow each other in memory go to XXH3 in one call.
+                for (size_t i = 0; i < take;) {
+                    size_t j = i + 1;
+                    while (j < take && pages[j] == pages[j - 1] + kPage) ++j;
+                    chunks_.update(pages[i], (j - i) * kPage, keep);
+                    i = j;
+                }
             }
             pages += take;
             zero += take;
             count -= take;
-            in_chunk_ += take;
             done_ += take;
-            if (in_chunk_ == format::kDigestChunkPages || done_ == total_) {
-                digests.push_back(state_.finish_and_reset());
-                in_chunk_ = 0;
-            }
+            if (done_ == total_ && chunks_.pending() != 0) digests.push_back(chunks_.finish());
         }
     }
     std::vector<XXH128_canonical_t> digests;
@@ -146,8 +139,7 @@ private:
     }
 
     uint64_t total_, done_ = 0;
-    size_t in_chunk_ = 0;
-    StreamHash state_;
+    ChunkedHash chunks_;  // the chunk being hashed
 };
 
 // Runs of pages [i, j) as iovecs, one per stretch of adjacent memory.
