@@ -172,22 +172,32 @@ TEST(RoundTrip, VerifyDroppingBehindChecksTheSameAndLeavesNothingCached) {
 // The writer reads back, from the file, the pages its write-behind drops;
 // the check before publication compares those with the stored digests and
 // reads from the disk only the chunks that were never dropped.
+// Writes `path` with a check before publication that verifies the file
+// using the pages the writer read back; returns what the check got and found.
+struct CheckedFromReadBack {
+    PagesReadBack read_back;
+    std::vector<Finding> findings;
+};
+CheckedFromReadBack write_checked_from_read_back(const std::filesystem::path& path, PageSource& src) {
+    CheckedFromReadBack out;
+    WriteOptions wo;  // sparse: zero pages become holes
+    wo.check_before_publish = [&](const std::filesystem::path& p, const PagesReadBack& read_back) {
+        out.read_back = read_back;
+        VerifyOptions vo;
+        vo.pages_read_back = &read_back;
+        out.findings = DumpReader::open(p).verify(vo);
+    };
+    write_dump_file(path, make_spec(format::GuestType::pv, 1), src, wo);
+    return out;
+}
+
 TEST(RoundTrip, PagesReadBackBehindTheWriterAreUsedByTheCheck) {
     TempDir dir(XENDUMP_BUILD_ROOT);  // a filesystem that drops pages on advice, usually
     constexpr uint64_t kChunk = 1u << 20;
     auto entries = sample_entries(24576, true);  // 96 MiB: more than the 72 MiB kept behind the writer
     PatternPageSource src(entries, 5);
     const auto path = dir / "rb.core";
-    PagesReadBack rb;
-    std::vector<Finding> at_check;
-    WriteOptions wo;
-    wo.check_before_publish = [&](const std::filesystem::path& p, const PagesReadBack& read_back) {
-        rb = read_back;
-        VerifyOptions vo;
-        vo.pages_read_back = &read_back;
-        at_check = DumpReader::open(p).verify(vo);
-    };
-    write_dump_file(path, make_spec(format::GuestType::pv, 1), src, wo);
+    auto [rb, at_check] = write_checked_from_read_back(path, src);
     EXPECT_TRUE(at_check.empty()) << describe(at_check);
 
     const auto r = DumpReader::open(path);
@@ -238,18 +248,9 @@ TEST(RoundTrip, ReadBackOfALongRunOfZeroPagesLeftAsAHole) {
     PatternPageSource src(entries, 6);
     for (size_t i = 1000; i < 21000; ++i) src.zero_pfns.push_back(entries[i].pfn);  // 78 MiB
     const auto path = dir / "z.core";
-    size_t chunks = 0;
-    std::vector<Finding> at_check;
-    WriteOptions wo;  // sparse: the zero pages become holes
-    wo.check_before_publish = [&](const std::filesystem::path& p, const PagesReadBack& read_back) {
-        chunks = read_back.chunks.size();
-        VerifyOptions vo;
-        vo.pages_read_back = &read_back;
-        at_check = DumpReader::open(p).verify(vo);
-    };
-    write_dump_file(path, make_spec(format::GuestType::pv, 1), src, wo);
+    const auto [rb, at_check] = write_checked_from_read_back(path, src);  // the zero run is a hole
     EXPECT_TRUE(at_check.empty()) << describe(at_check);
-    EXPECT_GT(chunks * 256, 1000u + 2 * 256);  // read back well into the zero run
+    EXPECT_GT(rb.chunks.size() * 256, 1000u + 2 * 256);  // read back well into the zero run
     EXPECT_TRUE(DumpReader::open(path).verify().empty());
 }
 
