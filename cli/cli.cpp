@@ -42,13 +42,7 @@ void ProgressBar::update(uint64_t done, uint64_t total) {
     int filled = static_cast<int>(pct / 100.0 * width);
     std::string bar(static_cast<size_t>(filled), '#');
     bar.resize(static_cast<size_t>(width), '.');
-    std::string eta = "--";
-    if (rate > 0 && total >= done) {
-        auto left = static_cast<long long>(static_cast<double>(total - done) / rate);
-        char b[32];
-        std::snprintf(b, sizeof b, "%lld:%02lld", left / 60, left % 60);
-        eta = b;
-    }
+    const std::string eta = EtaEstimate::format(eta_.update(done, total, secs));
     std::fprintf(stderr, "\r%s [%s] %5.1f%% %s/%s %s/s ETA %s\033[K", label_.c_str(), bar.c_str(), pct,
                  human_bytes(done).c_str(), human_bytes(total).c_str(),
                  human_bytes(static_cast<uint64_t>(rate)).c_str(), eta.c_str());

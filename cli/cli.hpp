@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "progress_eta.hpp"
+
 namespace xendump::cli {
 
 // Exit codes (documented in every man page's EXIT STATUS).
@@ -30,6 +32,7 @@ private:
     bool finished_ = false;
     std::chrono::steady_clock::time_point start_;
     std::chrono::steady_clock::time_point last_;
+    EtaEstimate eta_;
 };
 
 }  // namespace xendump::cli
