@@ -207,7 +207,7 @@ void check_dump(const std::filesystem::path& path, const DumpSpec& spec, Pattern
         EXPECT_EQ(p.p_filesz, runs[r].second * kPage);
         EXPECT_EQ(p.p_memsz, runs[r].second * kPage);
         EXPECT_EQ(p.p_flags, static_cast<Elf64_Word>(PF_R | PF_W | PF_X));
-        EXPECT_EQ(p.p_align, kPage);
+        EXPECT_EQ(p.p_align, 0u);  // crash takes the file for a kdump vmcore and derives KASLR
     }
 
     // §6 sections, in the table's order.

@@ -272,7 +272,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
         load.p_paddr = entries[i].pfn * kPage;
         load.p_vaddr = 0;
         load.p_filesz = load.p_memsz = (j - i) * kPage;
-        load.p_align = kPage;
+        load.p_align = 0;  // as the kernel's /proc/vmcore: crash then reads KERNELOFFSET (xen-dump-core(5))
         append(plan.phdrs, load);
         i = j;
     }

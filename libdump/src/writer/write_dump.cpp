@@ -89,7 +89,7 @@ std::optional<Elf64_Phdr> kernel_segment(const writer::DumpPlan& plan, std::span
     ph.p_vaddr = k.vaddr;
     ph.p_paddr = k.paddr;
     ph.p_filesz = ph.p_memsz = count * kPage;
-    ph.p_align = kPage;
+    ph.p_align = 0;  // as the runs
     return ph;
 }
 
