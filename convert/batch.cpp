@@ -1,6 +1,10 @@
 #include "batch.hpp"
 
+#include <sys/stat.h>
+
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -8,6 +12,7 @@
 
 #include "cli.hpp"
 #include "inputs.hpp"
+#include "legacy/byte_source.hpp"
 #include "legacy/conversion.hpp"
 #include "legacy/source_identity.hpp"
 #include "xendump/error.hpp"
@@ -42,6 +47,12 @@ std::string verify_output(const fs::path& path, const fs::path& name, const Page
 // Empty when `output` records (SOURCE_ID=) the identity `input` has now;
 // else why the output cannot be taken for the conversion of this input.
 std::string not_from(const fs::path& output, const fs::path& input) {
+    struct stat st {};
+    if (::stat(output.c_str(), &st) != 0)
+        return "output " + output.string() + " cannot be examined: " + std::strerror(errno);
+    if (!S_ISREG(st.st_mode))  // never open a FIFO: that would wait for a writer
+        return "output " + output.string() + " exists but is not a regular file: it is " +
+               legacy::file_kind(st.st_mode);
     std::optional<std::string> recorded;
     try {
         recorded = DumpReader::open(output).domain().get(keys::kSourceId);

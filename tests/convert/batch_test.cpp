@@ -368,6 +368,15 @@ TEST(Batch, FifoIsRefusedWithoutWaiting) {
     // Found in a directory, it is not a dump to convert: skipped, with why.
     EXPECT_EQ(files[(dir / "d/inside.core").string()]["result"], "skipped");
     EXPECT_EQ(files[(dir / "d/inside.core").string()]["reason"], "not a regular file: it is a FIFO");
+
+    // A FIFO where the output would go is not opened either.
+    make_legacy(dir / "web01.core", gen::Variant::pv_page_list, 8, 300, 53);
+    ASSERT_EQ(mkfifo((dir / "web01.v1.core").c_str(), 0600), 0);
+    auto out = run({"/usr/bin/timeout", "30", build_program("xen-dump-convert").string(), "--remove-source",
+                    (dir / "web01.core").string()});
+    EXPECT_EQ(out.exit_code, 1) << out.err;
+    EXPECT_NE(out.err.find("exists but is not a regular file: it is a FIFO"), std::string::npos) << out.err;
+    EXPECT_TRUE(fs::exists(dir / "web01.core"));
 }
 
 TEST(Batch, SymlinkLoopFailsItsEntryAndTheBatchGoesOn) {
