@@ -34,7 +34,7 @@ std::vector<std::byte> xl_bytes() {
     return xl::make_xl_core(s);
 }
 
-// The file's digest after `change` flips one byte at `offset`.
+// The digest of `bytes` with the byte at `offset` flipped.
 std::string digest_with_byte_flipped(const test::TempDir& dir, std::vector<std::byte> bytes, uint64_t offset) {
     bytes.at(offset) ^= std::byte{0x40};
     gen::write_bytes(dir / "f", bytes);
@@ -74,7 +74,7 @@ TEST(SourceIdentity, ValueRoundTripsAndNamesWhatDiffers) {
     EXPECT_EQ(id.difference_from(other), "modification time 1600000000.000000005, recorded 1600000000.000000006");
     other = id;
     other.digest = "xxh3-128:0100";
-    EXPECT_EQ(id.difference_from(other), "digest of header and index xxh3-128:00ff, recorded xxh3-128:0100");
+    EXPECT_EQ(id.difference_from(other), "digest of all but the pages xxh3-128:00ff, recorded xxh3-128:0100");
 }
 
 TEST(SourceIdentity, XcCoreCoversHeaderContextsAndIndexButNoPage) {

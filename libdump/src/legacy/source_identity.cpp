@@ -140,7 +140,7 @@ std::string SourceIdentity::difference_from(const SourceIdentity& recorded) cons
         return "size " + std::to_string(size) + ", recorded " + std::to_string(recorded.size);
     if (mtime_sec != recorded.mtime_sec || mtime_nsec != recorded.mtime_nsec)
         return "modification time " + mtime_text() + ", recorded " + recorded.mtime_text();
-    if (digest != recorded.digest) return "digest of header and index " + digest + ", recorded " + recorded.digest;
+    if (digest != recorded.digest) return "digest of all but the pages " + digest + ", recorded " + recorded.digest;
     return {};
 }
 
