@@ -152,6 +152,9 @@ TreeSearchResult find_p2m_tree(const ByteSource& src, const XcCoreFile& f, const
         PfnCollector collect(index, slots);
         bool ok = true;
         for (size_t l = 0; l < leaves.size() && ok; ++l) {
+            // An empty leaf adds nothing: pvops' tree may name its one
+            // missing leaf hundreds of thousands of times.
+            if (shape_of(leaves[l])->empty_leaf) continue;
             const auto e = pages.load(*slots.slot_of(leaves[l]));  // every leaf was found above
             for (size_t i = 0; i < per_page && ok; ++i)
                 if (e[i] != kInvalidEntry) ok = collect.add(l * per_page + i, e[i]);
