@@ -130,13 +130,16 @@ void refuse_shared_outputs(std::vector<Job>& jobs) {
                 j.settle(Result::failed, j.input.string() + ": the output would be the input itself; choose another with -o or --output-dir");
             continue;
         }
-        std::string names;
-        for (size_t k = 0; k < who.size(); ++k)
-            names += (k == 0 ? "" : k + 1 == who.size() ? " and " : ", ") + jobs[who[k]].input.string();
-        for (size_t i : who)
-            jobs[i].settle(Result::failed, jobs[i].input.string() + ": " + names +
-                                               " would be converted to the same output " + jobs[i].output.string() +
-                                               "; none of them is converted: convert them one at a time with -o");
+        const bool two = who.size() == 2;
+        for (size_t i : who) {
+            std::string others;
+            for (size_t k : who)
+                if (k != i) others += (others.empty() ? "" : ", ") + jobs[k].input.string();
+            jobs[i].settle(Result::failed, jobs[i].input.string() + ": this file and " + others + " would " +
+                                               (two ? "both" : "all") + " be converted to " + jobs[i].output.string() +
+                                               (two ? "; neither" : "; none of them") +
+                                               " is converted: convert them one at a time with -o");
+        }
     }
 }
 
