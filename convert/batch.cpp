@@ -1,6 +1,10 @@
 #include "batch.hpp"
 
+#include <sys/stat.h>
+
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -8,8 +12,11 @@
 
 #include "cli.hpp"
 #include "inputs.hpp"
+#include "legacy/byte_source.hpp"
 #include "legacy/conversion.hpp"
+#include "legacy/source_identity.hpp"
 #include "xendump/error.hpp"
+#include "xendump/keyvalues.hpp"
 #include "xendump/reader.hpp"
 
 namespace xendump::convert {
@@ -37,8 +44,40 @@ std::string verify_output(const fs::path& path, const fs::path& name, const Page
     return "output " + name.string() + " does not verify: " + f.check + " (" + f.structure + "): " + f.message;
 }
 
+// Empty when `output` records (SOURCE_ID=) the identity `input` has now;
+// else why the output cannot be taken for the conversion of this input.
+std::string not_from(const fs::path& output, const fs::path& input) {
+    struct stat st {};
+    if (::stat(output.c_str(), &st) != 0)
+        return "output " + output.string() + " cannot be examined: " + std::strerror(errno);
+    if (!S_ISREG(st.st_mode))  // never open a FIFO: that would wait for a writer
+        return "output " + output.string() + " exists but is not a regular file: it is " +
+               legacy::file_kind(st.st_mode);
+    std::optional<std::string> recorded;
+    try {
+        recorded = DumpReader::open(output).domain().get(keys::kSourceId);
+    } catch (const Error& e) {
+        return "output " + output.string() + " exists but is not a readable dump (" + e.message() + ")";
+    }
+    const auto id = recorded ? legacy::SourceIdentity::parse(*recorded) : std::nullopt;
+    if (!id)
+        return "output " + output.string() + " exists but does not record which file it was converted from (" +
+               (recorded ? "SOURCE_ID=" + *recorded + " is not understood" : "no SOURCE_ID=") +
+               "), so it is not taken for this file's conversion";
+    if (auto diff = legacy::identify_source(input).difference_from(*id); !diff.empty())
+        return "output " + output.string() + " exists but was converted from another file or an older version of it (" +
+               diff + ")";
+    return {};
+}
+
+// Deletes the source once its output is shown to come from it.
 void remove_source(const Job& job, FileReport& rep) {
     std::error_code ec;
+    if (auto why = not_from(job.output, job.input); !why.empty()) {
+        rep.result = Result::failed;
+        rep.error = job.input.string() + ": not removed: " + why;
+        return;
+    }
     fs::remove(job.input, ec);
     if (ec) {
         rep.result = Result::failed;
@@ -49,12 +88,12 @@ void remove_source(const Job& job, FileReport& rep) {
 
 class Batch {
 public:
-    Batch(const Options& o, std::vector<Job> jobs) : o_(o), jobs_(std::move(jobs)), reports_(jobs_.size()) {
-        for (const auto& j : jobs_) total_bytes_ += j.size;
-    }
+    Batch(const Options& o, std::vector<Job> jobs) : o_(o), jobs_(std::move(jobs)), reports_(jobs_.size()) {}
 
     std::vector<FileReport> run() {
-        unsigned n = std::min<unsigned>(o_.jobs, static_cast<unsigned>(std::max<size_t>(jobs_.size(), 1)));
+        prepare();
+        for (size_t i : pending_) total_bytes_ += jobs_[i].size;
+        unsigned n = std::min<unsigned>(o_.jobs, static_cast<unsigned>(std::max<size_t>(pending_.size(), 1)));
         current_ = std::vector<std::atomic<uint64_t>>(n);
         std::vector<std::thread> workers;
         for (unsigned w = 0; w < n; ++w) workers.emplace_back([this, w] { work(w); });
@@ -64,18 +103,60 @@ public:
     }
 
 private:
+    // Before anything is written: each file's format from its first bytes
+    // (files that are no Xen dump, or v1 already, are skipped), then the
+    // outputs two files would share. What is settled here is reported as is.
+    void prepare() {
+        for (Job& job : jobs_) {
+            if (job.settled) continue;
+            try {
+                const auto fmt = legacy::sniff_format(job.input);
+                job.format = std::string(legacy::to_string(fmt));
+                if (fmt == legacy::InputFormat::v1)
+                    job.settle(Result::skipped, "already current (v1)");
+                else if (fmt == legacy::InputFormat::unknown)
+                    job.settle(Result::skipped, "not a Xen dump: neither an xc_core magic nor an ELF core file");
+            } catch (const std::exception& e) {
+                job.settle(Result::failed, named(job, e.what()));
+            }
+        }
+        refuse_shared_outputs(jobs_);
+        for (size_t i = 0; i < jobs_.size(); ++i) {
+            const Job& job = jobs_[i];
+            if (!job.settled) {
+                pending_.push_back(i);
+                continue;
+            }
+            FileReport& rep = reports_[i];
+            rep.path = job.input.string();
+            rep.format = job.format;
+            rep.result = *job.settled;
+            (rep.result == Result::failed ? rep.error : rep.reason) = job.why;
+            if (rep.result == Result::failed) report_failure(rep);
+        }
+    }
+
     void work(unsigned worker) {
-        for (size_t i = next_++; i < jobs_.size(); i = next_++) {
+        for (size_t k = next_++; k < pending_.size(); k = next_++) {
+            const size_t i = pending_[k];
             reports_[i] = convert_one(jobs_[i], worker);
             finished_bytes_ += jobs_[i].size;
             current_[worker] = 0;
             show_progress();
-            if (reports_[i].result == Result::failed) {
-                std::lock_guard lock(print_mutex_);
-                if (bar_.enabled()) std::fputs("\r\033[K", stderr);
-                std::fprintf(stderr, "xen-dump-convert: %s\n", reports_[i].error.c_str());
-            }
+            if (reports_[i].result == Result::failed) report_failure(reports_[i]);
         }
+    }
+
+    void report_failure(const FileReport& rep) {
+        std::lock_guard lock(print_mutex_);
+        if (bar_.enabled()) std::fputs("\r\033[K", stderr);
+        std::fprintf(stderr, "xen-dump-convert: %s\n", rep.error.c_str());
+    }
+
+    // Errors from lower layers that do not name the file get its name.
+    static std::string named(const Job& job, std::string error) {
+        const std::string path = job.input.string();
+        return error.find(path) == std::string::npos ? path + ": " + error : error;
     }
 
     void show_progress() {
@@ -88,15 +169,8 @@ private:
     FileReport convert_one(const Job& job, unsigned worker) {
         FileReport rep;
         rep.path = job.input.string();
-        rep.format = "unknown";
+        rep.format = job.format;
         try {
-            auto fmt = legacy::sniff_format(job.input);
-            rep.format = std::string(legacy::to_string(fmt));
-            if (fmt == legacy::InputFormat::v1) {
-                rep.result = Result::skipped;
-                rep.reason = "already current (v1)";
-                return rep;
-            }
             legacy::ConvertOptions co;
             co.system_map = o_.system_map;
             co.allow_inferred = o_.allow_inferred;
@@ -107,7 +181,11 @@ private:
             };
             std::error_code ec;
             if (fs::exists(job.output, ec)) {
-                // A previous run's output: done if it verifies, else leave it alone.
+                // A previous run's output: done if it came from this very
+                // file and verifies; anything else is left alone, and so is
+                // the source.
+                if (auto other = not_from(job.output, job.input); !other.empty())
+                    throw Error(other + "; not overwritten: move it away to convert this file", job.input.string());
                 if (auto bad = verify_output(job.output, job.output); !bad.empty())
                     throw Error(bad, job.input.string());
                 rep.result = Result::skipped;
@@ -139,9 +217,7 @@ private:
             if (rep.result == Result::converted && o_.remove_source) remove_source(job, rep);
         } catch (const std::exception& e) {
             rep.result = Result::failed;
-            rep.error = e.what();
-            // Errors from lower layers that do not name the file get its name.
-            if (rep.error.find(rep.path) == std::string::npos) rep.error = rep.path + ": " + rep.error;
+            rep.error = named(job, e.what());
         }
         return rep;
     }
@@ -149,6 +225,7 @@ private:
     const Options& o_;
     std::vector<Job> jobs_;
     std::vector<FileReport> reports_;
+    std::vector<size_t> pending_;  // jobs to convert (the rest were settled by prepare)
     std::atomic<size_t> next_{0};
     uint64_t total_bytes_ = 0;
     std::atomic<uint64_t> finished_bytes_{0};

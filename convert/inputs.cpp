@@ -1,8 +1,14 @@
 #include "inputs.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
 #include <set>
 
+#include "legacy/byte_source.hpp"
 #include "xendump/fd.hpp"
 
 namespace xendump::convert {
@@ -27,33 +33,114 @@ fs::path output_for(const Options& o, const fs::path& input, const fs::path& rel
     return input.parent_path() / default_output_name(input.filename().string());
 }
 
+// The same file however it was named; the path itself when that cannot be
+// worked out (a symlink loop).
+fs::path identity_key(const fs::path& p) {
+    std::error_code ec;
+    fs::path key = fs::weakly_canonical(fs::absolute(p, ec), ec);
+    return ec ? fs::absolute(p).lexically_normal() : key;
+}
+
+class Collector {
+public:
+    explicit Collector(const Options& o) : o_(o) {}
+
+    // A file or directory named on the command line.
+    void operand(const fs::path& p) {
+        struct stat st {};
+        if (::stat(p.c_str(), &st) != 0) {
+            const int err = errno;
+            if (Job* j = add(p, p.filename())) j->settle(Result::failed, p.string() + ": cannot open: " + std::strerror(err));
+            return;
+        }
+        if (S_ISDIR(st.st_mode)) return walk(p);
+        Job* j = add(p, p.filename());
+        if (!j) return;
+        if (S_ISREG(st.st_mode))
+            j->size = static_cast<uint64_t>(st.st_size);
+        else
+            j->settle(Result::failed, p.string() + ": not a regular file: it is " + legacy::file_kind(st.st_mode) +
+                                          "; only regular files are converted");
+    }
+
+    std::vector<Job> take() { return std::move(jobs_); }
+
+private:
+    void walk(const fs::path& dir) {
+        std::vector<fs::path> found;
+        std::error_code ec;
+        for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+             !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+            if (!skipped_name(it->path())) found.push_back(it->path());
+        std::sort(found.begin(), found.end());
+        for (const auto& f : found) entry(dir, f);
+        if (ec)
+            if (Job* j = add(dir, dir.filename()))
+                j->settle(Result::failed, dir.string() + ": cannot read the directory: " + ec.message());
+    }
+
+    // One entry of a directory: whatever it is, the batch goes on.
+    void entry(const fs::path& dir, const fs::path& f) {
+        struct stat lst {}, st {};
+        if (::lstat(f.c_str(), &lst) != 0 || S_ISDIR(lst.st_mode)) return;  // gone, or walked into
+        const bool followed = ::stat(f.c_str(), &st) == 0;
+        const int err = errno;
+        Job* j = add(f, f.lexically_relative(dir));
+        if (!j) return;
+        if (!followed)
+            j->settle(Result::failed, f.string() + ": cannot follow the symbolic link: " + std::strerror(err));
+        else if (S_ISREG(st.st_mode))
+            j->size = static_cast<uint64_t>(st.st_size);
+        else
+            j->settle(Result::skipped, std::string("not a regular file: it is ") +
+                                           (S_ISLNK(lst.st_mode) ? "a symbolic link to " : "") +
+                                           legacy::file_kind(st.st_mode));
+    }
+
+    // Null when the file was named already (once is enough).
+    Job* add(const fs::path& input, const fs::path& relative) {
+        if (!seen_.insert(identity_key(input)).second) return nullptr;
+        Job& j = jobs_.emplace_back();
+        j.input = input;
+        j.output = output_for(o_, input, relative);
+        return &j;
+    }
+
+    const Options& o_;
+    std::vector<Job> jobs_;
+    std::set<fs::path> seen_;
+};
+
 }  // namespace
 
 std::vector<Job> collect_jobs(const Options& o) {
-    std::vector<Job> jobs;
-    std::set<fs::path> seen;
-    auto add = [&](const fs::path& input, const fs::path& relative) {
-        fs::path key = fs::weakly_canonical(input);
-        if (!seen.insert(key).second) return;
-        std::error_code ec;
-        uint64_t size = fs::is_regular_file(input, ec) ? fs::file_size(input, ec) : 0;
-        jobs.push_back({input, output_for(o, input, relative), ec ? 0 : size});
-    };
-    for (const auto& in : o.inputs) {
-        fs::path p = in;
-        std::error_code ec;
-        if (fs::is_directory(p, ec)) {
-            std::vector<fs::path> found;
-            for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
-                 !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-                if (it->is_regular_file() && !skipped_name(it->path())) found.push_back(it->path());
-            std::sort(found.begin(), found.end());
-            for (const auto& f : found) add(f, fs::relative(f, p));
-        } else {
-            add(p, p.filename());
+    Collector c(o);
+    for (const auto& in : o.inputs) c.operand(in);
+    return c.take();
+}
+
+void refuse_shared_outputs(std::vector<Job>& jobs) {
+    std::map<fs::path, std::vector<size_t>> writers;
+    for (size_t i = 0; i < jobs.size(); ++i)
+        if (!jobs[i].settled) writers[identity_key(jobs[i].output)].push_back(i);
+    for (const auto& [output, who] : writers) {
+        if (who.size() == 1) {
+            Job& j = jobs[who[0]];
+            if (identity_key(j.input) == output)
+                j.settle(Result::failed, j.input.string() + ": the output would be the input itself; choose another with -o or --output-dir");
+            continue;
+        }
+        const bool two = who.size() == 2;
+        for (size_t i : who) {
+            std::string others;
+            for (size_t k : who)
+                if (k != i) others += (others.empty() ? "" : ", ") + jobs[k].input.string();
+            jobs[i].settle(Result::failed, jobs[i].input.string() + ": this file and " + others + " would " +
+                                               (two ? "both" : "all") + " be converted to " + jobs[i].output.string() +
+                                               (two ? "; neither" : "; none of them") +
+                                               " is converted: convert them one at a time with -o");
         }
     }
-    return jobs;
 }
 
 }  // namespace xendump::convert

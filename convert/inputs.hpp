@@ -2,10 +2,12 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "options.hpp"
+#include "report.hpp"
 
 namespace xendump::convert {
 
@@ -13,14 +15,32 @@ struct Job {
     std::filesystem::path input;
     std::filesystem::path output;
     uint64_t size = 0;
+    // Set when the file is settled without converting it: `why` is the
+    // reason (skipped) or the error (failed), one line naming the file.
+    std::optional<Result> settled;
+    std::string why;
+    std::string format = "unknown";  // sniffed before the batch runs
+
+    void settle(Result r, std::string text) {
+        settled = r;
+        why = std::move(text);
+    }
 };
 
 // Expands directories recursively (sorted, hidden temporaries and our own
-// outputs' temporaries skipped). An input that does not exist becomes a Job
-// whose conversion will fail with a clear message.
+// outputs' temporaries skipped). Never waits on and never aborts for one
+// entry: an input that does not exist, cannot be followed (a symlink loop)
+// or is not a regular file becomes a settled Job: failed when the command
+// line named it, skipped when a directory held it (FIFOs, sockets, devices,
+// links to directories), failed when it cannot be examined at all.
 std::vector<Job> collect_jobs(const Options& options);
 
 // NAME.v1.core for NAME or NAME.core.
 std::string default_output_name(const std::string& input_name);
+
+// Settles every job whose output another job would also write (naming all of
+// them: none is converted) or whose output is its own input. Only jobs not
+// yet settled take part.
+void refuse_shared_outputs(std::vector<Job>& jobs);
 
 }  // namespace xendump::convert

@@ -21,7 +21,8 @@ constexpr const char* kHelp =
     "  -o, --output FILE        output file (one input only)\n"
     "      --output-dir DIR     write outputs under DIR, keeping the input names\n"
     "                           (default: NAME.v1.core beside each input)\n"
-    "      --remove-source      delete each source once its output has verified\n"
+    "      --remove-source      delete each source once its output has verified and\n"
+    "                           records it\n"
     "      --no-digests         do not write the digest trailer\n"
     "\n"
     "Page layout of legacy page-list dumps:\n"
@@ -39,7 +40,12 @@ constexpr const char* kHelp =
     "  -h, --help               this text\n"
     "      --version            the version\n"
     "\n"
-    "Exit status: 0 all files converted or skipped, 1 a file failed, 2 usage error.\n";
+    "Files of no known format (sidecars, text) are skipped, not failed. An output\n"
+    "that exists is taken as done only when it records this very source\n"
+    "(SOURCE_ID=: size, mtime, digest), and only then is a source removed.\n"
+    "\n"
+    "Exit status: 0 nothing failed (every file converted or skipped), 1 at least\n"
+    "one file failed, 2 usage error or the batch could not start.\n";
 
 void usage_error(const std::string& msg) {
     std::fprintf(stderr, "xen-dump-convert: %s (see --help)\n", msg.c_str());

@@ -7,13 +7,16 @@
 #include <unistd.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "dump_check.hpp"
 #include "legacy/conversion.hpp"
 #include "legacy_gen.hpp"
 #include "test_support.hpp"
@@ -194,7 +197,12 @@ TEST(Batch, BadInputsFailAloneAndTheBatchGoesOn) {
     make_legacy(dir / "good.core", gen::Variant::pv_page_list, 8, 300, 1);
     make_legacy(dir / "truncated.core", gen::Variant::pv_page_list, 8, 300, 2);
     fs::resize_file(dir / "truncated.core", fs::file_size(dir / "truncated.core") - 5000);
-    gen::write_bytes(dir / "garbage.core", std::vector<std::byte>(10000, std::byte{0x5a}));
+    // An xc_core magic, then garbage: a dump, but a broken one (a file of no
+    // known format at all is skipped: UnrecognisedFilesAreSkippedNotFailed).
+    std::vector<std::byte> garbage(10000, std::byte{0x5a});
+    const uint32_t magic = 0xF00FEBED;
+    std::memcpy(garbage.data(), &magic, sizeof magic);
+    gen::write_bytes(dir / "garbage.core", garbage);
     auto r = run({"xen-dump-convert", "--json", (dir / "truncated.core").string(), (dir / "garbage.core").string(),
                   (dir / "good.core").string()});
     EXPECT_EQ(r.exit_code, 1);
@@ -221,6 +229,215 @@ TEST(Batch, RemoveSourceOnlyAfterVerification) {
     EXPECT_TRUE(verifies(dir / "a.v1.core"));
     EXPECT_TRUE(fs::exists(dir / "notree.core")) << "a failed file's source must stay";
     EXPECT_NE(r.err.find("--allow-inferred-layout"), std::string::npos) << r.err;
+}
+
+// The SOURCE_ID= an output records (empty when none).
+std::string source_id_of(const fs::path& output) {
+    return DumpReader::open(output).domain().get(keys::kSourceId).value_or("");
+}
+
+void set_mtime(const fs::path& p, time_t seconds) {
+    const timespec times[2] = {{seconds, 0}, {seconds, 0}};
+    ASSERT_EQ(utimensat(AT_FDCWD, p.c_str(), times, 0), 0) << p;
+}
+
+// Issue 16.1: web01.core and web01 both map to web01.v1.core. Neither may be
+// taken for the other's conversion, and neither source may go.
+TEST(Batch, TwoInputsOfOneOutputNameAreRefusedAndBothSourcesKept) {
+    TempDir dir;
+    make_legacy(dir / "web01.core", gen::Variant::pv_page_list, 8, 300, 40);
+    make_legacy(dir / "web01", gen::Variant::pv_page_list, 8, 400, 41);
+    auto r = run({"xen-dump-convert", "--remove-source", "--json", dir.path().string()});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(fs::exists(dir / "web01.core"));
+    EXPECT_TRUE(fs::exists(dir / "web01"));
+    EXPECT_FALSE(fs::exists(dir / "web01.v1.core")) << "which of the two would it be?";
+    // Each failure names both inputs and the output they share.
+    auto files = by_path(json_of(r));
+    for (auto [name, other] : {std::pair{"web01.core", "web01"}, std::pair{"web01", "web01.core"}}) {
+        const auto& f = files[(dir / name).string()];
+        EXPECT_EQ(f["result"], "failed") << f.dump();
+        const std::string error = f["error"];
+        EXPECT_TRUE(error.starts_with((dir / name).string() + ": this file and " + (dir / other).string() +
+                                      " would both be converted to " + (dir / "web01.v1.core").string() +
+                                      "; neither is converted"))
+            << error;
+    }
+}
+
+TEST(Batch, TwoInputsOfOneNameIntoAnOutputDirAreRefused) {
+    TempDir dir;
+    fs::create_directories(dir / "a");
+    fs::create_directories(dir / "b");
+    make_legacy(dir / "a/db.core", gen::Variant::pv_page_list, 8, 300, 42);
+    make_xl(dir / "b/db.core", false, 300, 43);
+    make_legacy(dir / "a/other.core", gen::Variant::pv_page_list, 4, 300, 44);
+    auto r = run({"xen-dump-convert", "--remove-source", "--output-dir", (dir / "out").string(),
+                  (dir / "a/db.core").string(), (dir / "b/db.core").string(), (dir / "a/other.core").string()});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(fs::exists(dir / "a/db.core"));
+    EXPECT_TRUE(fs::exists(dir / "b/db.core"));
+    EXPECT_FALSE(fs::exists(dir / "out/db.core"));
+    EXPECT_NE(r.err.find((dir / "a/db.core").string() + ": this file and " + (dir / "b/db.core").string()),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find((dir / "b/db.core").string() + ": this file and " + (dir / "a/db.core").string()),
+              std::string::npos)
+        << r.err;
+    // The rest of the batch is converted as usual.
+    EXPECT_TRUE(verifies(dir / "out/other.core"));
+    EXPECT_FALSE(fs::exists(dir / "a/other.core"));
+}
+
+// An output left by another dump under the same name is not "already
+// converted": neither skipped as done nor a reason to delete the source.
+TEST(Batch, StaleOutputOfAnotherDumpIsNeitherTakenNorAReasonToRemove) {
+    TempDir dir;
+    const fs::path src = dir / "web01.core", out = dir / "web01.v1.core";
+    make_legacy(src, gen::Variant::pv_page_list, 8, 300, 45);
+    set_mtime(src, 1'600'000'000);
+    auto first = run({"xen-dump-convert", "-q", src.string()});
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    const std::string id = source_id_of(out);
+    EXPECT_TRUE(id.starts_with("size=" + std::to_string(fs::file_size(src)) + ";mtime=1600000000.000000000;digest=xxh3-128:"))
+        << id;
+
+    // The same source again: already converted, and then removable.
+    fs::copy_file(src, dir / "keep.bin");
+    auto again = run({"xen-dump-convert", "--json", "--remove-source", src.string()});
+    EXPECT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_EQ(by_path(json_of(again))[src.string()]["reason"], "already converted");
+    EXPECT_FALSE(fs::exists(src));
+
+    // A newer dump of the guest under the old name: the output is not its.
+    make_legacy(src, gen::Variant::pv_page_list, 8, 300, 46);
+    auto newer = run({"xen-dump-convert", "--json", "--remove-source", src.string()});
+    EXPECT_EQ(newer.exit_code, 1) << newer.out;
+    EXPECT_TRUE(fs::exists(src)) << "the newer dump was never converted";
+    const std::string error = by_path(json_of(newer))[src.string()]["error"];
+    EXPECT_NE(error.find("converted from another file"), std::string::npos) << error;
+    EXPECT_NE(error.find("not overwritten"), std::string::npos) << error;
+    EXPECT_EQ(source_id_of(out), id) << "the old output is left alone";
+
+    // The same bytes as the converted dump, but touched since: not shown to be it.
+    fs::remove(src);
+    fs::copy_file(dir / "keep.bin", src);
+    set_mtime(src, 1'600'000'001);
+    auto touched = run({"xen-dump-convert", "--remove-source", src.string()});
+    EXPECT_EQ(touched.exit_code, 1);
+    EXPECT_TRUE(fs::exists(src));
+    EXPECT_NE(touched.err.find("modification time 1600000001.000000000, recorded 1600000000.000000000"),
+              std::string::npos)
+        << touched.err;
+    // Back to the recorded time: it is the source again.
+    set_mtime(src, 1'600'000'000);
+    EXPECT_EQ(run({"xen-dump-convert", "--remove-source", src.string()}).exit_code, 0);
+    EXPECT_FALSE(fs::exists(src));
+}
+
+// A v1 file at the output name that does not say where it came from (a
+// service dump, an older converter's output) proves nothing either.
+TEST(Batch, OutputWithoutASourceIdentityIsNotTakenForTheConversion) {
+    TempDir dir;
+    const fs::path src = dir / "web01.core", out = dir / "web01.v1.core";
+    make_legacy(src, gen::Variant::pv_page_list, 8, 300, 47);
+    std::vector<uint64_t> pfns;
+    for (uint64_t pfn = 0; pfn < 200; ++pfn) pfns.push_back(pfn);
+    PatternPageSource pages(entries_for(pfns, format::GuestType::hvm), 3);
+    write_dump_file(out, make_spec(format::GuestType::hvm, 8, 1), pages);
+    ASSERT_TRUE(verifies(out));
+    auto r = run({"xen-dump-convert", "--remove-source", src.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_TRUE(fs::exists(src));
+    EXPECT_NE(r.err.find("does not record which file it was converted from"), std::string::npos) << r.err;
+}
+
+// Issue 16.9: a FIFO is refused at once (not opened for reading, which waits
+// for a writer forever); the rest of the batch goes on. timeout(1) only
+// bounds the old behaviour.
+TEST(Batch, FifoIsRefusedWithoutWaiting) {
+    TempDir dir;
+    make_legacy(dir / "good.core", gen::Variant::pv_page_list, 8, 300, 48);
+    fs::create_directories(dir / "d");
+    ASSERT_EQ(mkfifo((dir / "named.core").c_str(), 0600), 0);
+    ASSERT_EQ(mkfifo((dir / "d/inside.core").c_str(), 0600), 0);
+    auto r = run({"/usr/bin/timeout", "30", build_program("xen-dump-convert").string(), "--json",
+                  (dir / "named.core").string(), (dir / "good.core").string(), (dir / "d").string()});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find((dir / "named.core").string() + ": not a regular file: it is a FIFO"), std::string::npos)
+        << r.err;
+    auto files = by_path(json_of(r));
+    EXPECT_EQ(files[(dir / "named.core").string()]["result"], "failed");
+    EXPECT_EQ(files[(dir / "good.core").string()]["result"], "converted");
+    // Found in a directory, it is not a dump to convert: skipped, with why.
+    EXPECT_EQ(files[(dir / "d/inside.core").string()]["result"], "skipped");
+    EXPECT_EQ(files[(dir / "d/inside.core").string()]["reason"], "not a regular file: it is a FIFO");
+
+    // A FIFO where the output would go is not opened either.
+    make_legacy(dir / "web01.core", gen::Variant::pv_page_list, 8, 300, 53);
+    ASSERT_EQ(mkfifo((dir / "web01.v1.core").c_str(), 0600), 0);
+    auto out = run({"/usr/bin/timeout", "30", build_program("xen-dump-convert").string(), "--remove-source",
+                    (dir / "web01.core").string()});
+    EXPECT_EQ(out.exit_code, 1) << out.err;
+    EXPECT_NE(out.err.find("exists but is not a regular file: it is a FIFO"), std::string::npos) << out.err;
+    EXPECT_TRUE(fs::exists(dir / "web01.core"));
+}
+
+TEST(Batch, SymlinkLoopFailsItsEntryAndTheBatchGoesOn) {
+    TempDir dir;
+    make_legacy(dir / "a.core", gen::Variant::pv_page_list, 8, 300, 49);
+    make_xl(dir / "b.core", true, 300, 50);
+    fs::create_symlink("loop.core", dir / "loop.core");
+    fs::create_symlink("ping", dir / "pong");
+    fs::create_symlink("pong", dir / "ping");
+    auto r = run({"xen-dump-convert", "--json", dir.path().string()});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    auto files = by_path(json_of(r));
+    for (const char* name : {"loop.core", "ping", "pong"}) {
+        const auto& f = files[(dir / name).string()];
+        EXPECT_EQ(f["result"], "failed") << name;
+        EXPECT_NE(f["error"].get<std::string>().find("cannot follow the symbolic link: Too many levels"),
+                  std::string::npos)
+            << f.dump();
+    }
+    EXPECT_EQ(files[(dir / "a.core").string()]["result"], "converted");
+    EXPECT_EQ(files[(dir / "b.core").string()]["result"], "converted");
+    EXPECT_TRUE(verifies(dir / "a.v1.core"));
+    EXPECT_TRUE(verifies(dir / "b.v1.core"));
+}
+
+// Issue 21.4: sidecars and text beside the dumps are no failures; exit 0
+// says nothing failed, 1 that something did.
+TEST(Batch, UnrecognisedFilesAreSkippedNotFailed) {
+    TempDir dir;
+    make_legacy(dir / "web01.core", gen::Variant::pv_page_list, 8, 300, 51);
+    auto text = [&](const char* name, const std::string& body) {
+        gen::write_bytes(dir / name, std::vector<std::byte>(reinterpret_cast<const std::byte*>(body.data()),
+                                                             reinterpret_cast<const std::byte*>(body.data() + body.size())));
+    };
+    text("web01.core.json", "{\"DOMID\": \"3\", \"NAME\": \"web01\"}\n");
+    text("README.txt", "Old dumps of the web servers, 2009.\n");
+    text("empty", "");
+    auto r = run({"xen-dump-convert", "--json", dir.path().string()});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(r.err, "");
+    auto doc = json_of(r);
+    auto files = by_path(doc);
+    for (const char* name : {"web01.core.json", "README.txt", "empty"}) {
+        const auto& f = files[(dir / name).string()];
+        EXPECT_EQ(f["result"], "skipped") << f.dump();
+        EXPECT_EQ(f["format"], "unknown");
+        EXPECT_NE(f["reason"].get<std::string>().find("not a Xen dump"), std::string::npos) << f.dump();
+    }
+    EXPECT_EQ(files[(dir / "web01.core").string()]["result"], "converted");
+    EXPECT_EQ(doc["summary"]["failed"], 0);
+    EXPECT_EQ(doc["summary"]["skipped"], 3);
+    // A dump that cannot be converted makes it 1; the table says why.
+    make_legacy(dir / "broken.core", gen::Variant::pv_page_list, 8, 300, 52);
+    fs::resize_file(dir / "broken.core", 4096);
+    auto failed = run({"xen-dump-convert", dir.path().string()});
+    EXPECT_EQ(failed.exit_code, 1) << failed.out;
+    EXPECT_NE(failed.out.find("1 failed"), std::string::npos) << failed.out;
 }
 
 TEST(Batch, DryRunWritesNothing) {

@@ -125,6 +125,23 @@ INSTANTIATE_TEST_SUITE_P(
         return name + "_tools" + std::to_string(info.param.width * 8);
     });
 
+// Issue 16.10 end to end: p2m trees with all-~0 leaves, their own and shared.
+TEST(LegacyConversion, PageListWithBalloonedLeavesReadsBack) {
+    for (bool shared : {false, true}) {
+        test::TempDir dir;
+        auto g = gen::make_guest({.width = 8, .nr_pfns = 3000, .seed = 52, .ballooned_leaves = {1, 3, 4},
+                                  .shared_missing_leaf = shared});
+        auto in = dir / "balloon.core";
+        gen::write_bytes(in, gen::make_file(g, {.variant = gen::Variant::pv_page_list, .tool_width = 8}));
+        Plan plan = convert_file(in, dir / "balloon.v1.core", {});
+        EXPECT_FALSE(plan.inferred) << "shared " << shared;
+        DumpReader r = DumpReader::open(dir / "balloon.v1.core");
+        expect_verifies(r);
+        EXPECT_NE(r.domain().get(keys::kLayout).value_or("").find("decided-by=p2m-tree"), std::string::npos);
+        expect_same_pages(r, g, true);
+    }
+}
+
 TEST(LegacyConversion, InferredLayoutRecordedInOutput) {
     test::TempDir dir;
     auto g = gen::make_guest({.width = 8, .nr_pfns = 300, .seed = 50, .p2m_tree = false});

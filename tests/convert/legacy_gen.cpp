@@ -54,6 +54,10 @@ Guest make_guest(const GuestSpec& spec) {
     }
     for (uint64_t h : spec.hole_pfns)
         if (h < n) g.mfn_of_pfn[h] = kNoMfn;
+    const size_t per_page = kPage / spec.width;
+    for (uint64_t l : spec.ballooned_leaves)
+        for (uint64_t pfn = l * per_page; pfn < std::min<uint64_t>(n, (l + 1) * per_page); ++pfn)
+            g.mfn_of_pfn[pfn] = kNoMfn;
     g.page_of_pfn.resize(n);
     for (uint64_t pfn = 0; pfn < n; ++pfn) {
         if (g.mfn_of_pfn[pfn] == kNoMfn) continue;
@@ -76,10 +80,19 @@ Guest make_guest(const GuestSpec& spec) {
         return p;
     };
 
-    size_t per_page = kPage / spec.width;
     uint64_t nr_leaves = (n + per_page - 1) / per_page;
+    auto ballooned = [&](uint64_t l) {
+        return std::find(spec.ballooned_leaves.begin(), spec.ballooned_leaves.end(), l) !=
+               spec.ballooned_leaves.end();
+    };
+    // Every leaf has a page of its own, except ballooned ones when they
+    // share the one missing leaf (filled below like any leaf: all ~0).
     std::vector<uint64_t> leaf_pfns;
-    for (uint64_t l = 0; l < nr_leaves; ++l) leaf_pfns.push_back(take_pfn());
+    uint64_t missing_pfn = kNoMfn;
+    if (spec.shared_missing_leaf && !spec.ballooned_leaves.empty()) missing_pfn = take_pfn();
+    for (uint64_t l = 0; l < nr_leaves; ++l)
+        leaf_pfns.push_back(missing_pfn != kNoMfn && ballooned(l) ? missing_pfn : take_pfn());
+    if (missing_pfn != kNoMfn) g.missing_leaf_mfn = g.mfn_of_pfn[missing_pfn];
     for (uint64_t l = 0; l < nr_leaves; ++l) {
         auto& p = page(leaf_pfns[l]);
         for (size_t i = 0; i < per_page; ++i) {

@@ -21,6 +21,12 @@ struct GuestSpec {
     std::vector<uint64_t> hole_pfns;  // pfns without a page
     bool p2m_tree = true;        // frame-list tree (root, middles) in guest memory
     bool page_tables = false;    // page tables mapping phys_to_machine_mapping (System.map path)
+    // Leaves of the p2m whose whole pfn range was ballooned out (no page):
+    // each one's page holds nothing but ~0 (xenolinux's contiguous array).
+    std::vector<uint64_t> ballooned_leaves = {};
+    // With ballooned_leaves: the frame lists point every such leaf at one
+    // shared all-~0 page instead (pvops' p2m_missing).
+    bool shared_missing_leaf = false;
 };
 
 struct Guest {
@@ -28,6 +34,7 @@ struct Guest {
     std::vector<uint64_t> mfn_of_pfn;                 // kNoMfn for holes
     std::vector<std::vector<std::byte>> page_of_pfn;  // empty for holes
     uint64_t root_mfn = kNoMfn;
+    uint64_t missing_leaf_mfn = kNoMfn;  // the shared all-~0 leaf, when there is one
     uint64_t cr3_mfn = kNoMfn;
     uint64_t p2m_symbol_va = 0;  // address of the pointer `phys_to_machine_mapping`
     uint64_t present() const;

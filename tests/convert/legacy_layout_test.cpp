@@ -75,6 +75,39 @@ TEST_P(Widths, PvPageListFoundByP2mTreeInALargeFile) {
     expect_matches_guest(p, l, g, true);
 }
 
+// The guest's page-list dump, its layout found by the tree, every page right.
+void expect_page_list_found_by_tree(const gen::Guest& g, unsigned w) {
+    auto p = parse(gen::make_file(g, {.variant = gen::Variant::pv_page_list, .tool_width = w}));
+    auto l = decide_layout(*p.src, p.file, {});
+    EXPECT_FALSE(l.inferred);
+    EXPECT_NE(l.layout.find("pv-page-list;decided-by=p2m-tree"), std::string::npos) << l.layout;
+    expect_matches_guest(p, l, g, true);
+}
+
+// A ballooned-out leaf-sized range: xenolinux's contiguous p2m array keeps
+// a page of nothing but ~0 for it, which the frame list still names.
+TEST_P(Widths, PvPageListWithAnAllInvalidLeafOfItsOwn) {
+    unsigned w = GetParam();
+    uint64_t per_leaf = 4096 / w;
+    auto g = gen::make_guest({.width = w, .nr_pfns = 4 * per_leaf + 100, .seed = 20 + w, .hole_pfns = {7},
+                              .ballooned_leaves = {1, 2}});
+    ASSERT_EQ(g.missing_leaf_mfn, gen::kNoMfn);
+    ASSERT_EQ(g.present(), 2 * per_leaf + 100 - 1);
+    expect_page_list_found_by_tree(g, w);
+}
+
+// pvops points every missing leaf at one shared all-~0 page (p2m_missing):
+// its MFN appears once per missing leaf in the frame lists.
+TEST_P(Widths, PvPageListWithASharedMissingLeaf) {
+    unsigned w = GetParam();
+    uint64_t per_leaf = 4096 / w;
+    auto g = gen::make_guest({.width = w, .nr_pfns = 5 * per_leaf + 3, .seed = 30 + w,
+                              .ballooned_leaves = {0, 2, 3}, .shared_missing_leaf = true});
+    ASSERT_NE(g.missing_leaf_mfn, gen::kNoMfn);
+    ASSERT_EQ(g.present(), 2 * per_leaf + 3);
+    expect_page_list_found_by_tree(g, w);
+}
+
 TEST_P(Widths, PvPageListBySystemMapWalk) {
     unsigned w = GetParam();
     test::TempDir dir;

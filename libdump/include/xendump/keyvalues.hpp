@@ -42,6 +42,7 @@ inline constexpr const char* kTime = "TIME";
 inline constexpr const char* kWriter = "WRITER";
 inline constexpr const char* kSource = "SOURCE";
 inline constexpr const char* kLayout = "LAYOUT";
+inline constexpr const char* kSourceId = "SOURCE_ID";  // converted files: size, mtime, digest of the source
 inline constexpr const char* kKernel = "KERNEL";
 inline constexpr const char* kKernelOffset = "KERNELOFFSET";
 }  // namespace keys

@@ -21,13 +21,29 @@ void ByteSource::read(uint64_t offset, std::span<std::byte> out, const char* wha
     read_unchecked(offset, out);
 }
 
+const char* file_kind(unsigned mode) {
+    switch (mode & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a directory";
+    case S_IFIFO: return "a FIFO";
+    case S_IFSOCK: return "a socket";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFLNK: return "a symbolic link";
+    }
+    return "of an unknown kind";
+}
+
 FileByteSource::FileByteSource(std::string path) : path_(std::move(path)) {
-    fd_.reset(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+    // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused
+    // below); on a regular file the flag changes nothing.
+    fd_.reset(::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     if (!fd_) throw_errno("cannot open", path_);
     struct stat st {};
     if (fstat(fd_.get(), &st) != 0) throw_errno("cannot stat", path_);
-    if (!S_ISREG(st.st_mode)) throw Error("not a regular file", path_);
+    if (!S_ISREG(st.st_mode)) throw Error(std::string("not a regular file: it is ") + file_kind(st.st_mode), path_);
     size_ = static_cast<uint64_t>(st.st_size);
+    mtime_ = st.st_mtim;
 }
 
 void FileByteSource::read_unchecked(uint64_t offset, std::span<std::byte> out) const {

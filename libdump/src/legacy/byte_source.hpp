@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <ctime>
 
 #include "xendump/fd.hpp"
 #include "xendump/page_source.hpp"
@@ -30,11 +31,18 @@ protected:
     virtual void read_unchecked(uint64_t offset, std::span<std::byte> out) const = 0;
 };
 
+// "a FIFO", "a directory", "a socket", ... for messages about a file of the
+// wrong kind (st_mode of stat(2)).
+const char* file_kind(unsigned mode);
+
 // Over a regular file, opened read-only (the source is never modified).
+// Anything else (a FIFO, a device, a socket) is refused without blocking.
 class FileByteSource : public ByteSource {
 public:
     explicit FileByteSource(std::string path);
     uint64_t size() const override { return size_; }
+    // Modification time when it was opened (the source's identity).
+    const timespec& mtime() const { return mtime_; }
     const std::string& name() const override { return path_; }
     std::optional<FileRange> file_range(uint64_t offset) const override {
         return FileRange{fd_.get(), offset};
@@ -47,6 +55,7 @@ private:
     std::string path_;
     UniqueFd fd_;
     uint64_t size_ = 0;
+    timespec mtime_{};
 };
 
 // Over bytes in memory (fuzzing, unit tests). Does not own them.

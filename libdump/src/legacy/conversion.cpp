@@ -1,7 +1,6 @@
 #include "legacy/conversion.hpp"
 
 #include <elf.h>
-#include <sys/stat.h>
 
 #include <cstring>
 #include <ctime>
@@ -11,6 +10,7 @@
 #include "legacy/byte_source.hpp"
 #include "legacy/layout.hpp"
 #include "legacy/legacy_page_source.hpp"
+#include "legacy/source_identity.hpp"
 #include "legacy/xc_core.hpp"
 #include "writer/guest_kernel_notes.hpp"
 #include "xendump/error.hpp"
@@ -75,25 +75,24 @@ private:
     std::span<const PageEntry> entries_;
 };
 
-std::string rfc3339_mtime(const fs::path& p) {
-    struct stat st {};
-    if (stat(p.c_str(), &st) != 0) return {};
+std::string rfc3339(time_t t) {
     std::tm tm{};
-    gmtime_r(&st.st_mtime, &tm);
+    gmtime_r(&t, &tm);
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
     return buf;
 }
 
 void common_keys(KeyValues& kv, const fs::path& input, const std::string& source_kind, const std::string& layout,
-                 const ConvertOptions& opt) {
+                 const SourceIdentity& id, const ConvertOptions& opt) {
     kv.set(keys::kReason, std::string(format::to_string(format::Reason::convert)));
     kv.set(keys::kSource, source_kind + ":" + input.filename().string());
     kv.set(keys::kLayout, layout);
+    kv.set(keys::kSourceId, id.value());
     kv.set(keys::kP2m, std::string(format::to_string(format::P2mKind::file)));
     kv.set(keys::kWriter, opt.writer_name + " " XENDUMP_VERSION);
     // The source's modification time is the best known time of the dump.
-    if (auto t = rfc3339_mtime(input); !t.empty()) kv.set(keys::kTime, t);
+    kv.set(keys::kTime, rfc3339(static_cast<time_t>(id.mtime_sec)));
 }
 
 void set_max_pfn(KeyValues& kv, std::span<const PageEntry> entries) {
@@ -104,10 +103,21 @@ void set_max_pfn(KeyValues& kv, std::span<const PageEntry> entries) {
 // pass as in the dumper (NT_PRSTATUS, VMCOREINFO, KERNEL=/KERNELOFFSET=;
 // writer/late_notes.hpp): outputs are always seekable files, so the room the
 // writer reserves is always filled when the source's pages hold a kernel.
-void write_converted(const fs::path& output, DumpSpec& spec, PageSource& pages, const ConvertOptions& opt) {
+//
+// With a check of the output, the source is identified again first: one that
+// changed (or was replaced) while it was read gives an output that is never
+// published, since SOURCE_ID= would not name what it holds.
+void write_converted(const fs::path& input, const SourceIdentity& id, const fs::path& output, DumpSpec& spec,
+                     PageSource& pages, const ConvertOptions& opt) {
     WriteOptions wo;
     wo.digests = opt.digests;
-    wo.check_before_publish = opt.check_output;
+    if (opt.check_output)
+        wo.check_before_publish = [&](const fs::path& unpublished, const PagesReadBack& read_back) {
+            if (auto changed = identify_source(input).difference_from(id); !changed.empty())
+                throw Error("the source changed while it was converted (" + changed + "): output not published",
+                            input.string());
+            opt.check_output(unpublished, read_back);
+        };
     wo.on_progress = opt.on_progress;
     wo.cancel = opt.cancel;
     writer::GuestKernelNotes kernel_notes;
@@ -124,18 +134,19 @@ Plan legacy(const fs::path& input, const fs::path* output, const ConvertOptions&
     if (layout.entries.empty()) throw Error("no page of the dump has a known pfn", input.string());
     if (!output) return plan;
 
+    const SourceIdentity id = identify_source(src);
     DumpSpec spec;
     spec.type = layout.type;
     // A 32-bit tool's context is a 32-bit guest's (Xen <= 3.0.4 had no compat guests).
     spec.guest_width = file.guest_width;
-    common_keys(spec.domain, input, "legacy-xc_core", layout.layout, opt);
+    common_keys(spec.domain, input, "legacy-xc_core", layout.layout, id, opt);
     spec.domain.set(keys::kType, std::string(format::to_string(layout.type)));
     spec.domain.set(keys::kGuestWidth, std::to_string(file.guest_width));
     set_max_pfn(spec.domain, layout.entries);
     for (uint32_t v = 0; v < file.contexts.size(); ++v) spec.vcpus.push_back({v, file.contexts[v]});
     spec.xen_version.pagesize = 4096;
     LegacyPageSource pages(src, file, layout);
-    write_converted(*output, spec, pages, opt);
+    write_converted(input, id, *output, spec, pages, opt);
     return plan;
 }
 
@@ -147,17 +158,18 @@ Plan xen_elf(const fs::path& input, const fs::path* output, const ConvertOptions
     Plan plan{InputFormat::xen_elf, layout, pages.entries().size(), false};
     if (!output) return plan;
 
+    const SourceIdentity id = identify_source(input);
     DumpSpec spec;
     spec.type = reader.type();
     spec.guest_width = reader.guest_width();
-    common_keys(spec.domain, input, "xen-elf-core", layout, opt);
+    common_keys(spec.domain, input, "xen-elf-core", layout, id, opt);
     spec.domain.set(keys::kType, std::string(format::to_string(spec.type)));
     spec.domain.set(keys::kGuestWidth, std::to_string(spec.guest_width));
     set_max_pfn(spec.domain, pages.entries());
     spec.vcpus = reader.vcpus();
     spec.xen_version = reader.xen_version();
     spec.shared_info = reader.shared_info();
-    write_converted(*output, spec, pages, opt);
+    write_converted(input, id, *output, spec, pages, opt);
     return plan;
 }
 

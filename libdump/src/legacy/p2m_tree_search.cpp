@@ -53,11 +53,15 @@ private:
     std::vector<uint64_t> entries_;
 };
 
-// Shape of one page: a p2m leaf (dumped MFNs or ~0, at least one MFN) and/or
-// an MFN list (k >= 1 dumped MFNs, then only 0 or ~0).
+// Shape of one page: a p2m leaf (dumped MFNs or ~0, at least one MFN), an
+// empty leaf (nothing but ~0: a ballooned-out range of xenolinux's p2m array,
+// or pvops' p2m_missing page that every missing leaf shares) and/or an MFN
+// list (k >= 1 dumped MFNs, then only 0 or ~0).
 struct Shape {
     bool leaf = false;
+    bool empty_leaf = false;
     uint32_t list_len = 0;
+    bool any_leaf() const { return leaf || empty_leaf; }
 };
 
 Shape classify(std::span<const uint64_t> e, const MfnSlots& slots) {
@@ -82,6 +86,7 @@ Shape classify(std::span<const uint64_t> e, const MfnSlots& slots) {
         }
     }
     s.leaf = leaf && mfns > 0;
+    s.empty_leaf = leaf && mfns == 0;  // nothing but ~0
     s.list_len = (prefix > 0 && tail_empty) ? static_cast<uint32_t>(prefix) : 0;
     return s;
 }
@@ -135,7 +140,9 @@ TreeSearchResult find_p2m_tree(const ByteSource& src, const XcCoreFile& f, const
             const auto e = pages.load(*slots.slot_of(m));
             for (size_t i = 0; i < shape_of(m)->list_len && fits; ++i) {
                 const Shape* s = shape_of(e[i]);
-                if (!s || !s->leaf) fits = false;
+                // An empty leaf names no frame, but its place in the tree
+                // still counts: the pfns it covers must have no page.
+                if (!s || !s->any_leaf()) fits = false;
                 leaves.push_back(e[i]);
             }
             if (!fits) break;
@@ -145,6 +152,9 @@ TreeSearchResult find_p2m_tree(const ByteSource& src, const XcCoreFile& f, const
         PfnCollector collect(index, slots);
         bool ok = true;
         for (size_t l = 0; l < leaves.size() && ok; ++l) {
+            // An empty leaf adds nothing: pvops' tree may name its one
+            // missing leaf hundreds of thousands of times.
+            if (shape_of(leaves[l])->empty_leaf) continue;
             const auto e = pages.load(*slots.slot_of(leaves[l]));  // every leaf was found above
             for (size_t i = 0; i < per_page && ok; ++i)
                 if (e[i] != kInvalidEntry) ok = collect.add(l * per_page + i, e[i]);

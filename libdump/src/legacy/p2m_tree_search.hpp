@@ -2,7 +2,9 @@
 // dump by its shape (spec legacy-formats.md §A.1), the way memory analysers
 // find kernel tables: a root page whose entries are MFNs of dumped pages,
 // whose entries are MFNs of dumped pages ("frame lists"), whose entries are
-// the guest's MFNs or ~0 (the p2m array itself). This is Linux's
+// the guest's MFNs or ~0 (the p2m array itself). A leaf of nothing but ~0 is
+// a leaf too: a ballooned-out range of xenolinux's array, or pvops' one
+// p2m_missing page that every missing leaf names. This is Linux's
 // pfn_to_mfn_frame_list_list -> pfn_to_mfn_frame_list[] -> phys_to_machine_mapping.
 #pragma once
 
