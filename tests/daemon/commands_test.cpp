@@ -1,7 +1,11 @@
-// `xen-dumpd --domain` (a one-shot dump, by itself when no service runs)
-// against a simulated host, and `xen-dumpctl list` on what it wrote: only
+// The programs on names, directories and configuration files: `xen-dumpd
+// --domain` (a one-shot dump, by itself when no service runs) and the service
+// against a simulated host, and `xen-dumpctl list` on what they wrote. Only
 // the programs are used, so these run against any version of them.
 #include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -91,6 +95,58 @@ TEST_F(OneShot, HostileNamesAreDumpedVisiblyAndListedEscaped) {
     auto text = xendump::test::run({"xen-dumpctl", "list", "--config", config_.string(), "--dump-dir", dumps_.string()});
     EXPECT_EQ(text.out.find('\x1b'), std::string::npos) << text.out;
     EXPECT_NE(text.out.find("evil\\n\\x1b[31mred"), std::string::npos) << text.out;
+}
+
+// The service, with `config_text` as its configuration file.
+struct Service {
+    TempDir tmp;
+    std::filesystem::path host = tmp / "host";
+    std::filesystem::path dumps = tmp / "dumps";
+    std::unique_ptr<xendump::test::ServiceProcess> service;
+
+    explicit Service(const std::string& config_text) {
+        xendump::test::create_sim_host(host, {{7, "web01", "00000000-0000-4000-8000-000000000007", 64}});
+        service = std::make_unique<xendump::test::ServiceProcess>(tmp.path(), host, dumps, config_text);
+    }
+    int max_parallel() {
+        auto r = xendump::test::run({"xen-dumpctl", "status", "--json", "--socket", service->socket().string()});
+        auto j = nlohmann::json::parse(r.out, nullptr, false);
+        return j.is_object() ? j.value("max_parallel", -1) : -1;
+    }
+};
+
+TEST(ServiceConfig, SighupWithADirectoryAsConfigFileKeepsTheRunningOne) {
+    Service s("[Dump]\nMaxParallel=2\n");
+    s.service->start();
+    ASSERT_TRUE(s.service->wait_ready()) << s.service->log();
+    ASSERT_EQ(s.max_parallel(), 2);
+    std::filesystem::remove(s.service->config_file());
+    std::filesystem::create_directory(s.service->config_file());
+    s.service->signal(SIGHUP);
+    ASSERT_TRUE(xendump::test::wait_until([&] {
+        return s.service->log().find("keeping the old configuration") != std::string::npos;
+    })) << s.service->log();
+    EXPECT_NE(s.service->log().find("directory"), std::string::npos) << s.service->log();
+    EXPECT_EQ(s.max_parallel(), 2) << "the defaults were loaded from a directory";
+}
+
+TEST(ServiceConfig, NamedConfigFileThatIsMissingStopsTheStart) {
+    Service s("");
+    std::filesystem::remove(s.service->config_file());
+    s.service->start();
+    EXPECT_FALSE(s.service->wait_ready(std::chrono::seconds(5))) << "started with the defaults";
+    EXPECT_NE(s.service->log().find(s.service->config_file().string()), std::string::npos) << s.service->log();
+}
+
+TEST(ServiceConfig, ExistingDumpDirIsMadePrivate) {
+    Service s("[Dump]\n");
+    std::filesystem::create_directory(s.dumps);
+    ASSERT_EQ(::chmod(s.dumps.c_str(), 0755), 0);
+    s.service->start();
+    ASSERT_TRUE(s.service->wait_ready()) << s.service->log();
+    struct stat st {};
+    ASSERT_EQ(::stat(s.dumps.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0700u);
 }
 
 }  // namespace
