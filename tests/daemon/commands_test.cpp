@@ -104,8 +104,8 @@ struct Service {
     std::filesystem::path dumps = tmp / "dumps";
     std::unique_ptr<xendump::test::ServiceProcess> service;
 
-    explicit Service(const std::string& config_text) {
-        xendump::test::create_sim_host(host, {{7, "web01", "00000000-0000-4000-8000-000000000007", 64}});
+    explicit Service(const std::string& config_text, const std::string& name = "web01", uint64_t per_page_ns = 0) {
+        xendump::test::create_sim_host(host, {{7, name, "00000000-0000-4000-8000-000000000007", 2048, per_page_ns}});
         service = std::make_unique<xendump::test::ServiceProcess>(tmp.path(), host, dumps, config_text);
     }
     int max_parallel() {
@@ -147,6 +147,23 @@ TEST(ServiceConfig, ExistingDumpDirIsMadePrivate) {
     struct stat st {};
     ASSERT_EQ(::stat(s.dumps.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 07777, 0700u);
+}
+
+TEST(ServiceConfig, StatusEscapesTheNameOfARunningDump) {
+    Service s("[Dump]\n", "evil\n\x1b[31mred", 1000000);  // 1 ms a page: the dump runs for a while
+    s.service->start();
+    ASSERT_TRUE(s.service->wait_ready()) << s.service->log();
+    xendump::test::sim({"crash", s.host.string(), "7"});
+    xendump::test::RunResult text;
+    ASSERT_TRUE(xendump::test::wait_until([&] {
+        text = xendump::test::run({"xen-dumpctl", "status", "--socket", s.service->socket().string()});
+        return text.out.find("running") != std::string::npos;
+    })) << text.out << text.err << s.service->log();
+    EXPECT_EQ(text.out.find('\x1b'), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("evil\\n\\x1b[31mred"), std::string::npos) << text.out;
+    // The log line of the crash, too.
+    EXPECT_EQ(s.service->log().find('\x1b'), std::string::npos) << s.service->log();
+    EXPECT_NE(s.service->log().find("evil\\n\\x1b[31mred"), std::string::npos) << s.service->log();
 }
 
 }  // namespace
