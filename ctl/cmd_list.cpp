@@ -1,6 +1,7 @@
 // xen-dumpctl list [--json]: the dumps in the dump directory, oldest first,
 // from their sidecars (like coredumpctl list): time, domain, reason, size,
-// result. Refused and failed dumps appear too; they have no file.
+// result. Refused and failed dumps appear too; they have no file. Text from
+// the sidecars is escaped for the terminal (escape_text).
 #include <cstdio>
 #include <ctime>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include "dump_dir.hpp"
 #include "options.hpp"
 #include "service_options.hpp"
+#include "xendump/text.hpp"
 
 namespace xendump::ctl {
 
@@ -67,11 +69,12 @@ int cmd_list(Args args) {
             }
             out.push_back(j);
         }
-        std::cout << out.dump(2) << "\n";
+        // Strings that are not UTF-8 (a guest's name may be any bytes) get U+FFFD.
+        std::cout << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
         return cli::kExitOk;
     }
     if (entries.empty()) {
-        std::printf("No dumps in %s.\n", sa.config.dump_dir.c_str());
+        std::printf("No dumps in %s.\n", escape_text(sa.config.dump_dir.string()).c_str());
         return cli::kExitOk;
     }
     std::printf("%-19s  %-16s %5s  %-8s %10s  %-9s %s\n", "TIME (UTC)", "DOMAIN", "ID", "REASON", "SIZE", "RESULT",
@@ -82,8 +85,10 @@ int cmd_list(Args args) {
         std::string reason = e.info ? e.info->reason : "-";
         std::string result = e.info ? daemon::to_string(e.info->result) : "unknown";
         std::string file = std::filesystem::exists(e.dump, ec) ? e.dump.filename().string() : "(none)";
-        std::printf("%-19s  %-16s %5s  %-8s %10s  %-9s %s\n", utc_time(e.time).c_str(), domain.c_str(), id.c_str(),
-                    reason.c_str(), cli::human_bytes(e.bytes_on_disk).c_str(), result.c_str(), file.c_str());
+        // Guest names and file names may hold anything: escaped (escape_text).
+        std::printf("%-19s  %-16s %5s  %-8s %10s  %-9s %s\n", utc_time(e.time).c_str(),
+                    escape_text(domain).c_str(), id.c_str(), escape_text(reason).c_str(),
+                    cli::human_bytes(e.bytes_on_disk).c_str(), result.c_str(), escape_text(file).c_str());
     }
     return cli::kExitOk;
 }

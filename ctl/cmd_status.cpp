@@ -7,6 +7,7 @@
 #include "control_protocol.hpp"
 #include "options.hpp"
 #include "service_options.hpp"
+#include "xendump/text.hpp"
 
 namespace xendump::ctl {
 
@@ -46,8 +47,8 @@ int cmd_status(Args args) {
         uint64_t done = j.value("bytes_done", uint64_t{0}), total = j.value("bytes_total", uint64_t{0});
         std::string progress = total ? std::to_string(done * 100 / total) + "% of " + cli::human_bytes(total) : "-";
         std::printf("%5llu  %-8s %-16s %5u  %-8s %s\n", static_cast<unsigned long long>(j.value("id", uint64_t{0})),
-                    j.value("state", "").c_str(), j.value("domain", "").c_str(), j.value("domid", 0u),
-                    j.value("reason", "").c_str(), progress.c_str());
+                    j.value("state", "").c_str(), escape_text(j.value("domain", "")).c_str(), j.value("domid", 0u),
+                    j.value("reason", "").c_str(), progress.c_str());  // a guest's name may hold anything
     }
     return cli::kExitOk;
 }

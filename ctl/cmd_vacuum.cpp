@@ -1,6 +1,7 @@
-// xen-dumpctl vacuum: apply MaxUse=, KeepFree=, KeepPerDomain= and MaxAge=
-// to the dump directory now, oldest dumps first. Dumps being written are
-// invisible temporaries, so they are never touched.
+// xen-dumpctl vacuum [--dry-run]: apply MaxUse=, KeepFree=, KeepPerDomain=
+// and MaxAge= to the dump directory now, manual dumps before crash dumps,
+// oldest first (see retention.hpp). Dumps being written are invisible
+// temporaries, so they are never touched. The directory is never created.
 #include <cstdio>
 
 #include "cli.hpp"
@@ -9,28 +10,39 @@
 #include "journal_log.hpp"
 #include "options.hpp"
 #include "service_options.hpp"
+#include "xendump/text.hpp"
 
 namespace xendump::ctl {
 
 namespace {
-constexpr std::string_view kUsage = "xen-dumpctl vacuum [--config FILE] [--dump-dir DIR]";
+constexpr std::string_view kUsage = "xen-dumpctl vacuum [--dry-run] [--config FILE] [--dump-dir DIR]";
 }
 
 int cmd_vacuum(Args args) {
-    auto sa = parse_service_args(args);
+    auto sa = parse_service_args(args, BadConfig::refuse);
     if (!sa.error.empty()) return usage_error("vacuum", sa.error, kUsage);
-    auto p = parse_args(sa.args(), {});
+    auto p = parse_args(sa.args(), {"--dry-run"});
     if (p.help) {
-        std::printf("usage: %.*s\n\nRemove the oldest dumps until the storage limits of the configuration hold.\n",
+        std::printf("usage: %.*s\n\nRemove dumps until the storage limits of the configuration hold: manual dumps\n"
+                    "before crash dumps, oldest first.\n\n"
+                    "  --dry-run        print what would be removed, remove nothing\n"
+                    "  --config FILE    the service's configuration file\n"
+                    "  --dump-dir DIR   the dump directory (must exist)\n",
                     static_cast<int>(kUsage.size()), kUsage.data());
         return cli::kExitOk;
     }
     if (!p.error.empty()) return usage_error("vacuum", p.error, kUsage);
     if (!p.operands.empty()) return usage_error("vacuum", "no operands expected", kUsage);
+    // Removing dumps by limits that are not the configured ones loses dumps.
+    if (!sa.config_error.empty()) {
+        std::fprintf(stderr, "xen-dumpctl vacuum: not removing anything: %s\n", sa.config_error.c_str());
+        return cli::kExitFailure;
+    }
+    const bool dry_run = p.has("--dry-run");
     daemon::log_set_enabled(false);  // we print what goes
-    auto removed = daemon::vacuum_dump_dir(sa.config);
-    for (const auto& r : removed) std::printf("removed %s\n", r.c_str());
-    if (removed.empty()) std::printf("Nothing to remove in %s.\n", sa.config.dump_dir.c_str());
+    auto removed = dry_run ? daemon::plan_vacuum(sa.config) : daemon::vacuum_dump_dir(sa.config);
+    for (const auto& r : removed) std::printf("%s %s\n", dry_run ? "would remove" : "removed", escape_text(r).c_str());
+    if (removed.empty()) std::printf("Nothing to remove in %s.\n", escape_text(sa.config.dump_dir.string()).c_str());
     return cli::kExitOk;
 }
 

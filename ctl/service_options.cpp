@@ -8,7 +8,7 @@
 
 namespace xendump::ctl {
 
-ServiceArgs parse_service_args(Args args) {
+ServiceArgs parse_service_args(Args args, BadConfig bad) {
     ServiceArgs out;
     std::filesystem::path config_file = daemon::default_config_file();
     daemon::ConfigOverrides overrides;
@@ -40,8 +40,10 @@ ServiceArgs parse_service_args(Args args) {
     } catch (const Error& e) {
         // A broken file must not stop `status` or `list` (the service keeps
         // its old configuration on SIGHUP too): say so and use the defaults.
-        std::fprintf(stderr, "xen-dumpctl: warning: ignoring the configuration: %s\n", e.what());
+        out.config_error = e.what();
         out.config = daemon::Config::defaults();
+        if (bad == BadConfig::warn)
+            std::fprintf(stderr, "xen-dumpctl: warning: ignoring the configuration: %s\n", e.what());
     }
     overrides.apply(out.config);
     return out;

@@ -15,11 +15,17 @@ struct ServiceArgs {
     daemon::Config config;
     std::vector<char*> rest;  // the other arguments, for parse_args()
     std::string error;        // usage error
+    std::string config_error; // the configuration could not be loaded (config holds the defaults)
     Args args() const { return Args(rest.data(), rest.size()); }
 };
 
-// A bad configuration file is reported on stderr and the defaults are used.
-ServiceArgs parse_service_args(Args args);
+// What to do with a configuration that cannot be loaded (a bad line, a
+// --config FILE that is missing or not a file): commands that only read (list,
+// status, cancel) warn on stderr and go on with the defaults; a command that
+// removes dumps (vacuum) refuses. Either way config_error says why and config
+// holds the defaults.
+enum class BadConfig { warn, refuse };
+ServiceArgs parse_service_args(Args args, BadConfig bad = BadConfig::warn);
 
 inline constexpr const char* kServiceOptionsUsage = "[--config FILE] [--dump-dir DIR] [--socket PATH]";
 

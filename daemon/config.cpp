@@ -64,7 +64,16 @@ const std::map<std::string, Setter>& setters() {
     return table;
 }
 
+// A configuration file must be a regular file (or a link to one): a directory
+// opens and reads as empty, which would silently mean "all defaults".
 std::string read_file(const std::filesystem::path& path) {
+    std::error_code ec;
+    auto status = std::filesystem::status(path, ec);
+    if (ec) throw Error("cannot read configuration file: " + ec.message(), path.string());
+    if (!std::filesystem::is_regular_file(status))
+        throw Error(std::string("not a configuration file: ") +
+                        (std::filesystem::is_directory(status) ? "a directory" : "not a regular file"),
+                    path.string());
     std::ifstream in(path);
     if (!in) throw Error("cannot read configuration file", path.string());
     std::ostringstream ss;
@@ -129,9 +138,17 @@ void apply_config_text(Config& config, const std::string& text, const std::strin
 }
 
 Config load_config(const std::filesystem::path& main_file) {
+    return load_config(main_file, main_file == default_config_file() ? MissingConfig::defaults : MissingConfig::error);
+}
+
+Config load_config(const std::filesystem::path& main_file, MissingConfig missing) {
     Config config = Config::defaults();
     std::error_code ec;
-    if (std::filesystem::exists(main_file, ec)) apply_config_text(config, read_file(main_file), main_file.string());
+    // symlink_status: a dangling link is a file named but missing, not absent.
+    if (std::filesystem::symlink_status(main_file, ec).type() != std::filesystem::file_type::not_found)
+        apply_config_text(config, read_file(main_file), main_file.string());
+    else if (missing == MissingConfig::error)
+        throw Error("no such configuration file", main_file.string());
     auto dir = drop_in_dir(main_file);
     if (std::filesystem::is_directory(dir, ec)) {
         std::vector<std::filesystem::path> drop_ins;
@@ -145,7 +162,10 @@ Config load_config(const std::filesystem::path& main_file) {
 
 void ConfigOverrides::apply(Config& config) const {
     if (host) config.host = *host;
-    if (dump_dir) config.dump_dir = *dump_dir;
+    if (dump_dir) {
+        config.dump_dir = *dump_dir;
+        config.dump_dir_origin = DumpDirOrigin::command_line;
+    }
     if (control_socket) config.control_socket = *control_socket;
 }
 

@@ -18,8 +18,15 @@ namespace xendump::daemon {
 
 enum class OnCrash { preserve, destroy };
 
+// Where the dump directory was named: the service's own (DumpDir= or the
+// default) may be created and is kept at mode 0700; one named on the command
+// line (--dump-dir of a one-shot dump or of xen-dumpctl) must exist and is
+// used as it is. (The service itself treats its --dump-dir as its own.)
+enum class DumpDirOrigin { configured, command_line };
+
 struct Config {
     std::filesystem::path dump_dir;        // DumpDir=, default XENDUMP_DEFAULT_DUMP_DIR
+    DumpDirOrigin dump_dir_origin = DumpDirOrigin::configured;
     std::string host;                      // Host=, empty: $XEN_DUMP_HOST or "xen"
     std::filesystem::path control_socket;  // ControlSocket=, default XENDUMP_DEFAULT_CONTROL_SOCKET
     std::string control_group;             // ControlGroup=, empty: root only
@@ -42,14 +49,23 @@ std::filesystem::path drop_in_dir(const std::filesystem::path& main_file);
 // Throws Error("ORIGIN:LINE: ...").
 void apply_config_text(Config& config, const std::string& text, const std::string& origin);
 
-// Defaults, then `main_file` (a missing main file is fine), then its drop-ins.
-// Throws Error("FILE:LINE: ...") for the first bad line.
+// What a missing main file means: the defaults (only for the default path,
+// which need not exist), or an error (a file named with --config).
+enum class MissingConfig { defaults, error };
+
+// Defaults, then `main_file`, then its drop-ins. Throws Error("FILE:LINE:
+// ...") for the first bad line, and Error naming the file when it (or a
+// drop-in) is not a regular file or cannot be read, or is missing and
+// `missing` is MissingConfig::error.
+Config load_config(const std::filesystem::path& main_file, MissingConfig missing);
+// The same, with MissingConfig::defaults for default_config_file() and
+// MissingConfig::error for any other path.
 Config load_config(const std::filesystem::path& main_file);
 
 // Command-line options override the files.
 struct ConfigOverrides {
     std::optional<std::string> host;
-    std::optional<std::filesystem::path> dump_dir;
+    std::optional<std::filesystem::path> dump_dir;  // DumpDirOrigin::command_line
     std::optional<std::filesystem::path> control_socket;
     void apply(Config& config) const;
 };

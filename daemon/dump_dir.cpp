@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <ctime>
 
 #include "config.hpp"
 #include "journal_log.hpp"
@@ -29,13 +31,47 @@ uint64_t disk_bytes(const fs::path& p, int64_t* mtime = nullptr) {
 
 }  // namespace
 
-void ensure_dump_dir(const fs::path& dir) {
+void ensure_dump_dir(const fs::path& dir, DumpDirOrigin origin) {
+    struct stat st {};
+    bool exists = ::stat(dir.c_str(), &st) == 0;
+    if (!exists && errno != ENOENT) throw_errno("cannot use dump directory", dir.string());
+    if (exists && !S_ISDIR(st.st_mode)) throw Error("dump directory is not a directory", dir.string());
+    if (origin == DumpDirOrigin::command_line) {
+        if (!exists)
+            throw Error("no such dump directory (a directory given with --dump-dir must exist; only the configured "
+                        "DumpDir= is created)",
+                        dir.string());
+        return;
+    }
+    if (exists) {
+        if ((st.st_mode & 07777) == 0700) return;
+        if (::chmod(dir.c_str(), 0700) != 0) throw_errno("cannot set mode 0700 of dump directory", dir.string());
+        char was[8];
+        std::snprintf(was, sizeof was, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+        log_message(LogLevel::notice, "dump directory " + dir.string() + " had mode " + was + "; set to 0700",
+                    {{"DUMP_DIR", dir.string()}});
+        return;
+    }
     std::error_code ec;
-    if (fs::is_directory(dir, ec)) return;
     fs::create_directories(dir.parent_path(), ec);
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw_errno("cannot create dump directory", dir.string());
     // mkdir obeys the umask; say exactly what we mean.
     if (::chmod(dir.c_str(), 0700) != 0) throw_errno("cannot set mode of dump directory", dir.string());
+}
+
+bool is_leftover(const fs::path& dir, const std::string& name) {
+    // AtomicFile's temporaries are NAME.XXXXXX (mkstemp letters and digits
+    // after the last '.'), so a finished dump or sidecar never ends like one,
+    // even when an older version named it after a guest called ".xendump-tmp.".
+    if (name.starts_with(AtomicFile::kTempPrefix))
+        return !name.ends_with(kDumpSuffix) && !name.ends_with(kSidecarSuffix);
+    // The room held for a sidecar has the dump's name and never a sidecar of its own.
+    if (name.starts_with(kSidecarRoomPrefix)) {
+        std::error_code ec;
+        return name.ends_with(kDumpSuffix) &&
+               fs::symlink_status(sidecar_path(dir / name), ec).type() == fs::file_type::not_found;
+    }
+    return false;
 }
 
 std::vector<DumpEntry> scan_dump_dir(const fs::path& dir) {
@@ -48,7 +84,7 @@ std::vector<DumpEntry> scan_dump_dir(const fs::path& dir) {
     std::sort(names.begin(), names.end());
     for (const auto& p : names) {
         std::string n = p.filename().string();
-        if (n.starts_with(".")) continue;
+        if (is_leftover(dir, n)) continue;
         DumpEntry entry;
         if (n.ends_with(kSidecarSuffix)) {
             entry.sidecar = p;
@@ -91,6 +127,7 @@ std::vector<StoredDump> to_stored(const std::vector<DumpEntry>& entries, const f
         s.time = e.time;
         s.bytes = e.bytes_on_disk;
         s.in_use = !in_use.empty() && e.dump == in_use;
+        s.crash = e.info && e.info->reason == "crash" && e.info->result == DumpOutcome::ok;
         out.push_back(std::move(s));
     }
     return out;
@@ -116,20 +153,53 @@ std::vector<std::string> clean_temporaries(const fs::path& dir) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
         std::string n = e.path().filename().string();
-        bool leftover = n.starts_with(AtomicFile::kTempPrefix) || n.starts_with(kSidecarRoomPrefix);
-        if (leftover && fs::remove(e.path(), ec)) removed.push_back(n);
+        if (is_leftover(dir, n) && fs::remove(e.path(), ec)) removed.push_back(n);
     }
     return removed;
+}
+
+std::string encode_file_name_part(std::string_view name) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    std::string out;
+    for (size_t i = 0; i < name.size(); ++i) {
+        const auto c = static_cast<unsigned char>(name[i]);
+        bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '+' || ((c == '-' || c == '.') && i > 0);
+        size_t len = keep ? 1 : 3;
+        if (out.size() + len > kMaxEncodedName) break;
+        if (keep) {
+            out += static_cast<char>(c);
+        } else {
+            out += '%';
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+        }
+    }
+    return out;
+}
+
+std::string dump_file_name(const std::string& domain_name, uint32_t domid, int64_t unix_time) {
+    std::time_t t = static_cast<std::time_t>(unix_time);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    std::string part = domain_name.empty() ? std::string("domain") : encode_file_name_part(domain_name);
+    return part + "-" + std::to_string(domid) + "-" + stamp + std::string(kDumpSuffix);
 }
 
 fs::path unique_dump_path(const fs::path& dir, const std::string& base_name) {
     std::string stem = base_name;
     if (stem.ends_with(kDumpSuffix)) stem.erase(stem.size() - kDumpSuffix.size());
-    std::error_code ec;
+    // lstat, not stat: a dangling symbolic link is a taken name.
+    auto taken = [](const fs::path& p) {
+        std::error_code ec;
+        return fs::symlink_status(p, ec).type() != fs::file_type::not_found;
+    };
     for (unsigned n = 0; n < 100000; ++n) {
         std::string name = n == 0 ? stem : stem + "-" + std::to_string(n);
         fs::path p = dir / (name + std::string(kDumpSuffix));
-        if (!fs::exists(p, ec) && !fs::exists(sidecar_path(p), ec)) return p;
+        if (!taken(p) && !taken(sidecar_path(p))) return p;
     }
     throw Error("no free dump name", (dir / base_name).string());
 }
@@ -145,14 +215,18 @@ void remove_dumps(const std::vector<std::string>& ids, const std::string& why) {
     }
 }
 
-std::vector<std::string> vacuum_dump_dir(const Config& config, const fs::path& in_use) {
-    ensure_dump_dir(config.dump_dir);
+std::vector<std::string> plan_vacuum(const Config& config, const fs::path& in_use) {
     int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
                       std::chrono::system_clock::now().time_since_epoch()).count();
-    auto decision = decide_retention(to_stored(scan_dump_dir(config.dump_dir), in_use), limits_of(config),
-                                     filesystem_space(config.dump_dir), now, 0);
-    remove_dumps(decision.remove, "storage limits");
-    return decision.remove;
+    // scan_dump_dir first: it names a missing directory, statvfs would not say which.
+    auto stored = to_stored(scan_dump_dir(config.dump_dir), in_use);
+    return decide_retention(stored, limits_of(config), filesystem_space(config.dump_dir), now, 0).remove;
+}
+
+std::vector<std::string> vacuum_dump_dir(const Config& config, const fs::path& in_use) {
+    auto remove = plan_vacuum(config, in_use);
+    remove_dumps(remove, "storage limits");
+    return remove;
 }
 
 }  // namespace xendump::daemon

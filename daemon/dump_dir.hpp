@@ -1,4 +1,4 @@
-// The dump directory on disk: created 0700, scanned into StoredDump records
+// The dump directory on disk: created 0700 (the service's own), scanned into StoredDump records
 // for the retention policy, cleaned of leftover temporaries, and the place
 // where new dump names are chosen (never overwriting).
 #pragma once
@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "config.hpp"
 #include "retention.hpp"
 #include "sidecar.hpp"
 
@@ -24,11 +26,22 @@ struct DumpEntry {
     uint64_t bytes_on_disk = 0;     // dump + sidecar, st_blocks * 512
 };
 
-// Creates the directory (and parents) with mode 0700 when missing.
-void ensure_dump_dir(const std::filesystem::path& dir);
+// The service's own directory (DumpDir=, or its default) is created with its
+// parents when missing and kept at mode 0700 (an existing one with another
+// mode is set back to 0700). A directory named on the command line
+// (--dump-dir) must already exist: nothing is created or changed there, so a
+// mistyped name fails instead of receiving guest memory.
+void ensure_dump_dir(const std::filesystem::path& dir, DumpDirOrigin origin);
+inline void ensure_dump_dir(const Config& config) { ensure_dump_dir(config.dump_dir, config.dump_dir_origin); }
 
-// Every dump ("*.core") and sidecar ("*.core.json") in `dir`, oldest first.
+// Every dump ("*.core") and sidecar ("*.core.json") in `dir`, oldest first:
+// everything but the temporaries of writers (see is_leftover), hidden names
+// included (older versions wrote guest names starting with '.' as they were).
 std::vector<DumpEntry> scan_dump_dir(const std::filesystem::path& dir);
+
+// Whether `name` in `dir` is a temporary of a writer (a dump or sidecar being
+// written, or the room held for a sidecar) rather than a finished dump.
+bool is_leftover(const std::filesystem::path& dir, const std::string& name);
 
 std::vector<StoredDump> to_stored(const std::vector<DumpEntry>& entries,
                                   const std::filesystem::path& in_use = {});
@@ -38,24 +51,43 @@ FilesystemSpace filesystem_space(const std::filesystem::path& dir);
 // Removes a dump and its sidecar. Returns the bytes freed.
 uint64_t remove_dump(const std::filesystem::path& id);
 
-// Removes ".xendump-tmp.*" leftovers of writers killed mid-dump; returns their names.
+// Removes the leftovers (is_leftover) of writers killed mid-dump; returns their names.
 std::vector<std::string> clean_temporaries(const std::filesystem::path& dir);
 
 // Prefix of the space a running dump holds for its sidecar (see dump_job.cpp);
 // a leftover after a crash of the service is removed by clean_temporaries().
 inline constexpr const char* kSidecarRoomPrefix = ".xendump-room.";
 
+// A guest name as it appears in a dump's file name: the bytes A-Z a-z 0-9 _ +
+// and '-' (but not first) and '.' (but not first) as they are, every other
+// byte as %XX (upper-case hex), so that distinct names give distinct file
+// names, none is hidden or taken for a temporary, and none holds '/', a
+// control character or an escape sequence. Longer than kMaxEncodedName bytes,
+// it is cut (never inside a %XX); the sidecar and the dump's NT_XEN_DOMAIN note
+// keep the name as it is.
+std::string encode_file_name_part(std::string_view name);
+inline constexpr size_t kMaxEncodedName = 128;
+
+// ENCODED-DOMID-YYYYMMDDTHHMMSSZ.core (UTC), ENCODED from encode_file_name_part
+// ("domain" for an empty name).
+std::string dump_file_name(const std::string& domain_name, uint32_t domid, int64_t unix_time);
+
 // dir / NAME-DOMID-YYYYMMDDTHHMMSSZ.core, with "-1", "-2", ... before ".core"
-// when that name (or its sidecar) is taken.
+// when that name (or its sidecar) is taken, by a file of any type, a dangling
+// symbolic link included (a link is never followed nor replaced).
 std::filesystem::path unique_dump_path(const std::filesystem::path& dir, const std::string& base_name);
 
-RetentionLimits limits_of(const struct Config& config);
+RetentionLimits limits_of(const Config& config);
 
 // Removes the dumps `ids` (with their sidecars), logging each with `why`.
 void remove_dumps(const std::vector<std::string>& ids, const std::string& why);
 
+// What the limits would remove now, without removing anything (the
+// directory must exist). `in_use` is never chosen.
+std::vector<std::string> plan_vacuum(const Config& config, const std::filesystem::path& in_use = {});
+
 // Applies the limits now (xen-dumpctl vacuum, and after each dump); the dump
 // `in_use` is never removed. Returns the paths removed.
-std::vector<std::string> vacuum_dump_dir(const struct Config& config, const std::filesystem::path& in_use = {});
+std::vector<std::string> vacuum_dump_dir(const Config& config, const std::filesystem::path& in_use = {});
 
 }  // namespace xendump::daemon

@@ -136,10 +136,8 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
         expected = estimate_dump_size(*info);
     }
 
-    ensure_dump_dir(config.dump_dir);
-    Reservation name(config.dump_dir,
-                     default_dump_name(s.domain_name, request.domid, std::chrono::system_clock::from_time_t(s.start_time)),
-                     expected);
+    ensure_dump_dir(config);
+    Reservation name(config.dump_dir, dump_file_name(s.domain_name, request.domid, s.start_time), expected);
     out.path = name.path();
     out.sidecar = sidecar_path(out.path);
     s.dump_file = out.path.filename().string();

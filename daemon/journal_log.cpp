@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "xendump/text.hpp"
 #include "xendump_config.h"
 #if XENDUMP_HAVE_SYSTEMD
 #include <systemd/sd-journal.h>
@@ -46,17 +47,27 @@ const char* level_word(LogLevel level) {
 void log_to_stderr_only(bool yes) { g_force_stderr = yes; }
 void log_set_enabled(bool yes) { g_enabled = yes; }
 
+std::vector<std::string> journal_items(LogLevel level, const std::string& message, const LogFields& fields,
+                                       const char* message_id) {
+    std::vector<std::string> items;
+    items.push_back("MESSAGE=" + escape_text(message));
+    items.push_back("PRIORITY=" + std::to_string(static_cast<int>(level)));
+    items.push_back("SYSLOG_IDENTIFIER=xen-dumpd");
+    if (message_id) items.push_back(std::string("MESSAGE_ID=") + message_id);
+    for (const auto& [k, v] : fields) items.push_back(k + "=" + v);
+    return items;
+}
+
+std::string stderr_line(LogLevel level, const std::string& message) {
+    return "xen-dumpd: " + std::string(level_word(level)) + escape_text(message) + "\n";
+}
+
 void log_message(LogLevel level, const std::string& message, const LogFields& fields, const char* message_id) {
     if (!g_enabled) return;
 #if XENDUMP_HAVE_SYSTEMD
     static const bool journal = stderr_is_journal();
     if (journal && !g_force_stderr) {
-        std::vector<std::string> items;
-        items.push_back("MESSAGE=" + message);
-        items.push_back("PRIORITY=" + std::to_string(static_cast<int>(level)));
-        items.push_back("SYSLOG_IDENTIFIER=xen-dumpd");
-        if (message_id) items.push_back(std::string("MESSAGE_ID=") + message_id);
-        for (const auto& [k, v] : fields) items.push_back(k + "=" + v);
+        std::vector<std::string> items = journal_items(level, message, fields, message_id);
         std::vector<struct iovec> iov;
         for (auto& s : items) iov.push_back({s.data(), s.size()});
         if (sd_journal_sendv(iov.data(), static_cast<int>(iov.size())) >= 0) return;
@@ -64,7 +75,7 @@ void log_message(LogLevel level, const std::string& message, const LogFields& fi
 #endif
     static std::mutex mutex;
     std::lock_guard lock(mutex);
-    std::string line = "xen-dumpd: " + std::string(level_word(level)) + message + "\n";
+    std::string line = stderr_line(level, message);
     (void)!::write(STDERR_FILENO, line.data(), line.size());
 }
 

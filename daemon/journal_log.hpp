@@ -18,9 +18,18 @@ enum class LogLevel { error = 3, warning = 4, notice = 5, info = 6, debug = 7 };
 
 using LogFields = std::vector<std::pair<std::string, std::string>>;
 
-// Thread-safe. `fields` are extra journal fields (NAME=value, names in upper case).
+// Thread-safe. `fields` are extra journal fields (NAME=value, names in upper
+// case), sent as they are (the journal keeps any bytes; DOMAIN= is the guest's
+// name exactly). The message text, on the journal and on stderr, has its
+// control characters escaped (escape_text): a guest name cannot forge a
+// line or send an escape sequence to whoever reads the log.
 void log_message(LogLevel level, const std::string& message, const LogFields& fields = {},
                  const char* message_id = nullptr);
+
+// What log_message sends: the journal entry's fields, or the stderr line.
+std::vector<std::string> journal_items(LogLevel level, const std::string& message, const LogFields& fields,
+                                       const char* message_id);
+std::string stderr_line(LogLevel level, const std::string& message);
 
 // One-shot commands report for themselves: silence the service's log lines.
 void log_set_enabled(bool yes);

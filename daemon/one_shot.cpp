@@ -91,7 +91,8 @@ int run_one_shot(const OneShotOptions& o) {
     try {
         cfg = load_config(o.config_file);
     } catch (const Error& e) {
-        say(std::string("warning: ignoring the configuration: ") + e.what());
+        say(e.what());  // a dump must not go where a broken or missing configuration did not say
+        return cli::kExitFailure;
     }
     o.overrides.apply(cfg);
     install_cancel_handlers();

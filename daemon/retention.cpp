@@ -16,11 +16,11 @@ struct Plan {
     uint64_t freed = 0;
 };
 
-// Deletes the oldest removable dumps while `still_too_much()` says so.
+// Deletes the least valued removable dumps while `still_too_much()` says so.
 template <typename Pred>
-void remove_oldest_while(const std::vector<StoredDump>& stored, const std::vector<size_t>& by_age, Plan& plan,
-                         Pred still_too_much) {
-    for (size_t idx : by_age) {
+void remove_least_valued_while(const std::vector<StoredDump>& stored, const std::vector<size_t>& by_value, Plan& plan,
+                               Pred still_too_much) {
+    for (size_t idx : by_value) {
         if (!still_too_much()) return;
         if (plan.removed[idx] || stored[idx].in_use) continue;
         plan.removed[idx] = true;
@@ -29,12 +29,14 @@ void remove_oldest_while(const std::vector<StoredDump>& stored, const std::vecto
     }
 }
 
-// Applies every limit, counting `incoming` as already stored. Returns whether
-// the limits are met at the end.
-bool apply_limits(const std::vector<StoredDump>& stored, const std::vector<size_t>& by_age, const RetentionLimits& limits,
-                  const FilesystemSpace& fs, int64_t now, uint64_t incoming, Plan& plan, std::string& why_not) {
+// Applies every limit, counting `incoming` as already stored. `by_value`
+// lists the dumps least valued first (others before crash dumps, oldest first
+// within each). Returns whether the limits are met at the end.
+bool apply_limits(const std::vector<StoredDump>& stored, const std::vector<size_t>& by_value,
+                  const RetentionLimits& limits, const FilesystemSpace& fs, int64_t now, uint64_t incoming, Plan& plan,
+                  std::string& why_not) {
     if (limits.max_age.count() > 0) {
-        for (size_t idx : by_age) {
+        for (size_t idx : by_value) {
             const auto& d = stored[idx];
             if (!d.in_use && !plan.removed[idx] && now - d.time > limits.max_age.count()) {
                 plan.removed[idx] = true;
@@ -45,8 +47,8 @@ bool apply_limits(const std::vector<StoredDump>& stored, const std::vector<size_
     }
     if (limits.keep_per_domain > 0) {
         std::map<std::string, unsigned> kept;
-        // Newest first: the first keep_per_domain of each domain stay.
-        for (auto it = by_age.rbegin(); it != by_age.rend(); ++it) {
+        // Most valued first: the first keep_per_domain of each domain stay.
+        for (auto it = by_value.rbegin(); it != by_value.rend(); ++it) {
             size_t idx = *it;
             const auto& d = stored[idx];
             if (plan.removed[idx]) continue;
@@ -61,7 +63,7 @@ bool apply_limits(const std::vector<StoredDump>& stored, const std::vector<size_
     if (limits.max_use) {
         uint64_t max_use = limits.max_use->resolve(fs.size);
         auto over = [&] { return plan.used + incoming > max_use; };
-        remove_oldest_while(stored, by_age, plan, over);
+        remove_least_valued_while(stored, by_value, plan, over);
         if (over()) {
             ok = false;
             why_not = "MaxUse=" + limits.max_use->to_string() + " (" + cli::human_bytes(max_use) +
@@ -70,7 +72,7 @@ bool apply_limits(const std::vector<StoredDump>& stored, const std::vector<size_
     }
     uint64_t keep_free = limits.keep_free ? limits.keep_free->resolve(fs.size) : 0;
     auto short_of_space = [&] { return fs.free + plan.freed < keep_free + incoming; };
-    remove_oldest_while(stored, by_age, plan, short_of_space);
+    remove_least_valued_while(stored, by_value, plan, short_of_space);
     if (ok && short_of_space()) {
         ok = false;
         why_not = "only " + cli::human_bytes(fs.free + plan.freed) + " free for " + cli::human_bytes(incoming) +
@@ -85,24 +87,25 @@ bool apply_limits(const std::vector<StoredDump>& stored, const std::vector<size_
 
 RetentionDecision decide_retention(const std::vector<StoredDump>& stored, const RetentionLimits& limits,
                                    const FilesystemSpace& fs, int64_t now, uint64_t incoming) {
-    std::vector<size_t> by_age(stored.size());
-    std::iota(by_age.begin(), by_age.end(), size_t{0});
-    std::stable_sort(by_age.begin(), by_age.end(),
-                     [&](size_t a, size_t b) { return stored[a].time < stored[b].time; });
+    std::vector<size_t> by_value(stored.size());
+    std::iota(by_value.begin(), by_value.end(), size_t{0});
+    std::stable_sort(by_value.begin(), by_value.end(), [&](size_t a, size_t b) {
+        return std::pair(stored[a].crash, stored[a].time) < std::pair(stored[b].crash, stored[b].time);
+    });
     uint64_t used = 0;
     for (const auto& d : stored) used += d.bytes;
 
     RetentionDecision decision;
     Plan plan{std::vector<bool>(stored.size(), false), used, 0};
-    decision.fits = apply_limits(stored, by_age, limits, fs, now, incoming, plan, decision.why_not);
+    decision.fits = apply_limits(stored, by_value, limits, fs, now, incoming, plan, decision.why_not);
     if (!decision.fits && incoming > 0) {
         // Refused: do not sacrifice old dumps for a dump that will not be
         // written; remove only what the limits require by themselves.
         plan = Plan{std::vector<bool>(stored.size(), false), used, 0};
         std::string ignored;
-        apply_limits(stored, by_age, limits, fs, now, 0, plan, ignored);
+        apply_limits(stored, by_value, limits, fs, now, 0, plan, ignored);
     }
-    for (size_t idx : by_age)
+    for (size_t idx : by_value)
         if (plan.removed[idx]) decision.remove.push_back(stored[idx].id);
     return decision;
 }

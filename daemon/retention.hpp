@@ -20,6 +20,7 @@ struct StoredDump {
     int64_t time = 0;      // unix seconds; older goes first
     uint64_t bytes = 0;    // on disk (st_blocks * 512), dump + sidecar
     bool in_use = false;   // being written: never deleted
+    bool crash = false;    // a crash dump that was written: outranks the others
 };
 
 struct RetentionLimits {
@@ -35,13 +36,17 @@ struct FilesystemSpace {
 };
 
 struct RetentionDecision {
-    std::vector<std::string> remove;  // ids, oldest first
+    std::vector<std::string> remove;  // ids, in the order they go (see decide_retention)
     bool fits = true;                 // the incoming dump fits after the removals
     std::string why_not;              // when !fits: which limit refuses it
 };
 
 // `incoming` is the expected size of a dump about to start (0 for a plain
-// vacuum). Deletion order is oldest first. When the incoming dump cannot fit
+// vacuum). Crash dumps outrank the others (manual dumps, records of dumps
+// that failed, files of other tools): MaxUse= and KeepFree= delete the others
+// first, oldest first, then crash dumps, oldest first; KeepPerDomain= keeps a
+// domain's newest crash dumps first and fills up with its newest others;
+// MaxAge= goes by age alone. When the incoming dump cannot fit
 // even after deleting everything deletable, it is refused and only what the
 // limits demand on their own is removed.
 RetentionDecision decide_retention(const std::vector<StoredDump>& stored, const RetentionLimits& limits,

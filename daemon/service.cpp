@@ -65,7 +65,7 @@ Config Service::config() const {
 void Service::setup() {
     Config cfg = load_config(options_.config_file);
     options_.overrides.apply(cfg);
-    ensure_dump_dir(cfg.dump_dir);
+    ensure_dump_dir(cfg.dump_dir, DumpDirOrigin::configured);  // its own, from DumpDir= or its --dump-dir
     for (const auto& name : clean_temporaries(cfg.dump_dir))
         log_message(LogLevel::notice, "removed leftover temporary " + (cfg.dump_dir / name).string());
     hv_ = open_hypervisor(cfg.host);

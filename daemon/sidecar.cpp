@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "xendump/error.hpp"
+#include "xendump/text.hpp"
 #include "xendump/fd.hpp"
 
 namespace xendump::daemon {
@@ -29,9 +30,39 @@ DumpOutcome outcome_from_string(const std::string& s) {
     throw Error("unknown result \"" + s + "\"");
 }
 
+namespace {
+
+std::string to_hex(std::string_view bytes) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : bytes) {
+        out += kHex[c >> 4];
+        out += kHex[c & 15];
+    }
+    return out;
+}
+
+std::string from_hex(const std::string& hex) {
+    auto nibble = [&](char c) {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        throw Error("domain_bytes is not hexadecimal");
+    };
+    if (hex.size() % 2) throw Error("domain_bytes has an odd length");
+    std::string out;
+    for (size_t i = 0; i < hex.size(); i += 2) out += static_cast<char>(nibble(hex[i]) * 16 + nibble(hex[i + 1]));
+    return out;
+}
+
+}  // namespace
+
 std::string Sidecar::to_json() const {
     nlohmann::ordered_json j;
     j["domain"] = domain_name;
+    // JSON strings are UTF-8: a name that is not keeps its exact bytes here
+    // ("domain" then has U+FFFD where they were not UTF-8).
+    if (!is_utf8(domain_name)) j["domain_bytes"] = to_hex(domain_name);
     j["domid"] = domid;
     j["uuid"] = uuid;
     j["type"] = type;
@@ -45,7 +76,7 @@ std::string Sidecar::to_json() const {
     j["result"] = to_string(result);
     j["error"] = error;
     j["dump_file"] = dump_file;
-    return j.dump(2) + "\n";
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 Sidecar Sidecar::from_json(const std::string& text, const std::string& origin) {
@@ -54,6 +85,7 @@ Sidecar Sidecar::from_json(const std::string& text, const std::string& origin) {
     Sidecar s;
     try {
         s.domain_name = j.value("domain", "");
+        if (j.contains("domain_bytes")) s.domain_name = from_hex(j["domain_bytes"].get<std::string>());
         s.domid = j.value("domid", uint32_t{0});
         s.uuid = j.value("uuid", "");
         s.type = j.value("type", "");

@@ -17,7 +17,7 @@ std::string to_string(DumpOutcome r);
 DumpOutcome outcome_from_string(const std::string& s);  // throws Error
 
 struct Sidecar {
-    std::string domain_name;
+    std::string domain_name;  // exactly as the hypervisor has it (JSON "domain", or "domain_bytes" in hex)
     uint32_t domid = 0;
     std::string uuid;
     std::string type;     // pv, hvm, pvh

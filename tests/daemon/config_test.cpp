@@ -142,8 +142,44 @@ TEST(Config, BadDropInNamesItsFile) {
 
 TEST(Config, MissingMainFileMeansDefaults) {
     TempDir dir;
-    Config c = load_config(dir / "nothing.conf");
+    Config c = load_config(dir / "nothing.conf", MissingConfig::defaults);
     EXPECT_EQ(c.max_parallel, 1u);
+}
+
+TEST(Config, NamedMainFileThatIsMissingIsRefused) {
+    TempDir dir;
+    auto named = dir / "mistyped.conf";
+    try {
+        load_config(named);  // not the default path: it was named, so it must exist
+        FAIL() << "a missing --config file gave the defaults";
+    } catch (const xendump::Error& e) {
+        EXPECT_NE(std::string(e.what()).find(named.string()), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(load_config(named, MissingConfig::error), xendump::Error);
+    // A dangling link is a named file that is missing, not an absent default.
+    std::filesystem::create_symlink(dir / "gone.conf", dir / "link.conf");
+    EXPECT_THROW(load_config(dir / "link.conf", MissingConfig::defaults), xendump::Error);
+}
+
+TEST(Config, DirectoryAsConfigFileIsRefused) {
+    TempDir dir;
+    auto main_file = dir / "xen-dumpd.conf";
+    std::filesystem::create_directories(main_file);
+    for (auto missing : {MissingConfig::defaults, MissingConfig::error}) {
+        try {
+            load_config(main_file, missing);
+            FAIL() << "a directory loaded as the defaults";
+        } catch (const xendump::Error& e) {
+            std::string what = e.what();
+            EXPECT_NE(what.find(main_file.string()), std::string::npos) << what;
+            EXPECT_NE(what.find("directory"), std::string::npos) << what;
+        }
+    }
+    // A drop-in that is a directory too.
+    std::filesystem::remove(main_file);
+    write(main_file, "[Dump]\nMaxParallel=2\n");
+    std::filesystem::create_directories(dir / "xen-dumpd.conf.d" / "10-dir.conf");
+    EXPECT_THROW(load_config(main_file), xendump::Error);
 }
 
 TEST(Config, OverridesWin) {
@@ -155,4 +191,7 @@ TEST(Config, OverridesWin) {
     EXPECT_EQ(c.dump_dir, "/tmp/d");
     EXPECT_EQ(c.host, "sim:/h");
     EXPECT_EQ(c.control_socket, XENDUMP_DEFAULT_CONTROL_SOCKET);
+    // A --dump-dir is the operator's, not the service's own DumpDir=.
+    EXPECT_EQ(c.dump_dir_origin, DumpDirOrigin::command_line);
+    EXPECT_EQ(Config::defaults().dump_dir_origin, DumpDirOrigin::configured);
 }

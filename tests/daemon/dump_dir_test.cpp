@@ -4,21 +4,37 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <set>
 
 #include "dump_dir.hpp"
 #include "test_support.hpp"
+#include "xendump/error.hpp"
 #include "xendump/fd.hpp"
 
 using namespace xendump::daemon;
 using xendump::test::TempDir;
 
+namespace {
+
+unsigned mode_of(const std::filesystem::path& p) {
+    struct stat st {};
+    EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+    return st.st_mode & 07777;
+}
+
+// A directory with mode 0755 whatever the umask.
+void make_open_dir(const std::filesystem::path& p) {
+    ASSERT_EQ(::mkdir(p.c_str(), 0755), 0);
+    ASSERT_EQ(::chmod(p.c_str(), 0755), 0);
+}
+
+}  // namespace
+
 TEST(DumpDir, CreatedPrivate) {
     TempDir dir;
     auto d = dir / "a" / "dumps";
-    ensure_dump_dir(d);
-    struct stat st {};
-    ASSERT_EQ(::stat(d.c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 0777, 0700u);
+    ensure_dump_dir(d, DumpDirOrigin::configured);
+    EXPECT_EQ(mode_of(d) & 0777, 0700u);
 }
 
 TEST(DumpDir, UniqueNamesNeverOverwrite) {
@@ -67,4 +83,116 @@ TEST(DumpDir, ScanPairsDumpsWithSidecarsOldestFirst) {
     EXPECT_GT(remove_dump(dir / "b.core"), 0u);
     EXPECT_FALSE(std::filesystem::exists(dir / "b.core"));
     EXPECT_FALSE(std::filesystem::exists(dir / "b.core.json"));
+}
+
+TEST(DumpDir, ExistingConfiguredDirIsMadePrivate) {
+    TempDir dir;
+    auto d = dir / "dumps";
+    make_open_dir(d);
+    ensure_dump_dir(d, DumpDirOrigin::configured);
+    EXPECT_EQ(mode_of(d), 0700u);
+}
+
+TEST(DumpDir, CommandLineDirMustExistAndIsLeftAsItIs) {
+    TempDir dir;
+    auto mistyped = dir / "nonexistent" / "dir";
+    try {
+        ensure_dump_dir(mistyped, DumpDirOrigin::command_line);
+        FAIL() << "accepted a missing --dump-dir";
+    } catch (const xendump::Error& e) {
+        EXPECT_NE(std::string(e.what()).find(mistyped.string()), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir / "nonexistent"));
+    // An existing one is the operator's: its mode is theirs.
+    auto given = dir / "given";
+    make_open_dir(given);
+    ensure_dump_dir(given, DumpDirOrigin::command_line);
+    EXPECT_EQ(mode_of(given), 0755u);
+    // A file where the directory should be is refused either way.
+    std::ofstream(dir / "file") << "x";
+    EXPECT_THROW(ensure_dump_dir(dir / "file", DumpDirOrigin::configured), xendump::Error);
+}
+
+TEST(DumpDir, VacuumNeverCreatesTheDirectory) {
+    TempDir dir;
+    Config config = Config::defaults();
+    config.dump_dir = dir / "nonexistent" / "dir";
+    EXPECT_THROW(vacuum_dump_dir(config), xendump::Error);
+    EXPECT_THROW(plan_vacuum(config), xendump::Error);
+    EXPECT_FALSE(std::filesystem::exists(dir / "nonexistent"));
+}
+
+TEST(DumpDir, DanglingSymlinkAtTheNextNameIsSkippedNotFollowed) {
+    TempDir dir;
+    auto target = dir / "elsewhere.core";
+    std::filesystem::create_symlink(target, dir / "web-7-20240101T000000Z.core");
+    auto p = unique_dump_path(dir.path(), "web-7-20240101T000000Z.core");
+    EXPECT_EQ(p.filename(), "web-7-20240101T000000Z-1.core");
+    // The same for a link where the sidecar would go.
+    std::filesystem::create_symlink(target, dir / "web-7-20240101T000000Z-1.core.json");
+    EXPECT_EQ(unique_dump_path(dir.path(), "web-7-20240101T000000Z.core").filename(), "web-7-20240101T000000Z-2.core");
+    EXPECT_FALSE(std::filesystem::exists(target));
+}
+
+TEST(DumpDir, FileNameEncoding) {
+    EXPECT_EQ(encode_file_name_part("web01"), "web01");
+    EXPECT_EQ(encode_file_name_part("db-2.prod_x+y"), "db-2.prod_x+y");
+    EXPECT_EQ(encode_file_name_part(".hidden"), "%2Ehidden");
+    EXPECT_EQ(encode_file_name_part(".xendump-tmp.x"), "%2Exendump-tmp.x");
+    EXPECT_EQ(encode_file_name_part("-rf"), "%2Drf");
+    EXPECT_EQ(encode_file_name_part("a/b"), "a%2Fb");
+    EXPECT_EQ(encode_file_name_part("a b"), "a%20b");
+    EXPECT_EQ(encode_file_name_part("50%"), "50%25");
+    EXPECT_EQ(encode_file_name_part("x\n\x1b[0m"), "x%0A%1B%5B0m");
+    EXPECT_EQ(encode_file_name_part("\xc3\xa9"), "%C3%A9");
+    EXPECT_EQ(encode_file_name_part(".."), "%2E.");
+    // Distinct names, distinct file names (the old '_' for everything merged these).
+    std::vector<std::string> names = {"a b", "a_b", "a/b", "a%20b", "a.b", "a\tb", ".ab", "%2Eab"};
+    std::set<std::string> encoded;
+    for (const auto& n : names) EXPECT_TRUE(encoded.insert(encode_file_name_part(n)).second) << n;
+    // Long names are cut, never inside an escape.
+    std::string long_name(100, 'a');
+    long_name += std::string(100, '/');
+    auto cut = encode_file_name_part(long_name);
+    EXPECT_LE(cut.size(), kMaxEncodedName);
+    EXPECT_EQ(cut.size(), 127u);  // 100 + 9 * 3
+    EXPECT_EQ(cut.substr(cut.size() - 3), "%2F");
+
+    EXPECT_EQ(dump_file_name(".hidden", 7, 1704067200), "%2Ehidden-7-20240101T000000Z.core");
+    EXPECT_EQ(dump_file_name("", 3, 0), "domain-3-19700101T000000Z.core");
+}
+
+TEST(DumpDir, DumpsWithHiddenOrTemporaryLikeNamesAreCountedAndSurviveCleanup) {
+    // Names older versions gave to guests called ".hidden", ".xendump-tmp.web"
+    // and ".xendump-room.web": finished dumps, with sidecars.
+    TempDir dir;
+    const std::vector<std::string> finished = {".hidden-1-20240101T000000Z.core",
+                                               ".xendump-tmp.web-2-20240101T000000Z.core",
+                                               ".xendump-room.web-3-20240101T000000Z.core"};
+    for (const auto& f : finished) {
+        std::ofstream(dir / f) << std::string(5000, 'x');
+        Sidecar s;
+        s.domain_name = f.substr(0, f.find('-', 1));
+        s.start_time = 1000;
+        write_sidecar(sidecar_path(dir / f), s);
+    }
+    // Real leftovers: a writer's temporaries and a room without a sidecar.
+    const std::vector<std::string> leftovers = {std::string(xendump::AtomicFile::kTempPrefix) + "web-4-X.core.aB3dE9",
+                                                std::string(xendump::AtomicFile::kTempPrefix) + "web-4-X.core.json.Zz09aa",
+                                                std::string(kSidecarRoomPrefix) + "web-4-X.core"};
+    for (const auto& f : leftovers) std::ofstream(dir / f) << "partial";
+
+    auto entries = scan_dump_dir(dir.path());
+    ASSERT_EQ(entries.size(), finished.size());
+    std::set<std::string> seen;
+    for (const auto& e : entries) seen.insert(e.dump.filename().string());
+    EXPECT_EQ(seen, std::set<std::string>(finished.begin(), finished.end()));
+
+    auto removed = clean_temporaries(dir.path());
+    EXPECT_EQ(std::set<std::string>(removed.begin(), removed.end()),
+              std::set<std::string>(leftovers.begin(), leftovers.end()));
+    for (const auto& f : finished) {
+        EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
+        EXPECT_TRUE(std::filesystem::exists(sidecar_path(dir / f))) << f;
+    }
 }

@@ -111,3 +111,45 @@ TEST(Retention, DumpInUseIsNeverRemoved) {
     for (const auto& id : d.remove) EXPECT_NE(id, "a");
     EXPECT_EQ(d.remove, (Ids{"b", "c", "d", "e"}));
 }
+
+TEST(Retention, KeepPerDomainKeepsTheCrashDumpBeforeManualOnes) {
+    // The case of the report: one crash dump, then two manual dumps of the
+    // same domain, KeepPerDomain=2. The oldest manual dump goes, not the crash dump.
+    std::vector<StoredDump> stored = {
+        {"crash", "dom1", 100, 10 * MiB, false, true},
+        {"manual1", "dom1", 200, 10 * MiB, false, false},
+        {"manual2", "dom1", 300, 10 * MiB, false, false},
+        {"other", "dom2", 50, 10 * MiB, false, false},
+    };
+    RetentionLimits l;
+    l.keep_per_domain = 2;
+    auto d = decide_retention(stored, l, kBigDisk, 1000);
+    EXPECT_EQ(d.remove, (Ids{"manual1"}));
+    // KeepPerDomain=1: the crash dump is the one kept; with two, the newer.
+    l.keep_per_domain = 1;
+    EXPECT_EQ(decide_retention(stored, l, kBigDisk, 1000).remove, (Ids{"manual1", "manual2"}));
+    stored.push_back({"crash2", "dom1", 400, 10 * MiB, false, true});
+    EXPECT_EQ(decide_retention(stored, l, kBigDisk, 1000).remove, (Ids{"manual1", "manual2", "crash"}));
+}
+
+TEST(Retention, MaxUseAndKeepFreeRemoveManualDumpsBeforeCrashDumps) {
+    std::vector<StoredDump> stored = {
+        {"crash-old", "dom1", 100, 100 * MiB, false, true},
+        {"manual-old", "dom2", 200, 100 * MiB, false, false},
+        {"crash-new", "dom2", 300, 100 * MiB, false, true},
+        {"manual-new", "dom1", 400, 100 * MiB, false, false},
+    };
+    RetentionLimits l;
+    l.max_use = SizeLimit{150 * MiB, 0, false};
+    EXPECT_EQ(decide_retention(stored, l, kBigDisk, 1000).remove, (Ids{"manual-old", "manual-new", "crash-old"}));
+    l.max_use = SizeLimit{250 * MiB, 0, false};
+    EXPECT_EQ(decide_retention(stored, l, kBigDisk, 1000).remove, (Ids{"manual-old", "manual-new"}));
+    RetentionLimits free_limit;
+    free_limit.keep_free = SizeLimit{100 * MiB, 0, false};
+    FilesystemSpace tight{1000 * MiB, 50 * MiB};
+    EXPECT_EQ(decide_retention(stored, free_limit, tight, 1000).remove, (Ids{"manual-old"}));
+    // MaxAge goes by age alone.
+    RetentionLimits age;
+    age.max_age = std::chrono::seconds(750);
+    EXPECT_EQ(decide_retention(stored, age, kBigDisk, 1000).remove, (Ids{"manual-old", "crash-old"}));
+}

@@ -63,3 +63,23 @@ TEST(Sidecar, DamagedIsRefused) {
         }
     }
 }
+
+TEST(Sidecar, AnyDomainNameIsKeptByteForByte) {
+    TempDir dir;
+    const std::vector<std::string> names = {"evil\n\x1b[31mred", "évé", "\xff\xfe not utf-8 \xc3", ".hidden/x"};
+    for (size_t i = 0; i < names.size(); ++i) {
+        Sidecar s;
+        s.domain_name = names[i];
+        s.error = "cannot map \xff";  // text around a name is not lost either
+        auto p = dir / ("d" + std::to_string(i) + ".core.json");
+        write_sidecar(p, s);
+        Sidecar r = read_sidecar(p);
+        EXPECT_EQ(r.domain_name, names[i]);
+        EXPECT_FALSE(r.error.empty());
+    }
+    // A name that is UTF-8 is written as it is, without a second copy.
+    Sidecar plain;
+    plain.domain_name = "évé";
+    EXPECT_EQ(plain.to_json().find("domain_bytes"), std::string::npos);
+    EXPECT_THROW(Sidecar::from_json(R"({"domain_bytes": "4x"})", "t"), xendump::Error);
+}

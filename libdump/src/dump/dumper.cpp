@@ -9,6 +9,7 @@
 #include "p2m/p2m.hpp"
 #include "writer/guest_kernel_notes.hpp"
 #include "xendump/error.hpp"
+#include "xendump/text.hpp"
 #include "xendump_config.h"
 
 namespace xendump {
@@ -82,7 +83,7 @@ Prepared prepare(Hypervisor& hv, uint32_t domid, const DumpOptions& opt, bool pa
 
     KeyValues& kv = spec.domain;
     kv.set(keys::kDomid, std::to_string(domid));
-    kv.set(keys::kName, p.name);
+    kv.set(keys::kName, escape_text(p.name));  // any bytes, kept one line (xendump/text.hpp)
     kv.set(keys::kUuid, uuid_to_string(info->handle));
     kv.set(keys::kType, std::string(format::to_string(spec.type)));
     kv.set(keys::kGuestWidth, std::to_string(spec.guest_width));

@@ -1,0 +1,169 @@
+// The programs on names, directories and configuration files: `xen-dumpd
+// --domain` (a one-shot dump, by itself when no service runs) and the service
+// against a simulated host, and `xen-dumpctl list` on what they wrote. Only
+// the programs are used, so these run against any version of them.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "service_harness.hpp"
+#include "test_support.hpp"
+
+using xendump::test::TempDir;
+
+namespace {
+
+class OneShot : public ::testing::Test {
+protected:
+    void SetUp() override {
+        xendump::test::create_sim_host(tmp_ / "host", {{1, "web01", "00000000-0000-4000-8000-000000000001", 64},
+                                                       {2, ".hidden", "00000000-0000-4000-8000-000000000002", 64},
+                                                       {3, "evil\n\x1b[31mred", "00000000-0000-4000-8000-000000000003", 64}});
+        std::ofstream(config_) << "[Dump]\n";
+        std::filesystem::create_directory(dumps_);
+    }
+    xendump::test::RunResult dump(std::vector<std::string> extra, const std::string& domain = "1") {
+        // A socket nobody listens on: the command dumps by itself.
+        std::vector<std::string> argv{"xen-dumpd", "--domain", domain, "--host", "sim:" + (tmp_ / "host").string(),
+                                      "--socket", (tmp_ / "no.sock").string(), "-q"};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        return xendump::test::run(argv);
+    }
+    TempDir tmp_;
+    std::filesystem::path config_ = tmp_ / "xen-dumpd.conf";
+    std::filesystem::path dumps_ = tmp_ / "dumps";
+};
+
+TEST_F(OneShot, WritesIntoAnExistingDumpDir) {
+    auto r = dump({"--config", config_.string(), "--dump-dir", dumps_.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(std::filesystem::path(r.out.substr(0, r.out.find('\n'))).parent_path(), dumps_) << r.out;
+}
+
+TEST_F(OneShot, NamedConfigFileThatIsMissingFails) {
+    auto missing = tmp_ / "mistyped.conf";
+    auto r = dump({"--config", missing.string(), "--dump-dir", dumps_.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find(missing.string()), std::string::npos) << r.err;
+    EXPECT_TRUE(std::filesystem::is_empty(dumps_)) << "dumped with the defaults";
+}
+
+TEST_F(OneShot, ConfigFileThatIsADirectoryFails) {
+    auto r = dump({"--config", tmp_.path().string(), "--dump-dir", dumps_.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find("directory"), std::string::npos) << r.err;
+    EXPECT_TRUE(std::filesystem::is_empty(dumps_)) << "dumped with the defaults";
+}
+
+TEST_F(OneShot, MistypedDumpDirIsNotCreated) {
+    auto mistyped = tmp_ / "nonexistent" / "dir";
+    auto r = dump({"--config", config_.string(), "--dump-dir", mistyped.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find(mistyped.string()), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(tmp_ / "nonexistent")) << "created a mistyped directory";
+}
+
+TEST_F(OneShot, OutputIntoMistypedDirectoryIsNotCreated) {
+    auto mistyped = tmp_ / "nonexistent" / "web.core";
+    auto r = dump({"--config", config_.string(), "-o", mistyped.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_FALSE(std::filesystem::exists(tmp_ / "nonexistent")) << "created a mistyped directory";
+}
+
+TEST_F(OneShot, HostileNamesAreDumpedVisiblyAndListedEscaped) {
+    for (const char* domid : {"2", "3"}) {
+        auto r = dump({"--config", config_.string(), "--dump-dir", dumps_.string()}, domid);
+        ASSERT_EQ(r.exit_code, 0) << domid << ": " << r.err;
+        std::string path = r.out.substr(0, r.out.find('\n'));
+        EXPECT_EQ(std::filesystem::path(path).parent_path(), dumps_) << r.out;
+        EXPECT_FALSE(std::filesystem::path(path).filename().string().starts_with(".")) << path;
+        EXPECT_EQ(path.find('\x1b'), std::string::npos) << path;
+    }
+    auto list = xendump::test::run(
+        {"xen-dumpctl", "list", "--json", "--config", config_.string(), "--dump-dir", dumps_.string()});
+    ASSERT_EQ(list.exit_code, 0) << list.err;
+    auto j = nlohmann::json::parse(list.out, nullptr, false);
+    ASSERT_TRUE(j.is_array()) << list.out;
+    ASSERT_EQ(j.size(), 2u) << "a dump is hidden from list (and from MaxUse): " << list.out;
+    EXPECT_EQ(j[0]["domain"].get<std::string>() + j[1]["domain"].get<std::string>(), ".hiddenevil\n\x1b[31mred");
+    auto text = xendump::test::run({"xen-dumpctl", "list", "--config", config_.string(), "--dump-dir", dumps_.string()});
+    EXPECT_EQ(text.out.find('\x1b'), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("evil\\n\\x1b[31mred"), std::string::npos) << text.out;
+}
+
+// The service, with `config_text` as its configuration file.
+struct Service {
+    TempDir tmp;
+    std::filesystem::path host = tmp / "host";
+    std::filesystem::path dumps = tmp / "dumps";
+    std::unique_ptr<xendump::test::ServiceProcess> service;
+
+    explicit Service(const std::string& config_text, const std::string& name = "web01", uint64_t per_page_ns = 0) {
+        xendump::test::create_sim_host(host, {{7, name, "00000000-0000-4000-8000-000000000007", 2048, per_page_ns}});
+        service = std::make_unique<xendump::test::ServiceProcess>(tmp.path(), host, dumps, config_text);
+    }
+    int max_parallel() {
+        auto r = xendump::test::run({"xen-dumpctl", "status", "--json", "--socket", service->socket().string()});
+        auto j = nlohmann::json::parse(r.out, nullptr, false);
+        return j.is_object() ? j.value("max_parallel", -1) : -1;
+    }
+};
+
+TEST(ServiceConfig, SighupWithADirectoryAsConfigFileKeepsTheRunningOne) {
+    Service s("[Dump]\nMaxParallel=2\n");
+    s.service->start();
+    ASSERT_TRUE(s.service->wait_ready()) << s.service->log();
+    ASSERT_EQ(s.max_parallel(), 2);
+    std::filesystem::remove(s.service->config_file());
+    std::filesystem::create_directory(s.service->config_file());
+    s.service->signal(SIGHUP);
+    ASSERT_TRUE(xendump::test::wait_until([&] {
+        return s.service->log().find("keeping the old configuration") != std::string::npos;
+    })) << s.service->log();
+    EXPECT_NE(s.service->log().find("directory"), std::string::npos) << s.service->log();
+    EXPECT_EQ(s.max_parallel(), 2) << "the defaults were loaded from a directory";
+}
+
+TEST(ServiceConfig, NamedConfigFileThatIsMissingStopsTheStart) {
+    Service s("");
+    std::filesystem::remove(s.service->config_file());
+    s.service->start();
+    EXPECT_FALSE(s.service->wait_ready(std::chrono::seconds(5))) << "started with the defaults";
+    EXPECT_NE(s.service->log().find(s.service->config_file().string()), std::string::npos) << s.service->log();
+}
+
+TEST(ServiceConfig, ExistingDumpDirIsMadePrivate) {
+    Service s("[Dump]\n");
+    std::filesystem::create_directory(s.dumps);
+    ASSERT_EQ(::chmod(s.dumps.c_str(), 0755), 0);
+    s.service->start();
+    ASSERT_TRUE(s.service->wait_ready()) << s.service->log();
+    struct stat st {};
+    ASSERT_EQ(::stat(s.dumps.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0700u);
+}
+
+TEST(ServiceConfig, StatusEscapesTheNameOfARunningDump) {
+    Service s("[Dump]\n", "evil\n\x1b[31mred", 1000000);  // 1 ms a page: the dump runs for a while
+    s.service->start();
+    ASSERT_TRUE(s.service->wait_ready()) << s.service->log();
+    xendump::test::sim({"crash", s.host.string(), "7"});
+    xendump::test::RunResult text;
+    ASSERT_TRUE(xendump::test::wait_until([&] {
+        text = xendump::test::run({"xen-dumpctl", "status", "--socket", s.service->socket().string()});
+        return text.out.find("running") != std::string::npos;
+    })) << text.out << text.err << s.service->log();
+    EXPECT_EQ(text.out.find('\x1b'), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("evil\\n\\x1b[31mred"), std::string::npos) << text.out;
+    // The log line of the crash, too.
+    EXPECT_EQ(s.service->log().find('\x1b'), std::string::npos) << s.service->log();
+    EXPECT_NE(s.service->log().find("evil\\n\\x1b[31mred"), std::string::npos) << s.service->log();
+}
+
+}  // namespace

@@ -1,0 +1,123 @@
+// xen-dumpctl list and vacuum on a dump directory written by hand (sidecars
+// as JSON text, dumps as plain files): hostile names are escaped, vacuum
+// --dry-run removes nothing, vacuum never creates a directory and refuses to
+// act on a configuration it could not load.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace xendump::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CtlService : public ::testing::Test {
+protected:
+    void SetUp() override {
+        fs::create_directory(dumps_);
+        config("");
+    }
+    void config(const std::string& keys) { std::ofstream(config_) << "[Dump]\nKeepFree=0\n" << keys; }
+    // A dump of `bytes` and its sidecar; `domain_json` is the JSON text of the name.
+    fs::path add_dump(const std::string& file, const std::string& domain_json, const std::string& uuid,
+                      const std::string& reason, int64_t start) {
+        std::ofstream(dumps_ / file) << std::string(8192, 'x');
+        std::ofstream(dumps_ / (file + ".json"))
+            << "{\"domain\": " << domain_json << ", \"domid\": 3, \"uuid\": \"" << uuid << "\", \"reason\": \""
+            << reason << "\", \"start_time\": " << start << ", \"result\": \"ok\", \"dump_file\": \"" << file
+            << "\"}\n";
+        return dumps_ / file;
+    }
+    RunResult ctl(std::vector<std::string> args) {
+        args.insert(args.begin(), "xen-dumpctl");
+        args.insert(args.end(), {"--config", config_.string(), "--dump-dir", dumps_.string()});
+        return run(args);
+    }
+    TempDir tmp_;
+    fs::path dumps_ = tmp_ / "dumps";
+    fs::path config_ = tmp_ / "xen-dumpd.conf";
+};
+
+TEST_F(CtlService, ListEscapesHostileNames) {
+    // A newline, an escape sequence, a C1 CSI and a byte that is not UTF-8.
+    add_dump("evil.core", R"("evil\n\u001b[31mred\u009b2J")", "u-1", "crash", 1000);
+    std::ofstream(dumps_ / "raw.core.json")
+        << "{\"domain\": \"ok\", \"domain_bytes\": \"ff41\", \"start_time\": 2000, \"result\": \"refused\"}\n";
+    auto r = ctl({"list"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("\xc2\x9b"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("evil\\n\\x1b[31mred\\xc2\\x9b2J"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\\xffA"), std::string::npos) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3) << "a name forged a line:\n" << r.out;
+    // JSON escapes by itself, and a name that is not UTF-8 does not stop it.
+    auto j = ctl({"list", "--json"});
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    auto parsed = nlohmann::json::parse(j.out, nullptr, false);
+    ASSERT_FALSE(parsed.is_discarded()) << j.out;
+    ASSERT_EQ(parsed.size(), 2u);
+    EXPECT_EQ(parsed[0]["domain"], "evil\n\x1b[31mred\xc2\x9b" "2J");
+}
+
+TEST_F(CtlService, VacuumDryRunRemovesNothing) {
+    config("KeepPerDomain=1\n");
+    auto older = add_dump("web-3-a.core", "\"web\"", "u-1", "request", 1000);
+    auto newer = add_dump("web-3-b.core", "\"web\"", "u-1", "request", 2000);
+    auto r = ctl({"vacuum", "--dry-run"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("would remove " + older.string()), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find(newer.string()), std::string::npos) << r.out;
+    EXPECT_TRUE(fs::exists(older));
+    EXPECT_TRUE(fs::exists(newer));
+    auto v = ctl({"vacuum"});
+    ASSERT_EQ(v.exit_code, 0) << v.err;
+    EXPECT_NE(v.out.find("removed " + older.string()), std::string::npos) << v.out;
+    EXPECT_FALSE(fs::exists(older));
+    EXPECT_FALSE(fs::exists(older.string() + ".json"));
+    EXPECT_TRUE(fs::exists(newer));
+}
+
+TEST_F(CtlService, VacuumKeepsTheCrashDumpOverManualOnes) {
+    config("KeepPerDomain=2\n");
+    auto crash = add_dump("web-3-a.core", "\"web\"", "u-1", "crash", 1000);
+    auto manual1 = add_dump("web-3-b.core", "\"web\"", "u-1", "request", 2000);
+    auto manual2 = add_dump("web-3-c.core", "\"web\"", "u-1", "request", 3000);
+    auto v = ctl({"vacuum"});
+    ASSERT_EQ(v.exit_code, 0) << v.err;
+    EXPECT_TRUE(fs::exists(crash)) << v.out;
+    EXPECT_FALSE(fs::exists(manual1)) << v.out;
+    EXPECT_TRUE(fs::exists(manual2)) << v.out;
+}
+
+TEST_F(CtlService, VacuumNeverCreatesAMistypedDirectory) {
+    auto mistyped = tmp_ / "nonexistent" / "dir";
+    auto r = run({"xen-dumpctl", "vacuum", "--config", config_.string(), "--dump-dir", mistyped.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find(mistyped.string()), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(tmp_ / "nonexistent"));
+}
+
+TEST_F(CtlService, VacuumRefusesAConfigurationItCannotLoad) {
+    config("KeepPerDomain=1\n");
+    auto older = add_dump("web-3-a.core", "\"web\"", "u-1", "request", 1000);
+    add_dump("web-3-b.core", "\"web\"", "u-1", "request", 2000);
+    for (const auto& bad : {tmp_ / "missing.conf", tmp_.path()}) {
+        auto r = run({"xen-dumpctl", "vacuum", "--config", bad.string(), "--dump-dir", dumps_.string()});
+        EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.out << r.err;
+        EXPECT_NE(r.err.find(bad.string()), std::string::npos) << r.err;
+    }
+    EXPECT_TRUE(fs::exists(older));
+    // list only reads: it warns and goes on.
+    auto l = run({"xen-dumpctl", "list", "--config", (tmp_ / "missing.conf").string(), "--dump-dir", dumps_.string()});
+    EXPECT_EQ(l.exit_code, 0) << l.err;
+    EXPECT_NE(l.err.find("warning"), std::string::npos) << l.err;
+}
+
+}  // namespace
+}  // namespace xendump::test
