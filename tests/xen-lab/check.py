@@ -277,6 +277,9 @@ def check_service(args, env, tools):
         os.path.join(out, "svc-list.txt")) else ""
     if env.get("svc.list.rc") != "0" or "crash" not in listing:
         problems.append(f"xen-dumpctl list (rc {env.get('svc.list.rc')}) does not show the dump: {listing.strip()[:300]}")
+    # The crashed guest's own log, from the dump: its panic must be there.
+    row["dmesg"] = check_dmesg("svc", dump.path, tools, out, problems, pv=True,
+                               must_show="Kernel panic - not syncing")
     marker = dump.data.find(b"XENLAB-GUEST-MEMORY-MARKER") >= 0
     row["equal/compared"] = "marker found" if marker else "NO marker"
     if not marker:
@@ -308,6 +311,7 @@ def check_kernel(name, path, tools, out, row, problems):
         row["kernel"] = "none"
         return
     row["kernel"] = f"{k.get('release', '?')} off {k.get('kernel_offset', '?')}"
+    row["dmesg"] = check_dmesg(name, path, tools, out, problems, pv=name.startswith("pv") and name != "pvh")
     if not k.get("symbols"):
         problems.append(f"{name}: kallsyms not found in our dump")
     ips = k.get("vcpu_ips") or []
@@ -332,6 +336,41 @@ def check_kernel(name, path, tools, out, row, problems):
         row["drgn"] = d.stdout.strip() or "FAIL"
         if d.returncode != 0 or d.stdout.strip() != "Linux":
             problems.append(f"{name}: drgn could not read init_uts_ns: {d.stderr.strip()[-300:]}")
+
+
+def check_dmesg(name, path, tools, out, problems, pv=False, must_show=None):
+    """Issue 20: `xen-dumpctl dmesg` prints the guest's kernel log from our
+    dump, line for line as `makedumpfile --dump-dmesg` does (which reads
+    PVH/HVM dumps; not PV ones, whose program headers follow the sections)."""
+    log = os.path.join(out, f"{name}-dmesg.txt")
+    r = subprocess.run([tools["xen-dumpctl"], "dmesg", path], capture_output=True, text=True, errors="replace")
+    with open(log, "w") as f:
+        f.write(r.stdout)
+    if r.returncode != 0 or not r.stdout.strip():
+        problems.append(f"{name}: xen-dumpctl dmesg failed (exit {r.returncode}): {r.stderr.strip()[-300:]}")
+        return "FAIL"
+    lines = r.stdout.count("\n")
+    if must_show and must_show not in r.stdout:
+        problems.append(f"{name}: the kernel log from the dump does not show {must_show!r} (see {log})")
+        return "FAIL"
+    if pv or not shutil.which("makedumpfile"):
+        return f"{lines} lines"
+    ref = os.path.join(out, f"{name}-makedumpfile-dmesg.txt")
+    if os.path.exists(ref):
+        os.remove(ref)
+    m = subprocess.run(["makedumpfile", "--dump-dmesg", path, ref], capture_output=True, text=True)
+    if m.returncode != 0 or not os.path.exists(ref):
+        problems.append(f"{name}: makedumpfile --dump-dmesg failed on our dump: {(m.stdout + m.stderr).strip()[-300:]}")
+        return "FAIL"
+    with open(ref, errors="replace") as f:
+        theirs = f.read()
+    if theirs != r.stdout:
+        a, b = r.stdout.splitlines(), theirs.splitlines()
+        at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        problems.append(f"{name}: dmesg differs from makedumpfile's at line {at + 1} "
+                        f"({len(a)} vs {len(b)} lines): {a[at:at + 1]} vs {b[at:at + 1]}")
+        return "FAIL"
+    return f"= makedumpfile ({lines})"
 
 
 def check_crash(name, path, vmlinux, release, out, problems):
@@ -411,7 +450,7 @@ def _vmcoreinfo_text(dump):
 
 
 def print_table(rows):
-    columns = ["guest", "pages", "equal/compared", "verify", "convert", "ours s", "xl s", "xl/ours", "kernel", "drgn", "vs vmlinux", "crash"]
+    columns = ["guest", "pages", "equal/compared", "verify", "convert", "ours s", "xl s", "xl/ours", "kernel", "dmesg", "drgn", "vs vmlinux", "crash"]
     widths = {c: max(len(c), *(len(str(r.get(c, "-"))) for r in rows)) for c in columns}
     print(" | ".join(c.ljust(widths[c]) for c in columns))
     print("-+-".join("-" * widths[c] for c in columns))
