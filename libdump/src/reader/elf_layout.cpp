@@ -155,7 +155,7 @@ ElfLayout read_elf_layout(const DumpFile& f, std::vector<Finding>& findings) {
         if (!name)
             fail(f, "section-range", "section [" + std::to_string(sec.index) + "]", sec.header_offset,
                  "sh_name " + hex(sec.shdr.sh_name) + " is outside the section name table");
-        sec.name = name;
+        sec.name.assign(name, strnlen(name, kMaxSectionName + 1));
         if (!sec.in_file)
             findings.push_back({"section-range", sec.structure(), sec.header_offset,
                                 past_end("sh_offset", sec.shdr.sh_offset, "sh_size", sec.shdr.sh_size, size)});
