@@ -297,6 +297,38 @@ TEST(Amplification, LongSectionNamesAreNotKept) {
     EXPECT_TRUE(has_check(fs, "section-names")) << describe(fs);
 }
 
+TEST(Amplification, FindingsPerCheckAreBounded) {
+    // 5000 more section headers, each outside the file and unnamed: a
+    // bounded list of findings (the first of each check, then a count).
+    TempDir dir;
+    auto d = small_dump();
+    Elf64_Ehdr eh;
+    std::memcpy(&eh, d.bytes.data(), sizeof eh);
+    std::vector<std::byte> table(d.bytes.begin() + static_cast<ptrdiff_t>(eh.e_shoff),
+                                 d.bytes.begin() + static_cast<ptrdiff_t>(eh.e_shoff + eh.e_shnum * sizeof(Elf64_Shdr)));
+    Elf64_Shdr bad{};
+    bad.sh_type = SHT_PROGBITS;
+    bad.sh_offset = uint64_t{1} << 50;
+    bad.sh_size = 4096;
+    for (int i = 0; i < 5000; ++i) {
+        auto* b = reinterpret_cast<const std::byte*>(&bad);
+        table.insert(table.end(), b, b + sizeof bad);
+    }
+    eh.e_shoff = d.bytes.size();
+    eh.e_shnum = static_cast<uint16_t>(eh.e_shnum + 5000);
+    d.bytes.insert(d.bytes.end(), table.begin(), table.end());
+    std::memcpy(d.bytes.data(), &eh, sizeof eh);
+    auto p = dir / "many-sections.core";
+    d.write(p);
+    const auto fs = DumpReader::verify_file(p);
+    EXPECT_LT(fs.size(), 200u) << fs.size();
+    EXPECT_TRUE(has_check(fs, "section-range"));
+    EXPECT_TRUE(has_check(fs, "section-names"));
+    bool summed = false;
+    for (const auto& f : fs) summed = summed || f.message.find("more findings of this check left out") != std::string::npos;
+    EXPECT_TRUE(summed);
+}
+
 // ---- 16.9: not a regular file -------------------------------------------
 
 TEST(NonRegularFile, FifoIsRefusedAtOnce) {

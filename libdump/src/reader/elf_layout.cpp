@@ -117,6 +117,7 @@ ElfLayout read_elf_layout(const DumpFile& f, std::vector<Finding>& findings) {
         fail(f, "shoff-range", "ELF header", offsetof(Elf64_Ehdr, e_shnum),
              "libelf resolves " + std::to_string(shnum) + " section headers, the headers say " + std::to_string(out.shnum));
 
+    FindingList list(findings);
     for (size_t i = 0; i < phnum; ++i) {
         Segment seg;
         seg.index = i;
@@ -125,12 +126,15 @@ ElfLayout read_elf_layout(const DumpFile& f, std::vector<Finding>& findings) {
             fail(f, "phoff-range", seg.structure(), seg.header_offset, std::string("libelf: ") + elf_errmsg(-1));
         seg.in_file = range_inside(seg.phdr.p_offset, seg.phdr.p_filesz, size);
         if (!seg.in_file)
-            findings.push_back({"segment-range", seg.structure(), seg.header_offset,
-                                past_end("p_offset", seg.phdr.p_offset, "p_filesz", seg.phdr.p_filesz, size)});
+            list.add({"segment-range", seg.structure(), seg.header_offset,
+                      past_end("p_offset", seg.phdr.p_offset, "p_filesz", seg.phdr.p_filesz, size)});
         out.segments.push_back(seg);
     }
 
-    if (shnum == 0) return out;
+    if (shnum == 0) {
+        list.finish();
+        return out;
+    }
     if (elf_getshdrstrndx(elf.get(), &shstrndx) != 0 || shstrndx >= shnum)
         fail(f, "section-range", "ELF header", offsetof(Elf64_Ehdr, e_shstrndx),
              "e_shstrndx does not name a section (" + std::to_string(shstrndx) + " of " + std::to_string(shnum) + ")");
@@ -157,9 +161,10 @@ ElfLayout read_elf_layout(const DumpFile& f, std::vector<Finding>& findings) {
                  "sh_name " + hex(sec.shdr.sh_name) + " is outside the section name table");
         sec.name.assign(name, strnlen(name, kMaxSectionName + 1));
         if (!sec.in_file)
-            findings.push_back({"section-range", sec.structure(), sec.header_offset,
-                                past_end("sh_offset", sec.shdr.sh_offset, "sh_size", sec.shdr.sh_size, size)});
+            list.add({"section-range", sec.structure(), sec.header_offset,
+                      past_end("sh_offset", sec.shdr.sh_offset, "sh_size", sec.shdr.sh_size, size)});
     }
+    list.finish();
     return out;
 }
 

@@ -2,7 +2,10 @@
 // Finding carries a short stable check name, the structure and its offset.
 #include <algorithm>
 #include <cstring>
+#include <string_view>
+#include <unordered_map>
 
+#include "reader/check_error.hpp"
 #include "reader/checked.hpp"
 #include "reader/reader_impl.hpp"
 #include "xendump/kernel/guest_memory.hpp"
@@ -20,7 +23,7 @@ public:
 
 private:
     void add(const char* check, const std::string& structure, uint64_t offset, std::string msg) {
-        out_.push_back({check, structure, offset, std::move(msg)});
+        list_.add({check, structure, offset, std::move(msg)});
     }
     const Note* header_note() const {
         return d_.format == FileFormat::v1 ? d_.notes.find(format::kNameXenCore, format::kNtXenHeader)
@@ -42,6 +45,7 @@ private:
 
     const DumpReader::Impl& d_;
     std::vector<Finding> out_;
+    FindingList list_{out_};  // a bounded number of findings per check
 };
 
 // Spec §1 puts the program headers right after the ELF header;
@@ -74,6 +78,7 @@ std::vector<Finding> Checker::run() {
         add("section-placement", s->structure(), s->header_offset,
             "sh_offset " + hex(d_.pages_offset) + " is not page-aligned");
     }
+    list_.finish();
     return std::move(out_);
 }
 
@@ -287,15 +292,13 @@ void Checker::check_section_names() {
                                                ".xen_p2m",   ".xen_pfn",      ".note.xen_trailer"};
     static constexpr std::string_view kV1Only[] = {".note.xen_p2m", ".note.xen_trailer"};
     const auto& secs = d_.elf.sections;
+    std::unordered_map<std::string_view, size_t> first;  // name -> index: linear in the sections
     for (size_t i = 1; i < secs.size(); ++i) {
         const Section& s = secs[i];
-        for (size_t j = 1; j < i; ++j)
-            if (secs[j].name == s.name) {
-                add("section-names", s.structure(), s.header_offset,
-                    "a second section named " + quote_name(s.name) + " (the first is section [" + std::to_string(j) +
-                        "]): a reader finds only the first");
-                break;
-            }
+        if (auto [it, fresh] = first.try_emplace(s.name, i); !fresh)
+            add("section-names", s.structure(), s.header_offset,
+                "a second section named " + quote_name(s.name) + " (the first is section [" +
+                    std::to_string(it->second) + "]): a reader finds only the first");
         const auto known = [&s](const auto& list) { return std::find(std::begin(list), std::end(list), s.name) != std::end(list); };
         if (d_.format == FileFormat::v1 && !known(kV1))
             add("section-names", "section [" + std::to_string(i) + "]", s.header_offset,
