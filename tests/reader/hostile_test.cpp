@@ -329,6 +329,21 @@ TEST(Amplification, FindingsPerCheckAreBounded) {
     EXPECT_TRUE(summed);
 }
 
+TEST(Amplification, NobitsSectionOutsideTheFileIsAFinding) {
+    // SHT_NOBITS does not excuse a section the reader reads from being
+    // outside the file: a finding naming it, not an exception from a read.
+    TempDir dir;
+    auto d = small_dump();
+    const uint64_t h = d.section_header.at(".note.xen_p2m");
+    d.put<uint32_t>(h + offsetof(Elf64_Shdr, sh_type), SHT_NOBITS);
+    d.put<uint64_t>(h + offsetof(Elf64_Shdr, sh_offset), uint64_t{1} << 50);
+    auto p = dir / "nobits.core";
+    d.write(p);
+    std::vector<Finding> fs;
+    EXPECT_NO_THROW(fs = DumpReader::verify_file(p));
+    EXPECT_TRUE(has_finding(fs, "section-range", h)) << describe(fs);
+}
+
 // ---- 16.9: not a regular file -------------------------------------------
 
 TEST(NonRegularFile, FifoIsRefusedAtOnce) {

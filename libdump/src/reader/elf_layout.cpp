@@ -146,8 +146,9 @@ ElfLayout read_elf_layout(const DumpFile& f, std::vector<Finding>& findings) {
         if (!scn || !gelf_getshdr(scn, &sec.shdr))
             fail(f, "shoff-range", "section [" + std::to_string(i) + "]", sec.header_offset,
                  std::string("libelf: ") + elf_errmsg(-1));
-        sec.in_file = sec.shdr.sh_type == SHT_NOBITS || sec.shdr.sh_type == SHT_NULL ||
-                      range_inside(sec.shdr.sh_offset, sec.shdr.sh_size, size);
+        // No section of a dump is SHT_NOBITS: one that says so is read like
+        // any other (its bytes are where it points), so it must be inside too.
+        sec.in_file = sec.shdr.sh_type == SHT_NULL || range_inside(sec.shdr.sh_offset, sec.shdr.sh_size, size);
         if (!sec.in_file && i == shstrndx)
             fail(f, "section-range", "section [" + std::to_string(i) + "] (.shstrtab)", sec.header_offset,
                  past_end("sh_offset", sec.shdr.sh_offset, "sh_size", sec.shdr.sh_size, size));
