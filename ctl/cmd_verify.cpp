@@ -37,8 +37,8 @@ bool verify_one(const std::string& file, const VerifyOptions& base, bool quiet) 
                      file.c_str());
     if (!rep.findings.empty()) return false;
     if (rep.digests == DigestCheck::absent)
-        std::printf("%s: OK without digests (--allow-no-digests): the structure was checked, the page contents "
-                    "could not be\n",
+        std::printf("%s: OK without digests (--allow-no-digests): the structure was checked; there are no digests "
+                    "to check the pages against\n",
                     file.c_str());
     else if (!quiet && rep.digests == DigestCheck::skipped)
         std::printf("%s: OK, structure only (--no-digests): the page contents were not checked\n", file.c_str());
