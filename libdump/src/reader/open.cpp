@@ -333,7 +333,7 @@ void Loader::load_trailer() {
             return;
         }
         d_.unreadable.resize(count);
-        std::memcpy(d_.unreadable.data(), u->desc.data() + 8, count * 8);
+        if (count != 0) std::memcpy(d_.unreadable.data(), u->desc.data() + 8, count * 8);  // data() may be null
     }
 }
 
