@@ -26,12 +26,15 @@ namespace {
 
 // Empty when the output opens and verifies; else the first finding, one
 // line, naming it `name` (`path` may be the unpublished file's /proc path).
+// Without `digests` (--no-digests) an output without digests verifies.
 // Its pages leave the page cache as they are checked, as they did when
 // written: a batch over an archive does not evict the host's files.
-std::string verify_output(const fs::path& path, const fs::path& name, const PagesReadBack* read_back = nullptr) {
+std::string verify_output(const fs::path& path, const fs::path& name, bool digests,
+                          const PagesReadBack* read_back = nullptr) {
     std::vector<Finding> findings;
     try {
         VerifyOptions vo;
+        vo.allow_no_digests = !digests;
         vo.drop_behind = true;
         vo.pages_read_back = read_back;
         findings = DumpReader::open(path).verify(vo);
@@ -186,7 +189,7 @@ private:
                 // the source.
                 if (auto other = not_from(job.output, job.input); !other.empty())
                     throw Error(other + "; not overwritten: move it away to convert this file", job.input.string());
-                if (auto bad = verify_output(job.output, job.output); !bad.empty())
+                if (auto bad = verify_output(job.output, job.output, o_.digests); !bad.empty())
                     throw Error(bad, job.input.string());
                 rep.result = Result::skipped;
                 rep.reason = "already converted";
@@ -203,8 +206,9 @@ private:
                 if (!job.output.parent_path().empty()) fs::create_directories(job.output.parent_path());
                 // Verified while it is made durable; one that does not verify
                 // is never published.
-                co.check_output = [&job](const fs::path& unpublished, const PagesReadBack& read_back) {
-                    if (auto bad = verify_output(unpublished, job.output, &read_back); !bad.empty())
+                co.check_output = [&job, digests = o_.digests](const fs::path& unpublished,
+                                                               const PagesReadBack& read_back) {
+                    if (auto bad = verify_output(unpublished, job.output, digests, &read_back); !bad.empty())
                         throw Error(bad, job.input.string());
                 };
                 plan = legacy::convert_file(job.input, job.output, co);

@@ -13,42 +13,64 @@ namespace xendump::ctl {
 
 namespace {
 
-constexpr std::string_view kUsage = "xen-dumpctl verify [--no-digests] [--quiet] FILE...";
+constexpr std::string_view kUsage = "xen-dumpctl verify [--no-digests] [--allow-no-digests] [--quiet] FILE...";
 
-bool verify_one(const std::string& file, bool digests, bool quiet) {
+bool verify_one(const std::string& file, const VerifyOptions& base, bool quiet) {
     std::optional<cli::ProgressBar> bar;
-    VerifyOptions options;
-    options.digests = digests;
+    VerifyOptions options = base;
     if (!quiet) {
         bar.emplace("verify " + file);
         options.on_progress = [&bar](uint64_t done, uint64_t total) { bar->update(done, total); };
     }
-    auto findings = DumpReader::verify_file(file, options);
+    const VerifyReport rep = DumpReader::verify_file_report(file, options);
     if (bar) bar->finish();
-    for (const auto& f : findings)
+    bool absent = false;
+    for (const auto& f : rep.findings) {
         std::printf("%s: %s: %s at offset 0x%llx: %s\n", file.c_str(), f.check.c_str(), f.structure.c_str(),
                     static_cast<unsigned long long>(f.offset), f.message.c_str());
-    if (findings.empty() && !quiet) std::printf("%s: OK\n", file.c_str());
-    return findings.empty();
+        absent = absent || f.check == "digests-absent";
+    }
+    if (absent)
+        std::fprintf(stderr,
+                     "xen-dumpctl verify: %s has no digests; --allow-no-digests accepts a file written without "
+                     "them (its structure alone is then checked)\n",
+                     file.c_str());
+    if (!rep.findings.empty()) return false;
+    if (rep.digests == DigestCheck::absent)
+        std::printf("%s: OK without digests (--allow-no-digests): the structure was checked; there are no digests "
+                    "to check the pages against\n",
+                    file.c_str());
+    else if (!quiet && rep.digests == DigestCheck::skipped)
+        std::printf("%s: OK, structure only (--no-digests): the page contents were not checked\n", file.c_str());
+    else if (!quiet)
+        std::printf("%s: OK\n", file.c_str());
+    return true;
 }
 
 }  // namespace
 
 int cmd_verify(Args args) {
-    auto p = parse_args(args, {"--no-digests", "--quiet"});
+    auto p = parse_args(args, {"--no-digests", "--allow-no-digests", "--quiet"});
     if (p.help) {
         std::printf("usage: %.*s\n\nCheck dump files against the xen-dump-core format: ELF structure, notes,\n"
                     "the PFN->GMFN table, PT_LOAD runs, section placement and the digests.\n"
+                    "A file without digests fails unless --allow-no-digests is given.\n"
                     "Exit status 0 when every check passes, 1 otherwise.\n"
-                    "  --no-digests   skip recomputing the page digests\n"
-                    "  --quiet        print only failures, no progress bar\n",
+                    "  --no-digests         skip recomputing the page digests\n"
+                    "  --allow-no-digests   accept a file that has no digests (written with\n"
+                    "                       Digests=no or --no-digests, or an xl dump-core file);\n"
+                    "                       its OK line says the pages were not checked\n"
+                    "  --quiet              print only failures, no progress bar\n",
                     static_cast<int>(kUsage.size()), kUsage.data());
         return cli::kExitOk;
     }
     if (!p.error.empty()) return usage_error("verify", p.error, kUsage);
     if (p.operands.empty()) return usage_error("verify", "expected at least one FILE", kUsage);
+    VerifyOptions options;
+    options.digests = !p.has("--no-digests");
+    options.allow_no_digests = p.has("--allow-no-digests");
     bool ok = true;
-    for (const auto& f : p.operands) ok = verify_one(f, !p.has("--no-digests"), p.has("--quiet")) && ok;
+    for (const auto& f : p.operands) ok = verify_one(f, options, p.has("--quiet")) && ok;
     return ok ? cli::kExitOk : cli::kExitFailure;
 }
 

@@ -23,6 +23,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
         auto r = xendump::DumpReader::open(path);
         (void)r.verify();
+        xendump::VerifyOptions structure_only;
+        structure_only.digests = false;
+        (void)r.verify_report(structure_only);
+        (void)r.vcpus();
+        (void)r.unreadable_pfns();
+        (void)r.kernel_image_mapping();
         std::vector<std::byte> page(4096);
         for (const auto& e : r.entries().first(std::min<size_t>(r.entries().size(), 4))) {
             (void)r.read_page_by_pfn(e.pfn, page);

@@ -68,6 +68,66 @@ TEST_F(Ctl, VerifyCorruptFilesNameTheOffset) {
     }
 }
 
+// Issue 16.5: a file without digests fails unless --allow-no-digests, and
+// passes with it saying so; hidden digests fail either way, naming the file
+// and offset.
+TEST_F(Ctl, VerifyNoDigestsFailsUnlessAllowed) {
+    HandBuildSpec spec = spec_;
+    spec.digests = false;
+    auto p = (dir_ / "nodigests.core").string();
+    build_hand_dump(spec).write(p);
+    auto r = run({"xen-dumpctl", "verify", p});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.out.find(p + ": digests-absent: section ["), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("--allow-no-digests"), std::string::npos) << r.err;
+    for (bool quiet : {false, true}) {
+        std::vector<std::string> argv = {"xen-dumpctl", "verify", "--allow-no-digests", p};
+        if (quiet) argv.insert(argv.begin() + 2, "--quiet");
+        r = run(argv);
+        EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+        EXPECT_NE(r.out.find(p + ": OK without digests (--allow-no-digests)"), std::string::npos) << r.out;
+    }
+    r = run({"xen-dumpctl", "verify", "--no-digests", p});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find(p + ": OK, structure only (--no-digests)"), std::string::npos) << r.out;
+    r = run({"xen-dumpctl", "verify", good_.string()});
+    EXPECT_NE(r.out.find(good_.string() + ": OK\n"), std::string::npos) << r.out;
+}
+
+TEST_F(Ctl, VerifyHiddenDigestsFailWithAllowNoDigests) {
+    const uint64_t chunk1 = dump_.pages_offset + 256 * 4096;
+    const uint64_t trailer_hdr = dump_.section_header.at(".note.xen_trailer");
+    struct Case {
+        const char* name;
+        std::function<void(HandBuiltDump&)> corrupt;
+        std::string check;
+        uint64_t offset;
+    };
+    std::vector<Case> cases = {
+        {"renamed.core", [](HandBuiltDump& d) { d.bytes[d.section_name.at(".note.xen_trailer") + 6] ^= std::byte{1}; },
+         "section-names", trailer_hdr},
+        {"type.core", [](HandBuiltDump& d) { d.put<uint32_t>(d.digest_note_offset + 8, 0x1c); }, "trailer-notes",
+         dump_.digest_note_offset},
+        {"name.core", [](HandBuiltDump& d) { d.bytes[d.digest_note_offset + 12] ^= std::byte{1}; }, "trailer-notes",
+         dump_.digest_note_offset},
+    };
+    for (const auto& c : cases) {
+        auto path = corrupt_with(
+            [&](HandBuiltDump& d) {
+                c.corrupt(d);
+                d.bytes[chunk1 + 5] ^= std::byte{4};
+            },
+            c.name);
+        auto r = run({"xen-dumpctl", "verify", "--allow-no-digests", path});
+        EXPECT_EQ(r.exit_code, 1) << c.name << ": " << r.out << r.err;
+        char off[32];
+        std::snprintf(off, sizeof off, "0x%llx", static_cast<unsigned long long>(c.offset));
+        EXPECT_NE(r.out.find(path + ": " + c.check + ": "), std::string::npos) << c.name << ": " << r.out;
+        EXPECT_NE(r.out.find(std::string("at offset ") + off + ":"), std::string::npos) << c.name << ": " << r.out;
+        EXPECT_EQ(r.out.find("OK"), std::string::npos) << c.name << ": " << r.out;
+    }
+}
+
 TEST_F(Ctl, InfoJson) {
     auto r = run({"xen-dumpctl", "info", "--json", good_.string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -101,6 +161,7 @@ TEST_F(Ctl, UsageAndHelp) {
     EXPECT_EQ(run({"xen-dumpctl", "frobnicate"}).exit_code, 2);
     EXPECT_EQ(run({"xen-dumpctl", "info"}).exit_code, 2);
     EXPECT_EQ(run({"xen-dumpctl", "verify", "--bogus", good_.string()}).exit_code, 2);
+    EXPECT_NE(run({"xen-dumpctl", "verify", "--help"}).out.find("--allow-no-digests"), std::string::npos);
     auto h = run({"xen-dumpctl", "--help"});
     EXPECT_EQ(h.exit_code, 0);
     EXPECT_NE(h.out.find("verify"), std::string::npos);

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "hostile_files.hpp"
 #include "test_support.hpp"
 
 namespace xendump::test {
@@ -64,11 +65,7 @@ std::vector<std::byte> digest_of(const std::byte* p, size_t n) {
 
 }  // namespace
 
-void HandBuiltDump::write(const std::filesystem::path& path) const {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (!f) throw std::runtime_error("cannot write " + path.string());
-}
+void HandBuiltDump::write(const std::filesystem::path& path) const { write_bytes(path, bytes); }
 
 std::vector<PageEntry> sample_entries(uint64_t n, bool pv) {
     std::vector<PageEntry> e;
@@ -159,8 +156,10 @@ HandBuiltDump build_hand_dump(const HandBuildSpec& spec) {
         for (const auto& e : ents) img.put(e.pfn);
     }
 
-    // Trailer (§5).
-    uint64_t trailer_at = align(img.size(), 8), trailer_size = 0;
+    // Trailer (§5): NT_XEN_DIGEST when written, then the room reserved for
+    // NT_XEN_UNREADABLE (24 + 8 + 8 bytes a page, + 24): here an empty
+    // NT_XEN_UNREADABLE and the padding note (type 14) filling the rest.
+    uint64_t trailer_at = align(img.size(), 8);
     img.pad_to(trailer_at);
     if (spec.digests) {
         std::vector<std::byte> d = bytes_of(format::DigestDescHead{format::kDigestXxh3_128, format::kDigestChunkPages});
@@ -174,9 +173,14 @@ HandBuiltDump build_hand_dump(const HandBuildSpec& spec) {
         d.insert(d.end(), hn.begin(), hn.end());
         d.insert(d.end(), ht.begin(), ht.end());
         out.digest_note_offset = img.note("XEN CORE", format::kNtXenDigest, d);
-        img.note("XEN CORE", format::kNtXenUnreadable, bytes_of(uint64_t{0}));
-        trailer_size = img.size() - trailer_at;
     }
+    const uint64_t reserved_at = img.size();
+    out.unreadable_note_offset = img.note("XEN CORE", format::kNtXenUnreadable, bytes_of(uint64_t{0}));
+    out.padding_note_offset = img.size();
+    img.note("XEN CORE", format::kNtXenPadding, std::vector<std::byte>(24 + 8 + 8 * nr + 24 - 32 - 24));
+    if (img.size() - reserved_at != 24 + 8 + 8 * nr + 24) throw std::logic_error("trailer reservation");
+    const uint64_t trailer_size = img.size() - trailer_at;
+    out.trailer_offset = trailer_at;
 
     // Section names and headers (§6).
     struct Sec { std::string name; uint32_t type; uint64_t off, size, entsize, align; };
@@ -188,12 +192,15 @@ HandBuiltDump build_hand_dump(const HandBuildSpec& spec) {
     secs.push_back({".note.xen_p2m", SHT_NOTE, out.table_note_offset, 24 + nr * 16, 0, 8});
     if (pv) secs.push_back({".xen_p2m", SHT_PROGBITS, out.table_desc_offset, nr * 16, 16, 8});
     else secs.push_back({".xen_pfn", SHT_PROGBITS, out.pfn_array_offset, nr * 8, 8, 8});
-    if (spec.digests) secs.push_back({".note.xen_trailer", SHT_NOTE, trailer_at, trailer_size, 0, 8});
+    secs.push_back({".note.xen_trailer", SHT_NOTE, trailer_at, trailer_size, 0, 8});
     std::string names(1, '\0');
     std::vector<uint32_t> name_at;
     for (const auto& s : secs) {
         name_at.push_back(s.name.empty() ? 0 : static_cast<uint32_t>(names.size()));
-        if (!s.name.empty()) names += s.name + '\0';
+        if (!s.name.empty()) {
+            out.section_name[s.name] = img.size() + names.size();
+            names += s.name + '\0';
+        }
     }
     secs[1].off = img.size();
     secs[1].size = names.size();

@@ -33,8 +33,12 @@ struct HandBuiltDump {
     uint64_t pages_offset = 0;
     uint64_t table_note_offset = 0, table_desc_offset = 0;
     uint64_t pfn_array_offset = 0;
-    uint64_t digest_note_offset = 0;
+    uint64_t digest_note_offset = 0;      // 0 without digests
+    uint64_t trailer_offset = 0;          // .note.xen_trailer
+    uint64_t unreadable_note_offset = 0;  // the (empty) NT_XEN_UNREADABLE in the trailer
+    uint64_t padding_note_offset = 0;     // the trailer's padding note
     std::map<std::string, uint64_t> section_header;  // name -> offset of its Elf64_Shdr
+    std::map<std::string, uint64_t> section_name;    // name -> offset of the name in .shstrtab
     size_t nr_loads = 0;
 
     uint64_t phdr_offset(size_t i) const { return phoff + i * 56; }

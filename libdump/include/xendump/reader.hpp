@@ -49,7 +49,16 @@ struct Finding {
 };
 
 struct VerifyOptions {
+    // Recompute the digests (NT_XEN_DIGEST) and compare. False skips them:
+    // only the structure is checked, and a file without digests passes.
     bool digests = true;
+    // With `digests`, a file that has no digests (written with Digests=no or
+    // --no-digests, or an xl dump-core file, whose format has none) is a
+    // "digests-absent" finding unless this is set. Only a plain absence is
+    // accepted: a trailer whose sections, notes or size do not fit the format
+    // (a digest note or trailer section renamed or retyped, a trailer sized
+    // for digests that holds none) is a finding either way.
+    bool allow_no_digests = false;
     // Pages read for the digests leave the page cache behind the reading, as
     // the writer's pages do: for a file read once, just after it was written
     // (the converter's check of its output), so that neither evicts the
@@ -61,6 +70,18 @@ struct VerifyOptions {
     // this file's, compared with the stored digests all the same.
     const PagesReadBack* pages_read_back = nullptr;
     std::function<void(uint64_t done, uint64_t total)> on_progress;
+};
+
+// What a verify did with the digests.
+enum class DigestCheck {
+    compared,     // the file's digests were recomputed (findings list mismatches)
+    skipped,      // VerifyOptions::digests was false
+    absent,       // the file has none (a finding unless allow_no_digests)
+};
+
+struct VerifyReport {
+    std::vector<Finding> findings;  // empty when the file passes
+    DigestCheck digests = DigestCheck::skipped;
 };
 
 class DumpReader {
@@ -107,6 +128,10 @@ public:
     // (I/O errors such as a missing file still throw Error.)
     static std::vector<Finding> verify_file(const std::filesystem::path& path,
                                             const VerifyOptions& options = {});
+    // The same, also saying what was done with the digests (a file that
+    // cannot be opened: DigestCheck::skipped).
+    static VerifyReport verify_file_report(const std::filesystem::path& path, const VerifyOptions& options = {});
+    VerifyReport verify_report(const VerifyOptions& options = {}) const;
 
     // A PageSource over this file's pages (for the converter and tests).
     std::unique_ptr<PageSource> page_source() const;

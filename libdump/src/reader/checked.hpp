@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace xendump::reader {
 
@@ -39,5 +40,25 @@ inline std::string past_end(const char* off_name, uint64_t off, const char* size
     return std::string(off_name) + " " + hex(off) + " + " + size_name + " " + hex(size) +
            " is past the end of the file (" + hex(file_size) + ")";
 }
+
+// `s` (bytes from the file) fit for a message: non-printable bytes, '"'
+// and '\\' as \xNN, at most `max` bytes shown.
+inline std::string printable(std::string_view s, size_t max = 64) {
+    std::string out;
+    for (size_t i = 0; i < s.size() && i < max; ++i) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+            out += static_cast<char>(c);
+        } else {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02x", c);
+            out += buf;
+        }
+    }
+    if (s.size() > max) out += "...";
+    return out;
+}
+
+inline std::string quote_name(std::string_view s, size_t max = 64) { return '"' + printable(s, max) + '"'; }
 
 }  // namespace xendump::reader

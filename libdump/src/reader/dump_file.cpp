@@ -11,8 +11,23 @@
 
 namespace xendump::reader {
 
+namespace {
+
+const char* file_kind(mode_t mode) {
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISDIR(mode)) return "a directory";
+    return "an unsupported file type";
+}
+
+}  // namespace
+
+// O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer
+// (forever); the file is refused by its type before anything is read.
 DumpFile::DumpFile(std::string path) : path_(std::move(path)) {
-    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd_ < 0) throw_errno("cannot open", path_);
     struct stat st{};
     if (fstat(fd_, &st) != 0) {
@@ -20,10 +35,13 @@ DumpFile::DumpFile(std::string path) : path_(std::move(path)) {
         ::close(fd_);
         throw Error("cannot stat", path_, std::nullopt, e);
     }
-    if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+    if (!S_ISREG(st.st_mode)) {
         ::close(fd_);
-        throw Error("not a regular file", path_);
+        throw Error(std::string("not a regular file (") + file_kind(st.st_mode) + "): a dump is read from a file",
+                    path_);
     }
+    // Regular files never block; clear the flag all the same for the reads.
+    if (int fl = ::fcntl(fd_, F_GETFL); fl >= 0) ::fcntl(fd_, F_SETFL, fl & ~O_NONBLOCK);
     size_ = static_cast<uint64_t>(st.st_size);
 }
 

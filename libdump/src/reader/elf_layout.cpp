@@ -117,6 +117,7 @@ ElfLayout read_elf_layout(const DumpFile& f, std::vector<Finding>& findings) {
         fail(f, "shoff-range", "ELF header", offsetof(Elf64_Ehdr, e_shnum),
              "libelf resolves " + std::to_string(shnum) + " section headers, the headers say " + std::to_string(out.shnum));
 
+    FindingList list(findings);
     for (size_t i = 0; i < phnum; ++i) {
         Segment seg;
         seg.index = i;
@@ -125,12 +126,15 @@ ElfLayout read_elf_layout(const DumpFile& f, std::vector<Finding>& findings) {
             fail(f, "phoff-range", seg.structure(), seg.header_offset, std::string("libelf: ") + elf_errmsg(-1));
         seg.in_file = range_inside(seg.phdr.p_offset, seg.phdr.p_filesz, size);
         if (!seg.in_file)
-            findings.push_back({"segment-range", seg.structure(), seg.header_offset,
-                                past_end("p_offset", seg.phdr.p_offset, "p_filesz", seg.phdr.p_filesz, size)});
+            list.add({"segment-range", seg.structure(), seg.header_offset,
+                      past_end("p_offset", seg.phdr.p_offset, "p_filesz", seg.phdr.p_filesz, size)});
         out.segments.push_back(seg);
     }
 
-    if (shnum == 0) return out;
+    if (shnum == 0) {
+        list.finish();
+        return out;
+    }
     if (elf_getshdrstrndx(elf.get(), &shstrndx) != 0 || shstrndx >= shnum)
         fail(f, "section-range", "ELF header", offsetof(Elf64_Ehdr, e_shstrndx),
              "e_shstrndx does not name a section (" + std::to_string(shstrndx) + " of " + std::to_string(shnum) + ")");
@@ -142,8 +146,9 @@ ElfLayout read_elf_layout(const DumpFile& f, std::vector<Finding>& findings) {
         if (!scn || !gelf_getshdr(scn, &sec.shdr))
             fail(f, "shoff-range", "section [" + std::to_string(i) + "]", sec.header_offset,
                  std::string("libelf: ") + elf_errmsg(-1));
-        sec.in_file = sec.shdr.sh_type == SHT_NOBITS || sec.shdr.sh_type == SHT_NULL ||
-                      range_inside(sec.shdr.sh_offset, sec.shdr.sh_size, size);
+        // No section of a dump is SHT_NOBITS: one that says so is read like
+        // any other (its bytes are where it points), so it must be inside too.
+        sec.in_file = sec.shdr.sh_type == SHT_NULL || range_inside(sec.shdr.sh_offset, sec.shdr.sh_size, size);
         if (!sec.in_file && i == shstrndx)
             fail(f, "section-range", "section [" + std::to_string(i) + "] (.shstrtab)", sec.header_offset,
                  past_end("sh_offset", sec.shdr.sh_offset, "sh_size", sec.shdr.sh_size, size));
@@ -155,11 +160,12 @@ ElfLayout read_elf_layout(const DumpFile& f, std::vector<Finding>& findings) {
         if (!name)
             fail(f, "section-range", "section [" + std::to_string(sec.index) + "]", sec.header_offset,
                  "sh_name " + hex(sec.shdr.sh_name) + " is outside the section name table");
-        sec.name = name;
+        sec.name.assign(name, strnlen(name, kMaxSectionName + 1));
         if (!sec.in_file)
-            findings.push_back({"section-range", sec.structure(), sec.header_offset,
-                                past_end("sh_offset", sec.shdr.sh_offset, "sh_size", sec.shdr.sh_size, size)});
+            list.add({"section-range", sec.structure(), sec.header_offset,
+                      past_end("sh_offset", sec.shdr.sh_offset, "sh_size", sec.shdr.sh_size, size)});
     }
+    list.finish();
     return out;
 }
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "reader/checked.hpp"
 #include "reader/dump_file.hpp"
 #include "xendump/reader.hpp"
 
@@ -17,12 +18,16 @@ namespace xendump::reader {
 
 struct Section {
     size_t index = 0;
-    std::string name;
+    std::string name;            // at most kMaxSectionName bytes kept
     GElf_Shdr shdr{};
     uint64_t header_offset = 0;  // file offset of this section header
     bool in_file = true;         // [sh_offset, sh_offset + sh_size) inside the file
-    std::string structure() const { return "section [" + std::to_string(index) + "] " + name; }
+    std::string structure() const { return "section [" + std::to_string(index) + "] " + printable(name); }
 };
+
+// Names longer than this are no name of the format: the rest is not kept
+// (else many sections naming one long string would each hold a copy).
+inline constexpr size_t kMaxSectionName = 64;
 
 struct Segment {
     size_t index = 0;

@@ -104,7 +104,7 @@ NoteList parse_notes(std::span<const std::byte> bytes, uint64_t file_offset, con
     auto fetch = [&](uint64_t pos, uint64_t len, std::vector<std::byte>& out) {
         out.assign(bytes.begin() + static_cast<ptrdiff_t>(pos), bytes.begin() + static_cast<ptrdiff_t>(pos + len));
     };
-    return walk_notes(bytes.size(), file_offset, structure, fetch, WalkLimits{});
+    return walk_notes(bytes.size(), file_offset, structure, fetch, WalkLimits{nullptr, kMaxNotes, UINT32_MAX});
 }
 
 NoteList parse_notes_in_file(const DumpFile& file, uint64_t offset, uint64_t size, const std::string& structure,

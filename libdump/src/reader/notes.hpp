@@ -34,7 +34,10 @@ struct NoteList {
 };
 
 // `bytes` were read at file offset `file_offset`; `structure` names them in
-// messages ("note segment (program header [0])").
+// messages ("note segment (program header [0])"). More than kMaxNotes notes
+// end the parse with a Finding: a segment of empty 12-byte notes would
+// otherwise cost several times its size in Note objects.
+inline constexpr size_t kMaxNotes = 65536;
 NoteList parse_notes(std::span<const std::byte> bytes, uint64_t file_offset, const std::string& structure);
 
 // The largest descriptor the caller reads for a note (name without its NUL,

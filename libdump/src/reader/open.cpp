@@ -182,6 +182,9 @@ void Loader::load_v1_table() {
     if (s.shdr.sh_size < 12) fail("notes-parse", st, s.shdr.sh_offset, "section is too small for a note header");
     uint32_t head[3];
     d_.file->read_exact(s.shdr.sh_offset, std::as_writable_bytes(std::span(head)), st);
+    if (head[0] != format::kNameXenCore.size() + 1)
+        fail("notes-parse", st, s.shdr.sh_offset,
+             "expected an NT_XEN_P2M note named \"XEN CORE\" (namesz 9), found namesz " + std::to_string(head[0]));
     uint64_t namesz_padded = (uint64_t{head[0]} + 3) & ~uint64_t{3};
     uint64_t desc_rel = 12 + namesz_padded;
     if (s.shdr.sh_size < desc_rel || s.shdr.sh_size - desc_rel < head[1])
@@ -219,12 +222,18 @@ void Loader::load_table_array(const Section& s, bool pairs) {
     d_.table_structure = "PFN->GMFN table (" + s.structure() + ")";
     const uint64_t n = s.shdr.sh_size / esize;
     auto v = std::make_shared<reader::EntryTable>(n);
+    auto table = std::as_writable_bytes(std::span(*v));
     if (pairs) {
-        d_.file->read_exact(d_.table_offset, std::as_writable_bytes(std::span(*v)), d_.table_structure);
+        d_.file->read_exact(d_.table_offset, table, d_.table_structure);
     } else {
-        std::vector<uint64_t> pfns(n);
-        d_.file->read_exact(d_.table_offset, std::as_writable_bytes(std::span(pfns)), d_.table_structure);
-        for (uint64_t i = 0; i < n; ++i) (*v)[i] = {pfns[i], pfns[i]};
+        // The pfns into the table's first half, then spread in place from the
+        // end ({pfn, pfn}): no second copy of a table the file sized.
+        d_.file->read_exact(d_.table_offset, table.first(n * 8), d_.table_structure);
+        for (uint64_t i = n; i-- > 0;) {
+            uint64_t pfn;
+            std::memcpy(&pfn, table.data() + i * 8, 8);
+            (*v)[i] = {pfn, pfn};
+        }
     }
     d_.table_raw_count = n;
     while (!v->empty() && v->back().pfn == kAllOnes) v->pop_back();
@@ -271,17 +280,30 @@ void Loader::load_vcpus_v1() {
 }
 
 // .xen_prstatus: header nr_vcpus contexts with stride sh_entsize; Xen does
-// not record vcpu ids, so slot k is reported as vcpu k.
+// not record vcpu ids, so slot k is reported as vcpu k. Xen's stride is a
+// whole vcpu_guest_context_any_t (5168): a smaller one is refused, as it
+// would turn each byte of the section into a "vcpu" (2^40 vcpus of stride 1
+// claimed by a 288 KB file). The count is bounded by the section, which is
+// inside the file, before anything is read.
 void Loader::load_vcpus_xen_elf() {
     const Section* s = d_.elf.find(".xen_prstatus");
     if (!s || !s->in_file) return;
+    const uint64_t ctx = d_.guest_width == 4 ? format::kVcpuContextSize32 : format::kVcpuContextSize64;
     const uint64_t stride = s->shdr.sh_entsize ? s->shdr.sh_entsize : format::kVcpuSlotSize;
+    if (stride < ctx)
+        fail("vcpu-count", s->structure(), s->header_offset + offsetof(Elf64_Shdr, sh_entsize),
+             "sh_entsize " + std::to_string(stride) + " is smaller than a vcpu context (" + std::to_string(ctx) +
+                 " bytes)");
     const uint64_t count = std::min<uint64_t>(d_.header.xch_nr_vcpus, s->shdr.sh_size / stride);
-    const uint64_t ctx = std::min<uint64_t>(
-        stride, d_.guest_width == 4 ? format::kVcpuContextSize32 : format::kVcpuContextSize64);
-    for (uint64_t i = 0; i < count; ++i)
-        d_.vcpus.push_back({static_cast<uint32_t>(i),
-                            d_.file->read_bytes(s->shdr.sh_offset + i * stride, ctx, s->structure())});
+    if (count == 0) return;
+    // One read of the contexts' span (count - 1 strides and one context).
+    const uint64_t span = (count - 1) * stride + ctx;
+    const auto bytes = d_.file->read_bytes(s->shdr.sh_offset, span, s->structure());
+    d_.vcpus.reserve(count);
+    for (uint64_t i = 0; i < count; ++i) {
+        const auto first = bytes.begin() + static_cast<ptrdiff_t>(i * stride);
+        d_.vcpus.push_back({static_cast<uint32_t>(i), std::vector<std::byte>(first, first + static_cast<ptrdiff_t>(ctx))});
+    }
 }
 
 void Loader::load_trailer() {
@@ -311,7 +333,7 @@ void Loader::load_trailer() {
             return;
         }
         d_.unreadable.resize(count);
-        std::memcpy(d_.unreadable.data(), u->desc.data() + 8, count * 8);
+        if (count != 0) std::memcpy(d_.unreadable.data(), u->desc.data() + 8, count * 8);  // data() may be null
     }
 }
 

@@ -109,13 +109,18 @@ bool DumpReader::read_page_by_gmfn(uint64_t gmfn, std::span<std::byte> out) cons
     return true;
 }
 
-std::vector<Finding> DumpReader::verify(const VerifyOptions& options) const {
-    std::vector<Finding> out = impl_->open_findings;
+std::vector<Finding> DumpReader::verify(const VerifyOptions& options) const { return verify_report(options).findings; }
+
+VerifyReport DumpReader::verify_report(const VerifyOptions& options) const {
+    VerifyReport rep;
+    rep.digests = !options.digests ? DigestCheck::skipped : impl_->digest ? DigestCheck::compared : DigestCheck::absent;
+    std::vector<Finding>& out = rep.findings;
+    out = impl_->open_findings;
     // The page digests (reads and hashing, most of the time) run while the
     // structural checks do; both only read the opened file. Findings keep
     // their order: structure first, then digests.
     std::future<std::vector<Finding>> digests;
-    if (options.digests && impl_->digest)
+    if (rep.digests == DigestCheck::compared)
         digests = std::async(std::launch::async, [this, &options] { return reader::check_digests(*impl_, options); });
     std::vector<Finding> more;
     try {
@@ -129,14 +134,19 @@ std::vector<Finding> DumpReader::verify(const VerifyOptions& options) const {
         auto dig = digests.get();
         out.insert(out.end(), dig.begin(), dig.end());
     }
-    return out;
+    if (rep.digests == DigestCheck::absent && !options.allow_no_digests) out.push_back(reader::digests_absent(*impl_));
+    return rep;
 }
 
 std::vector<Finding> DumpReader::verify_file(const std::filesystem::path& path, const VerifyOptions& options) {
+    return verify_file_report(path, options).findings;
+}
+
+VerifyReport DumpReader::verify_file_report(const std::filesystem::path& path, const VerifyOptions& options) {
     try {
-        return open(path).verify(options);
+        return open(path).verify_report(options);
     } catch (const reader::CheckError& e) {
-        return {e.finding()};
+        return {{e.finding()}, DigestCheck::skipped};
     }
 }
 

@@ -62,6 +62,8 @@ struct DumpReader::Impl {
 namespace reader {
 std::vector<Finding> run_checks(const DumpReader::Impl& d, const VerifyOptions& options);
 std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOptions& options);
+// The "digests-absent" finding for a file without a digest note.
+Finding digests_absent(const DumpReader::Impl& d);
 }  // namespace reader
 
 }  // namespace xendump

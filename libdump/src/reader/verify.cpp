@@ -2,7 +2,10 @@
 // Finding carries a short stable check name, the structure and its offset.
 #include <algorithm>
 #include <cstring>
+#include <string_view>
+#include <unordered_map>
 
+#include "reader/check_error.hpp"
 #include "reader/checked.hpp"
 #include "reader/reader_impl.hpp"
 #include "xendump/kernel/guest_memory.hpp"
@@ -20,7 +23,7 @@ public:
 
 private:
     void add(const char* check, const std::string& structure, uint64_t offset, std::string msg) {
-        out_.push_back({check, structure, offset, std::move(msg)});
+        list_.add({check, structure, offset, std::move(msg)});
     }
     const Note* header_note() const {
         return d_.format == FileFormat::v1 ? d_.notes.find(format::kNameXenCore, format::kNtXenHeader)
@@ -37,9 +40,12 @@ private:
     void check_section(const char* name, uint64_t offset, uint64_t size, uint32_t type, uint64_t entsize);
     void check_pfn_array();
     void check_vcpus();
+    void check_section_names();
+    void check_trailer();
 
     const DumpReader::Impl& d_;
     std::vector<Finding> out_;
+    FindingList list_{out_};  // a bounded number of findings per check
 };
 
 // Spec §1 puts the program headers right after the ELF header;
@@ -61,15 +67,18 @@ std::vector<Finding> Checker::run() {
     check_counts();
     check_table();
     check_vcpus();
+    check_section_names();
     if (d_.format == FileFormat::v1) {
         check_header_notes();
         check_segments();
         check_sections_v1();
+        check_trailer();
     } else if (d_.pages_offset % kPage != 0) {
         const Section* s = d_.elf.find(".xen_pages");
         add("section-placement", s->structure(), s->header_offset,
             "sh_offset " + hex(d_.pages_offset) + " is not page-aligned");
     }
+    list_.finish();
     return std::move(out_);
 }
 
@@ -272,6 +281,86 @@ void Checker::check_sections_v1() {
         add("section-placement", tr->structure(), tr->header_offset, "sh_type is not SHT_NOTE");
 }
 
+// Spec §6: v1 has exactly the sections of the table, each once. A section
+// whose name was changed hides what it holds from a reader that looks it up
+// by name (a renamed .note.xen_trailer hides the digests), so every other
+// name is reported. Xen's own files have no such list, but a v1 section in
+// one is a v1 dump whose program headers were taken away.
+void Checker::check_section_names() {
+    static constexpr std::string_view kV1[] = {".shstrtab",  ".note.Xen",     ".xen_prstatus",
+                                               ".xen_shared_info", ".xen_pages", ".note.xen_p2m",
+                                               ".xen_p2m",   ".xen_pfn",      ".note.xen_trailer"};
+    static constexpr std::string_view kV1Only[] = {".note.xen_p2m", ".note.xen_trailer"};
+    const auto& secs = d_.elf.sections;
+    std::unordered_map<std::string_view, size_t> first;  // name -> index: linear in the sections
+    for (size_t i = 1; i < secs.size(); ++i) {
+        const Section& s = secs[i];
+        if (auto [it, fresh] = first.try_emplace(s.name, i); !fresh)
+            add("section-names", s.structure(), s.header_offset,
+                "a second section named " + quote_name(s.name) + " (the first is section [" +
+                    std::to_string(it->second) + "]): a reader finds only the first");
+        const auto known = [&s](const auto& list) { return std::find(std::begin(list), std::end(list), s.name) != std::end(list); };
+        if (d_.format == FileFormat::v1 && !known(kV1))
+            add("section-names", "section [" + std::to_string(i) + "]", s.header_offset,
+                "name " + quote_name(s.name) + " is not a section of the format: a renamed section hides what it holds");
+        else if (d_.format == FileFormat::xen_elf && known(kV1Only))
+            add("format-detect", s.structure(), s.header_offset,
+                "a v1 section in a file without program headers (a v1 dump whose program headers are gone?)");
+    }
+}
+
+// Spec "Trailer notes" and "How the writer lays the file out": the trailer
+// follows the table (and .xen_pfn), and holds NT_XEN_DIGEST (when written),
+// NT_XEN_UNREADABLE (when a page was unreadable) and one padding note, in
+// that order, in exactly the digest note plus the room reserved for the
+// unreadable pfns. Anything else may be a digest note whose name or type
+// was changed so that it is not found: reported, whatever the options.
+void Checker::check_trailer() {
+    const Section* tr = d_.elf.find(".note.xen_trailer");
+    if (!tr) {
+        add("trailer-placement", "section headers", d_.elf.ehdr.e_shoff,
+            "there is no .note.xen_trailer section, which every v1 dump has: the digests (and the list of unreadable "
+            "pages) cannot be found");
+        return;
+    }
+    const uint64_t n = d_.table_raw_count;  // < file size / 16: the sums below cannot overflow
+    const uint64_t want_offset = d_.table_offset + d_.table_size + (d_.type == format::GuestType::pv ? 0 : 8 * n);
+    const uint64_t reserved = 24 + 8 + 8 * n + 24;
+    const uint64_t digest_size = d_.digest ? d_.digest->end_offset - d_.digest->offset : 0;
+    const uint64_t chunks = (n + format::kDigestChunkPages - 1) / format::kDigestChunkPages;
+    const uint64_t spec_digest_size = 24 + sizeof(format::DigestDescHead) + 16 * (chunks + 2);
+    const auto& h = tr->shdr;
+    if (h.sh_offset != want_offset || h.sh_size != reserved + digest_size) {
+        std::string why = "points at " + hex(h.sh_offset) + " (+" + hex(h.sh_size) + "), expected " + hex(want_offset) +
+                          " (+" + hex(reserved + digest_size) + ": " +
+                          (d_.digest ? "the digest note, " : std::string("no digest note, ")) + "then room for " +
+                          std::to_string(n) + " unreadable pfns and a padding note)";
+        if (!d_.digest && h.sh_size == reserved + spec_digest_size)
+            why += "; it has the size of a trailer with digests, but no NT_XEN_DIGEST note";
+        add("trailer-placement", tr->structure(), tr->header_offset, why);
+    }
+    if (d_.trailer.error) return;  // reported at open; the notes after it are unknown
+    const auto& notes = d_.trailer.notes;
+    size_t i = 0;
+    auto next_is = [&](uint32_t type) {
+        const bool yes = i < notes.size() && notes[i].name == format::kNameXenCore && notes[i].type == type;
+        if (yes) ++i;
+        return yes;
+    };
+    next_is(format::kNtXenDigest);
+    next_is(format::kNtXenUnreadable);
+    const bool padded = next_is(format::kNtXenPadding);
+    if (i < notes.size() || !padded) {
+        const bool extra = i < notes.size();
+        add("trailer-notes", tr->structure(), extra ? notes[i].offset : tr->shdr.sh_offset,
+            (extra ? "note " + quote_name(notes[i].name) + " type " + std::to_string(notes[i].type) + " at " +
+                         hex(notes[i].offset) + " is not what a trailer holds here"
+                   : std::string("the trailer does not end with its padding note")) +
+                ": a trailer holds NT_XEN_DIGEST, NT_XEN_UNREADABLE, then one padding note (\"XEN CORE\" types 12, "
+                "13, 14, in this order); a digest note whose name or type was changed is not recognised as one");
+    }
+}
+
 // Spec §4: HVM/PVH keep Xen's .xen_pfn array, the table's pfns in order.
 void Checker::check_pfn_array() {
     const Section* s = d_.elf.find(".xen_pfn");
@@ -320,5 +409,15 @@ void Checker::check_vcpus() {
 }  // namespace
 
 std::vector<Finding> run_checks(const DumpReader::Impl& d, const VerifyOptions&) { return Checker(d).run(); }
+
+Finding digests_absent(const DumpReader::Impl& d) {
+    if (d.format == FileFormat::xen_elf)
+        return {"digests-absent", "section headers", d.elf.ehdr.e_shoff,
+                "an xl dump-core file has no digests: its pages, notes and table cannot be checked"};
+    const Section* tr = d.elf.find(".note.xen_trailer");
+    return {"digests-absent", tr ? tr->structure() : "section headers", tr ? tr->header_offset : d.elf.ehdr.e_shoff,
+            "there is no NT_XEN_DIGEST note in the trailer (written without digests?): the pages, notes and table "
+            "cannot be checked"};
+}
 
 }  // namespace xendump::reader
