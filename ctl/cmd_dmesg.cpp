@@ -11,11 +11,10 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
-#include "guest_kernel.hpp"
+#include "dump_log.hpp"
 #include "options.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/printk_log.hpp"
-#include "xendump/kernel/virtual_memory.hpp"
 #include "xendump/reader.hpp"
 
 namespace xendump::ctl {
@@ -41,25 +40,6 @@ nlohmann::json record_json(const kernel::PrintkRecord& r) {
     return j;
 }
 
-// The VMCOREINFO of the dump: its note, else a scan of its pages.
-std::optional<kernel::Vmcoreinfo> dump_vmcoreinfo(const DumpReader& reader) {
-    if (auto text = reader.vmcoreinfo()) return kernel::Vmcoreinfo::parse(*text);
-    auto source = reader.page_source();
-    if (auto found = kernel::find_vmcoreinfo(*source)) return found->info;
-    return std::nullopt;
-}
-
-// PV guests' page tables hold machine frames: back to pfns through the
-// dump's pfn->gmfn table. HVM/PVH: frames are pfns.
-kernel::FrameToPfn frame_to_pfn(const DumpReader& reader) {
-    if (reader.type() != format::GuestType::pv) return {};
-    return [&reader](uint64_t frame) -> std::optional<uint64_t> {
-        auto index = reader.index_of_gmfn(frame);
-        if (!index) return std::nullopt;
-        return reader.entries()[*index].pfn;
-    };
-}
-
 }  // namespace
 
 int cmd_dmesg(Args args) {
@@ -77,12 +57,7 @@ int cmd_dmesg(Args args) {
     if (p.operands.size() != 1) return usage_error("dmesg", "expected one FILE", kUsage);
     const std::string& path = p.operands[0];
     auto reader = DumpReader::open(path);
-    if (reader.guest_width() != 8) {
-        std::fprintf(stderr, "xen-dumpctl dmesg: %s: a 32-bit guest: only x86_64 guest kernels are read\n",
-                     path.c_str());
-        return cli::kExitFailure;
-    }
-    const auto info = dump_vmcoreinfo(reader);
+    const auto info = dump_vmcoreinfo(reader, true);
     if (!info) {
         std::fprintf(stderr,
                      "xen-dumpctl dmesg: %s: no VMCOREINFO of a Linux kernel in the dump (not a Linux guest, "
@@ -90,12 +65,9 @@ int cmd_dmesg(Args args) {
                      path.c_str());
         return cli::kExitFailure;
     }
-    kernel::PhysicalMemory physical(dump_page_reader(reader));
-    kernel::KernelVirtualMemory memory(physical, kernel::KernelPaging::from_vmcoreinfo(*info), frame_to_pfn(reader));
     kernel::PrintkLog log;
     try {
-        log = kernel::read_printk_log(
-            *info, [&memory](uint64_t vaddr, std::span<std::byte> out) { return memory.read(vaddr, out); });
+        log = read_dump_log(reader, *info);
     } catch (const Error& e) {
         std::fprintf(stderr, "xen-dumpctl dmesg: %s: %s\n", path.c_str(), e.what());
         return cli::kExitFailure;

@@ -596,7 +596,7 @@ TEST(PrintkFixture, ReadsTheGuestsLogFromItsRam) {
         EXPECT_EQ(*log.records[i].sequence, *log.records[i - 1].sequence + 1) << i;
 }
 
-// The fixture as an HVM guest of the simulated host, dumped once.
+// A RAM image (the fixture's) as an HVM guest of the simulated host, dumped.
 constexpr uint32_t kDomid = 23;
 constexpr uint64_t kFixturePages = (128ULL << 20) / 4096;
 
@@ -605,9 +605,8 @@ struct DmesgDump {
     fs::path image = dir / "linux.raw", dump = dir / "linux.core";
     std::unique_ptr<sim::Host> host;
 
-    DmesgDump() {
-        std::ofstream(image, std::ios::binary)
-            .write(reinterpret_cast<const char*>(guest_ram().data()), static_cast<std::streamsize>(guest_ram().size()));
+    explicit DmesgDump(std::string_view ram) {
+        std::ofstream(image, std::ios::binary).write(ram.data(), static_cast<std::streamsize>(ram.size()));
         json d = dump::hvm_domain(kDomid, "hvm", kFixturePages,
                                   json::array({json::array({0, 0x800000, kFixturePages})}));
         d["memory"] = json{{"image", image.string()}};
@@ -616,8 +615,12 @@ struct DmesgDump {
     }
 };
 
+std::string_view fixture_ram() {
+    return {reinterpret_cast<const char*>(guest_ram().data()), guest_ram().size()};
+}
+
 DmesgDump& dmesg_dump() {
-    static DmesgDump d;
+    static DmesgDump d(fixture_ram());
     return d;
 }
 
@@ -717,6 +720,66 @@ TEST(DmesgDump, PvGuestsXlFileAndItsConversionGiveTheSameLog) {
     EXPECT_TRUE(log.starts_with("[    0.000000] Linux version 6.1.0-57-amd64")) << log.substr(0, 200);
     EXPECT_GT(lines(log).size(), 100u);
     EXPECT_EQ(ctl_dmesg(xl), log);
+}
+
+// Issue 20 item 2: `info` quotes the log's crash reports. The fixture's
+// guest did not crash: its last record is made a panic of the same length.
+TEST(DmesgDump, InfoQuotesTheCrashReportsOfTheLog) {
+    const std::string was = "clocksource: Switched to clocksource tsc";
+    const std::string now = "Kernel panic - not syncing: testing 1234";
+    ASSERT_EQ(was.size(), now.size());
+    std::string ram(fixture_ram());
+    size_t replaced = 0;
+    for (size_t at = ram.find(was); at != std::string::npos; at = ram.find(was, at + 1))
+        if (ram[at + was.size()] != '-') {  // not the earlier "... tsc-early"
+            ram.replace(at, was.size(), now);
+            ++replaced;
+        }
+    ASSERT_GE(replaced, 1u);
+    DmesgDump crashed(ram);
+    ram.clear();
+
+    RunResult t = run({"xen-dumpctl", "info", crashed.dump.string()});
+    ASSERT_EQ(t.exit_code, 0) << t.err;
+    EXPECT_NE(t.out.find("\nCrash report: [    1.978455] Kernel panic - not syncing: testing 1234\n"),
+              std::string::npos)
+        << t.out;
+    RunResult j = run({"xen-dumpctl", "info", "--json", crashed.dump.string()});
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    const json log = json::parse(j.out).at("kernel").at("log");
+    EXPECT_EQ(log.at("error"), nullptr);
+    EXPECT_FALSE(log.at("partial").get<bool>());
+    ASSERT_EQ(log.at("crash_reports").size(), 1u) << log;
+    EXPECT_EQ(log.at("crash_reports")[0].at("line"), "[    1.978455] Kernel panic - not syncing: testing 1234");
+    EXPECT_EQ(log.at("crash_reports")[0].at("sequence"), log.at("records").get<uint64_t>() - 1);
+
+    // The guest as it was: its log, and no crash in it.
+    RunResult plain = run({"xen-dumpctl", "info", dmesg_dump().dump.string()});
+    EXPECT_NE(plain.out.find("\nKernel log:   " + std::to_string(log.at("records").get<uint64_t>()) + " records"),
+              std::string::npos)
+        << plain.out;
+    EXPECT_NE(plain.out.find("\nCrash report: none in the log\n"), std::string::npos) << plain.out;
+}
+
+TEST(PrintkCrashReports, RecogniseThePanicOopsAndBugLines) {
+    for (const char* yes : {"Kernel panic - not syncing: sysrq triggered crash", "Oops: 0002 [#1] PREEMPT SMP NOPTI",
+                            "BUG: kernel NULL pointer dereference, address: 0000000000000000",
+                            "kernel BUG at mm/slub.c:4210!", "watchdog: BUG: soft lockup - CPU#1 stuck for 22s!",
+                            "general protection fault, probably for non-canonical address 0xdead: 0000 [#1] SMP",
+                            "Unable to handle kernel paging request at virtual address 0000000000000010",
+                            "double fault: 0000 [#1] SMP"})
+        EXPECT_TRUE(kernel::is_crash_report(yes)) << yes;
+    for (const char* no : {"Linux version 6.1.0", "sysrq: Trigger a crash", "  BUG: indented is a continuation",
+                           "usb 1-1: Oops: not at the start", "---[ end Kernel panic - not syncing: x ]---"})
+        EXPECT_FALSE(kernel::is_crash_report(no)) << no;
+    Ring ring(3, 10);
+    ring.add("sysrq: Trigger a crash", 1);
+    ring.add("Kernel panic - not syncing: sysrq triggered crash", 2, 0);
+    ring.add("CPU: 0 PID: 1 Comm: sh", 3);
+    const PrintkLog log = ring.read();
+    const auto reports = kernel::crash_records(log);
+    ASSERT_EQ(reports.size(), 1u);
+    EXPECT_EQ(reports[0], &log.records[1]);
 }
 
 TEST(DmesgDump, AGuestWithoutAKernelGetsAClearMessage) {

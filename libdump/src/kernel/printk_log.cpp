@@ -357,6 +357,25 @@ PrintkLog read_printk_log(const Vmcoreinfo& info, const VirtualReader& read, con
     throw Error("VMCOREINFO has neither SYMBOL(prb) nor SYMBOL(log_buf): it describes no kernel log");
 }
 
+bool is_crash_report(std::string_view text) {
+    // Linux kernel/panic.c, arch/x86/kernel/dumpstack.c (__die_header),
+    // lib/bug.c, arch/x86/mm/fault.c, arch/x86/kernel/traps.c,
+    // kernel/watchdog.c; arch/arm64/mm/fault.c for "Unable to handle".
+    static constexpr std::string_view kStarts[] = {
+        "Kernel panic - not syncing", "Oops: ", "BUG: ", "kernel BUG at ", "watchdog: BUG: ",
+        "general protection fault", "Unable to handle kernel ", "double fault: ",
+    };
+    return std::any_of(std::begin(kStarts), std::end(kStarts),
+                       [text](std::string_view s) { return text.starts_with(s); });
+}
+
+std::vector<const PrintkRecord*> crash_records(const PrintkLog& log) {
+    std::vector<const PrintkRecord*> out;
+    for (const auto& r : log.records)
+        if (is_crash_report(r.text)) out.push_back(&r);
+    return out;
+}
+
 std::string caller_string(uint32_t caller_id) {
     constexpr uint32_t kCpuFlag = 0x80000000u;
     return (caller_id & kCpuFlag ? "C" : "T") + std::to_string(caller_id & ~kCpuFlag);

@@ -21,6 +21,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "xendump/kernel/vmcoreinfo.hpp"
@@ -71,6 +72,16 @@ std::optional<PrintkFormat> printk_format(const Vmcoreinfo& info);
 // or when its geometry is impossible (sizes past the kernel's limits); damage
 // inside the buffer gives a partial log instead.
 PrintkLog read_printk_log(const Vmcoreinfo& info, const VirtualReader& read, const PrintkLimits& limits = {});
+
+// Whether a record's text is the first line of a crash report: panic()'s
+// "Kernel panic - not syncing: ...", an Oops ("Oops: 0002 [#1] ..."), a BUG
+// ("BUG: ...", "kernel BUG at FILE:LINE!", the soft-lockup watchdog's
+// "watchdog: BUG: ..."), or a fault that ends in one ("general protection
+// fault...", "Unable to handle kernel ...", "double fault: ...").
+bool is_crash_report(std::string_view text);
+
+// The log's crash-report records (is_crash_report), oldest first.
+std::vector<const PrintkRecord*> crash_records(const PrintkLog& log);
 
 // One record as `makedumpfile --dump-dmesg` prints it: "[%5llu.%06llu] "
 // (seconds, microseconds), the text with each '\n' followed by the prefix's
