@@ -132,7 +132,7 @@ struct DamageCounts {
         add(missing_descriptor, "descriptor not in the dump (left out)");
         add(missing_info, "printk_info not in the dump (left out)");
         add(missing_text, "text not in the dump (left out)");
-        add(bad_block, "text block shorter than its id, or outside the text ring (left out)");
+        add(bad_block, "text block shorter than its id (left out)");
         add(truncated, "text longer than its data block (cut at the block's end)");
     }
 };
