@@ -10,8 +10,11 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "dump_log.hpp"
 #include "guest_kernel.hpp"
 #include "options.hpp"
+#include "xendump/error.hpp"
+#include "xendump/kernel/printk_log.hpp"
 #include "xendump/kernel/prstatus.hpp"
 #include "xendump/reader.hpp"
 
@@ -58,6 +61,33 @@ nlohmann::json vcpu_ips(const DumpReader& r, const DumpKernel& k) {
     return out;
 }
 
+// The crash reports of the kernel log (panic, Oops, BUG: printk_log.hpp
+// is_crash_report), through the VMCOREINFO note; null without one.
+nlohmann::json describe_log(const DumpReader& r, const DumpKernel& k) {
+    constexpr size_t kMaxReports = 32;
+    if (!k.vmcoreinfo) return nullptr;
+    nlohmann::json j;
+    j["error"] = nullptr;
+    j["records"] = 0;
+    j["partial"] = false;
+    j["crash_reports"] = nlohmann::json::array();
+    try {
+        const kernel::PrintkLog log = read_dump_log(r, *k.vmcoreinfo);
+        j["records"] = log.records.size();
+        j["partial"] = log.partial();
+        for (const kernel::PrintkRecord* c : kernel::crash_records(log)) {
+            if (j["crash_reports"].size() == kMaxReports) break;
+            const std::string text = kernel::format_dmesg_record(*c);
+            j["crash_reports"].push_back({{"sequence", c->sequence ? nlohmann::json(*c->sequence) : nullptr},
+                                          {"time_ns", c->time_ns},
+                                          {"line", text.substr(0, text.find('\n'))}});
+        }
+    } catch (const Error& e) {
+        j["error"] = e.what();
+    }
+    return j;
+}
+
 nlohmann::json describe_kernel(const DumpReader& r) {
     const DumpKernel k = find_dump_kernel(r);
     nlohmann::json j;
@@ -73,6 +103,7 @@ nlohmann::json describe_kernel(const DumpReader& r) {
     if (auto m = r.kernel_image_mapping()) {
         j["image_segment"] = {{"vaddr", hex(m->vaddr)}, {"paddr", hex(m->paddr)}, {"size", m->size}};
     }
+    j["log"] = describe_log(r, k);
     return j;
 }
 
@@ -158,6 +189,16 @@ void print_text(const nlohmann::json& j) {
     for (const auto& v : k["vcpu_ips"])
         line(("VCPU " + v["vcpu"].dump() + " IP:").c_str(),
              text_of(v["ip"]) + (v["symbol"].is_null() ? "" : " <" + text_of(v["symbol"]) + ">"));
+    if (const auto& log = k["log"]; !log.is_null()) {
+        if (!log["error"].is_null()) {
+            line("Kernel log:", "not readable: " + text_of(log["error"]));
+            return;
+        }
+        line("Kernel log:", text_of(log["records"]) + " records" + (log["partial"].get<bool>() ? " (partial)" : "") +
+                                " (xen-dumpctl dmesg)");
+        if (log["crash_reports"].empty()) line("Crash report:", "none in the log");
+        for (const auto& c : log["crash_reports"]) line("Crash report:", text_of(c["line"]));
+    }
 }
 
 }  // namespace
@@ -167,7 +208,8 @@ int cmd_info(Args args) {
     if (p.help) {
         std::printf("usage: %.*s\n\nShow the domain, pages, vcpus and metadata a dump file holds, and the\n"
                     "guest kernel found in its pages: release, banner, KASLR offset, the kernel\n"
-                    "image segment and each vcpu's instruction pointer as symbol+offset.\n"
+                    "image segment, each vcpu's instruction pointer as symbol+offset, and the\n"
+                    "crash reports (panic, Oops, BUG) of the kernel's log.\n"
                     "  --json   print one JSON object instead of text\n",
                     static_cast<int>(kUsage.size()), kUsage.data());
         return cli::kExitOk;

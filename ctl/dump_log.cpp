@@ -1,0 +1,40 @@
+#include "dump_log.hpp"
+
+#include "guest_kernel.hpp"
+#include "xendump/error.hpp"
+#include "xendump/kernel/virtual_memory.hpp"
+
+namespace xendump::ctl {
+
+namespace {
+
+// PV guests' page tables hold machine frames: back to pfns through the
+// dump's pfn->gmfn table. HVM/PVH: frames are pfns.
+kernel::FrameToPfn frame_to_pfn(const DumpReader& reader) {
+    if (reader.type() != format::GuestType::pv) return {};
+    return [&reader](uint64_t frame) -> std::optional<uint64_t> {
+        auto index = reader.index_of_gmfn(frame);
+        if (!index) return std::nullopt;
+        return reader.entries()[*index].pfn;
+    };
+}
+
+}  // namespace
+
+std::optional<kernel::Vmcoreinfo> dump_vmcoreinfo(const DumpReader& reader, bool scan_pages) {
+    if (auto text = reader.vmcoreinfo()) return kernel::Vmcoreinfo::parse(*text);
+    if (!scan_pages) return std::nullopt;
+    auto source = reader.page_source();
+    if (auto found = kernel::find_vmcoreinfo(*source)) return found->info;
+    return std::nullopt;
+}
+
+kernel::PrintkLog read_dump_log(const DumpReader& reader, const kernel::Vmcoreinfo& info) {
+    if (reader.guest_width() != 8) throw Error("a 32-bit guest: only x86_64 guest kernels are read");
+    kernel::PhysicalMemory physical(dump_page_reader(reader));
+    kernel::KernelVirtualMemory memory(physical, kernel::KernelPaging::from_vmcoreinfo(info), frame_to_pfn(reader));
+    return kernel::read_printk_log(
+        info, [&memory](uint64_t vaddr, std::span<std::byte> out) { return memory.read(vaddr, out); });
+}
+
+}  // namespace xendump::ctl
