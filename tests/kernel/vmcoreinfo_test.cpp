@@ -259,10 +259,10 @@ size_t heap_in_use() { return mallinfo2().uordblks; }
 }  // namespace
 
 TEST(VmcoreinfoHostile, DistinctLookAlikesCostBoundedMemoryAndTime) {
-    // 16384 distinct texts: today's bound keeps at most kMaxTexts of them.
-    // The old scanner kept every copy (about 15 KiB each with its parsed
-    // lines: 240 MB here, 466 MB for 32768 pages) and compared every text
-    // with every other (19 s here, 77 s for 32768).
+    // 16384 distinct texts: the scanner keeps at most kMaxTexts of them.
+    // The old one kept every copy with its parsed lines (343 MB here; 466 MB
+    // for 32768 pages in issue 16) and compared every text with every other
+    // (not done after 300 s here on a loaded machine; 77 s for 32768).
     constexpr uint64_t kPages = 16384;
     VmcoreinfoScanner s;
     std::vector<std::byte> page(kPageSize);

@@ -124,33 +124,77 @@ std::optional<std::string_view> text_in(std::span<const std::byte> page, size_t 
 
 }  // namespace
 
-std::optional<Vmcoreinfo> Vmcoreinfo::parse(std::string_view text) {
-    if (!text.starts_with(kFirstKey) || text.back() != '\n') return std::nullopt;
-    Vmcoreinfo info;
+namespace {
+
+// Checks the lines of a text one by one (the rules above), calling
+// f(key, value) for each; false at the first line that breaks a rule.
+template <class F>
+bool for_each_line(std::string_view text, F&& f) {
+    if (!text.starts_with(kFirstKey) || text.back() != '\n') return false;
     size_t pos = 0;
     while (pos < text.size()) {
         const size_t eol = text.find('\n', pos);
         const std::string_view line = text.substr(pos, eol - pos);
         pos = eol + 1;
         if (!std::all_of(line.begin(), line.end(), [](char c) { return c >= 0x20 && c < 0x7f; }))
-            return std::nullopt;
+            return false;
         const size_t eq = line.find('=');
-        if (eq == std::string_view::npos || eq == 0) return std::nullopt;
+        if (eq == std::string_view::npos || eq == 0) return false;
         const std::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
         const bool ok = key.find('(') != std::string_view::npos ? valid_function_line(key, value)
                                                                 : is_upper_key(key);
-        if (!ok) return std::nullopt;
-        info.entries_.emplace(std::string(key), std::string(value));  // first one wins
+        if (!ok) return false;
+        f(key, value);
     }
-    const auto page_size = info.value("PAGESIZE");
-    uint64_t ps = 0;
-    if (!page_size || !is_decimal(*page_size, false) ||
-        std::from_chars(page_size->data(), page_size->data() + page_size->size(), ps).ec !=
-            std::errc() ||
-        ps < 4096 || (ps & (ps - 1)) != 0)
+    return true;
+}
+
+// The lines every text must have (the first of each counts, as in the map).
+struct RequiredLines {
+    std::optional<std::string_view> page_size, release, swapper_pg_dir, kernel_offset;
+    size_t lines = 0;
+
+    void see(std::string_view key, std::string_view value) {
+        ++lines;
+        auto first = [&](std::optional<std::string_view>& slot, std::string_view name) {
+            if (!slot && key == name) slot = value;
+        };
+        first(page_size, "PAGESIZE");
+        first(release, "OSRELEASE");
+        first(swapper_pg_dir, "SYMBOL(swapper_pg_dir)");
+        first(kernel_offset, "KERNELOFFSET");
+    }
+    bool ok() const {
+        uint64_t ps = 0;
+        if (!page_size || !is_decimal(*page_size, false) ||
+            std::from_chars(page_size->data(), page_size->data() + page_size->size(), ps).ec != std::errc() ||
+            ps < 4096 || (ps & (ps - 1)) != 0)
+            return false;
+        if (!release || release->empty() || !swapper_pg_dir || !parse_hex(*swapper_pg_dir)) return false;
+        return !kernel_offset || parse_hex(*kernel_offset);
+    }
+};
+
+// Validates without building anything: the number of lines of a valid text
+// (at least its number of distinct keys), nullopt for an invalid one.
+std::optional<size_t> valid_lines(std::string_view text) {
+    RequiredLines required;
+    if (!for_each_line(text, [&](std::string_view k, std::string_view v) { required.see(k, v); }) ||
+        !required.ok())
         return std::nullopt;
-    if (info.release().empty() || !info.symbol("swapper_pg_dir")) return std::nullopt;
-    if (info.value("KERNELOFFSET") && !info.kernel_offset()) return std::nullopt;
+    return required.lines;
+}
+
+}  // namespace
+
+std::optional<Vmcoreinfo> Vmcoreinfo::parse(std::string_view text) {
+    Vmcoreinfo info;
+    RequiredLines required;
+    const bool lines_ok = for_each_line(text, [&](std::string_view key, std::string_view value) {
+        required.see(key, value);
+        info.entries_.emplace(std::string(key), std::string(value));  // first one wins
+    });
+    if (!lines_ok || !required.ok()) return std::nullopt;
     info.text_ = std::string(text);
     return info;
 }
@@ -273,16 +317,19 @@ void VmcoreinfoScanner::record(VmcoreinfoText& t, uint64_t pfn, VmcoreinfoForm f
     t.min_pfn = std::min(t.min_pfn, pfn);
 }
 
+VmcoreinfoText& VmcoreinfoScanner::weakest() {
+    return *std::min_element(texts_.begin(), texts_.end(),
+                             [](const auto& a, const auto& b) { return promise(a) < promise(b); });
+}
+
 void VmcoreinfoScanner::insert(VmcoreinfoText t) {
     ++distinct_;
     if (texts_.size() < kMaxTexts) {
         texts_.push_back(std::move(t));
         return;
     }
-    auto weakest = std::min_element(texts_.begin(), texts_.end(), [](const auto& a, const auto& b) {
-        return promise(a) < promise(b);
-    });
-    if (promise(*weakest) < promise(t)) *weakest = std::move(t);
+    VmcoreinfoText& w = weakest();
+    if (promise(w) < promise(t)) w = std::move(t);
 }
 
 void VmcoreinfoScanner::observe(uint64_t pfn, std::span<const std::byte> page) {
@@ -295,6 +342,19 @@ void VmcoreinfoScanner::observe(uint64_t pfn, std::span<const std::byte> page) {
         return;
     }
     ++parsed_;
+    if (texts_.size() == kMaxTexts) {
+        // Full (a flood of look-alikes): a text that could not take the
+        // weakest one's place, even were each of its lines a different key,
+        // is counted but neither parsed nor kept.
+        auto lines = valid_lines(copy->text);
+        if (!lines) return;
+        VmcoreinfoText& w = weakest();
+        if (!(promise(w) < std::make_tuple(false, *lines, ~pfn))) {
+            ++candidate_pages_;
+            ++distinct_;
+            return;
+        }
+    }
     auto info = Vmcoreinfo::parse(copy->text);
     if (!info) return;
     VmcoreinfoText t{hash, std::move(*info), pfn, copy->form};

@@ -119,6 +119,7 @@ private:
     VmcoreinfoText* find(size_t hash, std::string_view text);
     void record(VmcoreinfoText& t, uint64_t pfn, VmcoreinfoForm form);
     void insert(VmcoreinfoText t);
+    VmcoreinfoText& weakest();  // the least promising text kept (texts_ not empty)
 
     std::vector<VmcoreinfoText> texts_;
     uint64_t candidate_pages_ = 0, distinct_ = 0, parsed_ = 0;
