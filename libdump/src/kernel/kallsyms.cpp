@@ -13,11 +13,10 @@
 // where the token table starts.
 //
 // Guest memory is hostile: it may hold any number of look-alike tables. The
-// token index check reads each window byte a bounded number of times (an
-// index that passes is 512 bytes no other index can share), but what follows
-// a candidate (the token table, the walk back over up to 64 MiB for
-// relative_base, the names) is not bounded per byte of the window. That work
-// is counted against KallsymsOptions::work_limit; the search gives up
+// token index check reads each window byte a bounded number of times (see
+// read_token_index), but what follows a candidate (the token table, the
+// walk back over up to 64 MiB for relative_base, the names) is not bounded
+// per byte of the window. That work is counted against KallsymsOptions::work_limit; the search gives up
 // (nullopt, KallsymsSearchStats::gave_up) when it is spent, so a guest full
 // of look-alikes costs bounded time and memory, never more.
 #include "xendump/kernel/kallsyms.hpp"
@@ -77,9 +76,10 @@ bool token_char(std::byte b) {
     return c > 0x20 && c < 0x7f;
 }
 
-// Reads entry by entry and stops at the first that breaks the rule, so a
-// window byte is read by a bounded number of candidates: a valid index
-// starts with 0 and grows, so no other candidate starts inside it.
+// Reads entry by entry and stops at the first that breaks the rule: a
+// candidate reads at most 512 bytes, so a window byte is read by at most 64
+// candidates (and only short prefixes overlap: an index starts with 0 and
+// grows, so no valid one starts inside another).
 std::optional<TokenIndex> read_token_index(PhysicalMemory& m, uint64_t at) {
     TokenIndex idx;
     for (size_t i = 0; i < kTokens; ++i) {
