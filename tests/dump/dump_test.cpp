@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <optional>
+#include <thread>
 
 #include "dump_support.hpp"
 #include "xendump/dumper.hpp"
@@ -222,6 +224,32 @@ TEST(DumpPause, CancelFlagStopsEveryStageAndUnpauses) {
         EXPECT_NE(std::string(e.what()).find("cancelled"), std::string::npos) << e.what();
     }
     EXPECT_EQ(pause_count(host, 7), 0u);
+    EXPECT_FALSE(std::filesystem::exists(out / "c.core"));
+}
+
+TEST(DumpPause, CancelFromAnotherThreadDuringTheP2mWalkIsPrompt) {
+    // What the service does on `xen-dumpctl cancel` or stop: it sets the
+    // job's flag from another thread. During a slow p2m walk (48 mapping
+    // calls of a quarter second) the dump ends within a call or two.
+    json dom = hvm_domain(12, "hvm", 48 * 8192, json::array({json::array({0, 0x400000, 0xA0})}));
+    dom["map_cost"] = json{{"per_call_us", 250000}, {"per_page_ns", 0}};
+    sim::Host host(host_spec({dom}));
+    TempDir out;
+    std::atomic<bool> cancel{false};
+    DumpOptions opt;
+    opt.cancel = &cancel;
+    std::chrono::steady_clock::time_point cancelled_at;
+    std::thread canceller([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+        cancelled_at = std::chrono::steady_clock::now();
+        cancel = true;
+    });
+    EXPECT_THROW(dump_domain_to_file(*host.hv, 12, out / "c.core", opt), Error);
+    const auto ended = std::chrono::steady_clock::now();
+    canceller.join();
+    const double seconds = std::chrono::duration<double>(ended - cancelled_at).count();
+    EXPECT_LT(seconds, 4.0) << "the cancel waited for the p2m walk (about 11 s)";
+    EXPECT_EQ(pause_count(host, 12), 0u);
     EXPECT_FALSE(std::filesystem::exists(out / "c.core"));
 }
 
