@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
@@ -23,13 +24,26 @@ static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler
 
 extern "C" void on_stop_signal(int) { g_cancel = true; }
 
+// Every way the command can be told to stop, short of SIGKILL, cancels the
+// dump, which then unwinds through PausedDomain: the guest is never left
+// paused. SIGHUP (the terminal or ssh session went away) and SIGQUIT too.
+// SIGPIPE is ignored, so a reader that went away (`-o - | head`, a dropped
+// `| ssh`) makes the write fail with EPIPE, an Error like any other. No
+// SA_RESTART: a write blocked on a stalled pipe returns, and the writer
+// sees the flag (io::Sink::cancel_on).
 void install_cancel_handlers() {
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &sa, nullptr);
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGPIPE, &ignore, nullptr);
 }
+
+// How often a one-shot waiting on the service looks at the cancel flag.
+constexpr std::chrono::milliseconds kCancelPoll{100};
 
 void say(const std::string& line) { std::cerr << "xen-dumpd: " << line << "\n"; }
 
@@ -48,10 +62,29 @@ ViaService ask_service(const OneShotOptions& o, const Config& cfg, int& exit_cod
     if (o.overrides.host) request["host"] = *o.overrides.host;
     if (o.overrides.dump_dir) request["dump_dir"] = std::filesystem::absolute(*o.overrides.dump_dir).string();
     cli::ProgressBar bar("dumping " + o.domain, !o.quiet);
+    std::optional<uint64_t> job;
     try {
         conn->send(request);
         for (;;) {
-            auto m = conn->receive(std::chrono::milliseconds(-1));
+            auto m = conn->receive(kCancelPoll);
+            if (g_cancel) {
+                // SIGTERM/Ctrl-C while the service queues or runs our dump:
+                // cancel it (the service also cancels when we hang up) and go.
+                bar.finish();
+                if (job) {
+                    try {
+                        control_request(cfg.control_socket, {{"command", "cancel"}, {"id", *job}},
+                                        std::chrono::seconds(1));
+                    } catch (const Error&) {
+                        // Hanging up below cancels it too.
+                    }
+                }
+                conn.reset();
+                say("cancelled");
+                exit_code = cli::kExitFailure;
+                return ViaService::done;
+            }
+            if (!m) continue;
             std::string event = m->value("event", "");
             if (event == "error") {
                 if (m->value("kind", "") == "mismatch") return ViaService::not_running;
@@ -60,6 +93,7 @@ ViaService ask_service(const OneShotOptions& o, const Config& cfg, int& exit_cod
                 exit_code = cli::kExitFailure;
                 return ViaService::done;
             }
+            if (event == "queued") job = m->value("id", uint64_t{0});
             if (event == "queued" && !o.quiet && isatty(STDERR_FILENO))
                 say("queued by the service as job " + std::to_string(m->value("id", 0)));
             if (event == "progress") bar.update(m->value("bytes_done", uint64_t{0}), m->value("bytes_total", uint64_t{0}));

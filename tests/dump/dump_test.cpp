@@ -2,6 +2,11 @@
 // against the simulator, and read by libkdumpfile.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <thread>
+
 #include "dump_support.hpp"
 #include "xendump/dumper.hpp"
 #include "xendump/error.hpp"
@@ -130,6 +135,122 @@ TEST(Dump, PipeOutputEqualsFileOutput) {
         ASSERT_TRUE(ra.read_page_by_pfn(e.pfn, pa));
         ASSERT_EQ(0, std::memcmp(pa.data(), pb.data(), 4096)) << e.pfn;
     }
+}
+
+
+// Issue 16.3: pauses nest as Xen's do. What another holder does with its own
+// pause (the operator, a second dump) never makes the domain run under this
+// dump, and PAUSED= records what this dump did.
+namespace {
+
+json small_guest(uint32_t domid) {
+    return pv_domain(domid, 8, "tree", 4096, json::array({json::array({0, 0x100000 + domid * 0x10000, 4000})}));
+}
+
+// The simulated host's own count of toolstack pauses.
+unsigned pause_count(const sim::Host& host, uint32_t domid) {
+    auto r = run({"xen-dump-sim", "info", host.dir.string(), std::to_string(domid), "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out).at("pause_count").get<unsigned>();
+}
+
+}  // namespace
+
+TEST(DumpPause, AnotherHoldersUnpauseDoesNotRunTheDomainUnderTheDump) {
+    sim::Host host(host_spec({small_guest(7)}));
+    TempDir out;
+    // A first dump (or the operator) holds a pause when this one starts, and
+    // lets go in the middle of it.
+    std::optional<PausedDomain> first(std::in_place, *host.hv, 7);
+    bool checked = false;
+    DumpOptions opt;
+    opt.on_progress = [&](const WriteProgress&) {
+        if (checked) return;
+        checked = true;
+        EXPECT_EQ(pause_count(host, 7), 2u) << "the dump did not take a pause of its own";
+        first.reset();
+        EXPECT_TRUE(host.hv->domain_info(7)->paused) << "the domain runs under the dump";
+    };
+    dump_domain_to_file(*host.hv, 7, out / "d.core", opt);
+    EXPECT_TRUE(checked);
+    EXPECT_FALSE(host.hv->domain_info(7)->paused) << "the dump did not give its pause back";
+    EXPECT_EQ(pause_count(host, 7), 0u);
+    EXPECT_EQ(DumpReader::open(out / "d.core").domain().get("PAUSED"), "1");
+}
+
+TEST(DumpPause, OperatorsPauseIsCountedAndKept) {
+    sim::Host host(host_spec({small_guest(7)}));
+    TempDir out;
+    host.hv->pause(7);  // xl pause
+    DumpOptions opt;
+    unsigned during = 0;
+    opt.on_progress = [&](const WriteProgress&) {
+        if (during == 0) during = pause_count(host, 7);
+    };
+    dump_domain_to_file(*host.hv, 7, out / "d.core", opt);
+    EXPECT_EQ(during, 2u);
+    EXPECT_EQ(pause_count(host, 7), 1u) << "the operator's pause was taken away or doubled";
+    EXPECT_EQ(DumpReader::open(out / "d.core").domain().get("PAUSED"), "1");
+    // A failed dump gives back exactly its own pause too.
+    EXPECT_THROW(dump_domain_to_file(*host.hv, 7, out / "d.core", opt), Error);  // exists already
+    EXPECT_EQ(pause_count(host, 7), 1u);
+}
+
+TEST(DumpPause, LiveDumpOfAPausedDomainRecordsWhatItDid) {
+    // --live takes no pause: someone else's may end at any time, so the dump
+    // does not claim PAUSED=1 on the strength of it.
+    sim::Host host(host_spec({small_guest(7)}));
+    TempDir out;
+    host.hv->pause(7);
+    DumpOptions opt;
+    opt.live = true;
+    dump_domain_to_file(*host.hv, 7, out / "l.core", opt);
+    EXPECT_EQ(DumpReader::open(out / "l.core").domain().get("PAUSED"), "0");
+    EXPECT_EQ(pause_count(host, 7), 1u);
+}
+
+TEST(DumpPause, CancelFlagStopsEveryStageAndUnpauses) {
+    // A cancel already set when the dump starts: the first read of the guest
+    // (the vcpu contexts, before the p2m walk) stops it, after the pause.
+    sim::Host host(host_spec({small_guest(7)}));
+    TempDir out;
+    std::atomic<bool> cancel{true};
+    DumpOptions opt;
+    opt.cancel = &cancel;
+    try {
+        dump_domain_to_file(*host.hv, 7, out / "c.core", opt);
+        ADD_FAILURE() << "a cancelled dump succeeded";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("cancelled"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(pause_count(host, 7), 0u);
+    EXPECT_FALSE(std::filesystem::exists(out / "c.core"));
+}
+
+TEST(DumpPause, CancelFromAnotherThreadDuringTheP2mWalkIsPrompt) {
+    // What the service does on `xen-dumpctl cancel` or stop: it sets the
+    // job's flag from another thread. During a slow p2m walk (48 mapping
+    // calls of a quarter second) the dump ends within a call or two.
+    json dom = hvm_domain(12, "hvm", 48 * 8192, json::array({json::array({0, 0x400000, 0xA0})}));
+    dom["map_cost"] = json{{"per_call_us", 250000}, {"per_page_ns", 0}};
+    sim::Host host(host_spec({dom}));
+    TempDir out;
+    std::atomic<bool> cancel{false};
+    DumpOptions opt;
+    opt.cancel = &cancel;
+    std::chrono::steady_clock::time_point cancelled_at;
+    std::thread canceller([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+        cancelled_at = std::chrono::steady_clock::now();
+        cancel = true;
+    });
+    EXPECT_THROW(dump_domain_to_file(*host.hv, 12, out / "c.core", opt), Error);
+    const auto ended = std::chrono::steady_clock::now();
+    canceller.join();
+    const double seconds = std::chrono::duration<double>(ended - cancelled_at).count();
+    EXPECT_LT(seconds, 4.0) << "the cancel waited for the p2m walk (about 11 s)";
+    EXPECT_EQ(pause_count(host, 12), 0u);
+    EXPECT_FALSE(std::filesystem::exists(out / "c.core"));
 }
 
 }  // namespace

@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <iostream>
 
 #include "guest_ram.hpp"
 #include "test_support.hpp"
+#include "xendump/error.hpp"
 
 using namespace xendump;
 using namespace xendump::kernel;
@@ -195,4 +197,91 @@ TEST(Kallsyms, ZeroMemoryFindsNothing) {
         return pfn < 4096;
     };
     EXPECT_FALSE(find_kallsyms(reader, nullptr, KallsymsOptions{0, 64ULL << 20}));
+}
+
+// Issue 16.4: kallsyms look-alikes (a token table and a valid token index,
+// 1 KiB each, back to back over 400 KiB) above 64 MiB of present memory, so
+// that every one of them walks back over all of it looking for
+// kallsyms_relative_base. The old search did that 400 times (276 s for this
+// test on a loaded machine; 74 s for `xen-dumpctl info` in issue 16); the
+// work limit bounds it.
+namespace {
+
+constexpr uint64_t kFillerPages = (64ULL << 20) / kPageSize;
+constexpr uint64_t kLookAlikeBytes = 400 * 1024;
+
+std::vector<std::byte> look_alike_tables() {
+    std::vector<std::byte> bytes(kLookAlikeBytes);
+    for (size_t at = 0; at + 1024 <= bytes.size(); at += 1024) {
+        // kallsyms_token_table: 256 one-character tokens; kallsyms_token_index: 0, 2, 4, ...
+        for (size_t i = 0; i < 256; ++i) {
+            bytes[at + 2 * i] = static_cast<std::byte>(0x21 + i % 90);
+            const uint16_t index = static_cast<uint16_t>(2 * i);
+            std::memcpy(bytes.data() + at + 512 + 2 * i, &index, 2);
+        }
+    }
+    return bytes;
+}
+
+PageReader look_alike_reader(const std::vector<std::byte>& tables) {
+    return [&tables](uint64_t pfn, PageSpan out) {
+        std::fill(out.begin(), out.end(), std::byte{0});
+        if (pfn < kFillerPages) return true;  // present, zero
+        const uint64_t at = (pfn - kFillerPages) * kPageSize;
+        if (at >= tables.size()) return false;
+        std::memcpy(out.data(), tables.data() + at, std::min<size_t>(kPageSize, tables.size() - at));
+        return true;
+    };
+}
+
+}  // namespace
+
+TEST(KallsymsHostile, LookAlikeTablesCostBoundedTime) {
+    const auto tables = look_alike_tables();
+    const KallsymsOptions options{0, (kFillerPages * kPageSize) + kLookAlikeBytes};
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_FALSE(find_kallsyms(look_alike_reader(tables), nullptr, options));
+    const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(seconds, 10.0) << "the search over look-alikes is not bounded";
+}
+
+TEST(KallsymsHostile, WorkStopsAtTheLimit) {
+    const auto tables = look_alike_tables();
+    KallsymsOptions options{0, (kFillerPages * kPageSize) + kLookAlikeBytes};
+    KallsymsSearchStats stats;
+    EXPECT_FALSE(find_kallsyms(look_alike_reader(tables), nullptr, options, &stats));
+    EXPECT_TRUE(stats.gave_up);
+    EXPECT_GE(stats.table_candidates, 1u);
+    EXPECT_LT(stats.table_candidates, kLookAlikeBytes / 1024) << "every look-alike was walked back from";
+    // One charge (at most one names table, 64 MiB) past the limit.
+    EXPECT_LE(stats.work, options.work_limit + (64ULL << 20) + 4096);
+
+    options.work_limit = 16ULL << 20;  // a smaller limit stops sooner
+    KallsymsSearchStats smaller;
+    EXPECT_FALSE(find_kallsyms(look_alike_reader(tables), nullptr, options, &smaller));
+    EXPECT_TRUE(smaller.gave_up);
+    EXPECT_LT(smaller.table_candidates, stats.table_candidates);
+}
+
+TEST(KallsymsHostile, CancelStopsTheSearch) {
+    const auto tables = look_alike_tables();
+    std::atomic<bool> cancel{true};
+    KallsymsOptions options{0, (kFillerPages * kPageSize) + kLookAlikeBytes};
+    options.cancel = &cancel;
+    EXPECT_THROW(find_kallsyms(look_alike_reader(tables), nullptr, options), Error);
+}
+
+TEST(KallsymsFixture, RealTablesNeedLittleOfTheWorkLimit) {
+    const Vmcoreinfo stripped = without_kallsyms_lines(fixture_vmcoreinfo());
+    KallsymsSearchStats stats;
+    auto k = find_kallsyms(test::ram_reader(test::guest_ram()), &stripped, {}, &stats);
+    ASSERT_TRUE(k);
+    EXPECT_FALSE(stats.gave_up);
+    std::cout << "kallsyms shape search over the fixture: " << stats.index_candidates << " index candidates, "
+              << stats.table_candidates << " with a token table, " << (stats.work >> 10) << " KiB examined\n";
+    EXPECT_LT(stats.work, KallsymsOptions{}.work_limit / 8);
+    KallsymsSearchStats without;
+    ASSERT_TRUE(find_kallsyms(test::ram_reader(test::guest_ram()), nullptr, {}, &without));
+    EXPECT_FALSE(without.gave_up);
+    EXPECT_LT(without.work, KallsymsOptions{}.work_limit / 8);
 }

@@ -3,8 +3,10 @@
 #include "xendump/kernel/vmcoreinfo.hpp"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -232,5 +234,120 @@ TEST(VmcoreinfoScan, CostPerPageIsReported) {
                         std::chrono::steady_clock::now() - t0).count();
     std::cout << "VmcoreinfoScanner::observe: " << static_cast<double>(ns) / static_cast<double>(4 * n)
               << " ns/page over " << 4 * n << " pages (includes parsing the 2 real copies x4)\n";
-    EXPECT_EQ(s.candidates().size(), 8u);
+    EXPECT_EQ(s.candidate_pages(), 8u);
+}
+
+// Issue 16.4: guest memory full of distinct valid look-alikes.
+namespace {
+
+// Texts of one length (about 3.9 KiB, like a real one) that differ only in
+// their last line: the worst case for comparing texts with each other.
+std::string look_alike(uint64_t i) {
+    std::string text = kSmall;
+    for (unsigned k = 0; text.size() < 3800; ++k) {
+        char line[64];
+        std::snprintf(line, sizeof line, "SYMBOL(filler_symbol_%04u)=ffffffff81%06x\n", k, k);
+        text += line;
+    }
+    char last[64];
+    std::snprintf(last, sizeof last, "NUMBER(look_alike)=%010llu\n", static_cast<unsigned long long>(i));
+    return text + last;
+}
+
+size_t heap_in_use() { return mallinfo2().uordblks; }
+
+}  // namespace
+
+TEST(VmcoreinfoHostile, DistinctLookAlikesCostBoundedMemoryAndTime) {
+    // 16384 distinct texts: the scanner keeps at most kMaxTexts of them.
+    // The old one kept every copy with its parsed lines (343 MB here; 466 MB
+    // for 32768 pages in issue 16) and compared every text with every other
+    // (not done after 300 s here on a loaded machine; 77 s for 32768).
+    constexpr uint64_t kPages = 16384;
+    VmcoreinfoScanner s;
+    std::vector<std::byte> page(kPageSize);
+    const size_t heap_before = heap_in_use();
+    for (uint64_t pfn = 0; pfn < kPages; ++pfn) {
+        const std::string text = look_alike(pfn);
+        std::fill(page.begin(), page.end(), std::byte{0});
+        std::memcpy(page.data(), text.data(), text.size());
+        s.observe(pfn, page);
+    }
+    const size_t heap_after = heap_in_use();
+    EXPECT_LT(heap_after - std::min(heap_after, heap_before), size_t{32} << 20)
+        << "the scanner's memory grows with the look-alikes";
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = s.result();
+    const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(seconds, 10.0) << "choosing among the look-alikes is not linear";
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->candidates, kPages);
+    EXPECT_TRUE(r->ambiguous) << "equal look-alikes, none witnessed: nothing to choose";
+}
+
+TEST(VmcoreinfoHostile, ScannerKeepsBoundedTextsAndParsesEachOnce) {
+    VmcoreinfoScanner s;
+    std::vector<std::byte> page(kPageSize);
+    for (uint64_t pfn = 0; pfn < 4096; ++pfn) {
+        const std::string text = look_alike(pfn % 1024);  // each text four times
+        std::fill(page.begin(), page.end(), std::byte{0});
+        std::memcpy(page.data(), text.data(), text.size());
+        s.observe(pfn, page);
+    }
+    EXPECT_EQ(s.candidate_pages(), 4096u);
+    EXPECT_LE(s.texts().size(), VmcoreinfoScanner::kMaxTexts);
+    EXPECT_TRUE(s.overflowed());
+    // A text kept is recognised by its hash when it comes again; one that
+    // gave way is parsed again, but never more often than it occurs.
+    EXPECT_LE(s.texts_parsed(), 4096u);
+    VmcoreinfoScanner same;
+    for (uint64_t pfn = 0; pfn < 4096; ++pfn) same.observe(pfn, data_page(kSmall));
+    EXPECT_EQ(same.texts_parsed(), 1u);
+    EXPECT_EQ(same.texts().size(), 1u);
+    EXPECT_FALSE(same.overflowed());
+    auto r = same.result();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->candidates, 4096u);
+    EXPECT_EQ(r->pfn, 0u);
+    EXPECT_FALSE(r->ambiguous);
+}
+
+TEST(VmcoreinfoHostile, FloodBeforeTheRealTextStillFindsTheWitnessedOne) {
+    // 2000 distinct look-alikes (shorter than the real text) read before the
+    // fixture: the real text takes a slot from the weakest, is confirmed by
+    // its note copy and witnessed by init_uts_ns, and wins unambiguously.
+    const auto& real = fixture_result();
+    const uint64_t ram_pages = test::guest_ram().size() / kPageSize;
+    std::map<uint64_t, std::vector<std::byte>> overlay;
+    std::vector<uint64_t> pfns;
+    for (uint64_t i = 0; i < 2000; ++i) {
+        std::string fake = kSmall + "NUMBER(look_alike)=" + std::to_string(i) + "\n";
+        overlay.emplace(ram_pages + i, data_page(fake));
+        pfns.push_back(ram_pages + i);
+    }
+    for (uint64_t pfn = 0; pfn < ram_pages; ++pfn) pfns.push_back(pfn);
+    auto reader = test::ram_reader(test::guest_ram(), &overlay);
+    auto r = find_vmcoreinfo(reader, pfns);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->pfn, real.pfn);
+    EXPECT_EQ(r->info.text(), real.info.text());
+    EXPECT_TRUE(r->witnessed);
+    EXPECT_TRUE(r->confirmed_by_note);
+    EXPECT_TRUE(r->overflowed);
+    EXPECT_FALSE(r->ambiguous);
+    EXPECT_EQ(r->candidates, 2002u);
+    EXPECT_EQ(r->texts, 2001u);
+}
+
+TEST(VmcoreinfoHostile, OverflowWithoutWitnessIsAmbiguous) {
+    // More texts than slots and no memory to witness any: none stands.
+    VmcoreinfoScanner s;
+    for (uint64_t i = 0; i <= VmcoreinfoScanner::kMaxTexts; ++i)
+        s.observe(i, data_page(kSmall + "NUMBER(look_alike)=" + std::to_string(i) + "\n"));
+    s.observe(500, data_page(kSmall + "CRASHTIME=1\nBUILD-ID=00\n"));  // the most complete
+    auto r = s.result();
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->overflowed);
+    EXPECT_TRUE(r->ambiguous);
+    EXPECT_EQ(r->info.value("CRASHTIME"), "1");  // still ranked first, but not trusted
 }

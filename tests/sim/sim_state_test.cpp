@@ -25,6 +25,12 @@ json two_domains() {
               {{"domid", 8}, {"name", "db01"}, {"type", "hvm"}, {"p2m_size", 2048}, {"state", "paused"}}}}};
 }
 
+unsigned pause_count(const Host& h, uint32_t domid) {
+    auto r = run({"xen-dump-sim", "info", h.dir.string(), std::to_string(domid), "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out).at("pause_count").get<unsigned>();
+}
+
 bool readable(int fd) {
     pollfd p{fd, POLLIN, 0};
     return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
@@ -70,10 +76,15 @@ TEST(SimState, ChangesAreSeenByOtherObjectsAndProcesses) {
     }
     EXPECT_FALSE(other->domain_info(7)->paused);
     {
-        PausedDomain p(*h.hv, 8);  // already paused: left alone
-        EXPECT_FALSE(p.paused_by_us());
+        // Already paused: paused once more (issue 16.3: pauses nest as Xen's
+        // do, and the first holder's unpause must not run it under this one).
+        PausedDomain p(*h.hv, 8);
+        EXPECT_TRUE(p.paused_by_us());
+        EXPECT_TRUE(p.was_paused_before());
+        EXPECT_EQ(pause_count(h, 8), 2u);
     }
-    EXPECT_TRUE(other->domain_info(8)->paused);
+    EXPECT_TRUE(other->domain_info(8)->paused);  // the first pause remains
+    EXPECT_EQ(pause_count(h, 8), 1u);
     ASSERT_EQ(run({"xen-dump-sim", "unpause", h.dir.string(), "db01"}).exit_code, 0);
     EXPECT_FALSE(h.hv->domain_info(8)->paused);
     EXPECT_EQ(run({"xen-dump-sim", "unpause", h.dir.string(), "8"}).exit_code, 1);  // not paused
@@ -139,6 +150,47 @@ TEST(SimState, WatchFiresAfterCrashInAnotherProcess) {
     h.hv->destroy(8);
     EXPECT_TRUE(readable(watch->fd()));
     EXPECT_TRUE(watch->consume());
+}
+
+TEST(SimState, PausesNestAsXens) {
+    // Xen counts toolstack pauses (controller_pause_count): the domain runs
+    // again only when each pause was undone, an unpause of a running domain
+    // fails (EINVAL), and more than 255 nested pauses are refused.
+    Host h(two_domains());
+    auto other = open_hypervisor(h.host());
+    h.hv->pause(7);
+    other->pause(7);
+    ASSERT_EQ(run({"xen-dump-sim", "pause", h.dir.string(), "7"}).exit_code, 0);
+    EXPECT_EQ(pause_count(h, 7), 3u);
+    h.hv->unpause(7);
+    other->unpause(7);
+    EXPECT_TRUE(h.hv->domain_info(7)->paused);
+    ASSERT_EQ(run({"xen-dump-sim", "unpause", h.dir.string(), "7"}).exit_code, 0);
+    EXPECT_FALSE(other->domain_info(7)->paused);
+    try {
+        h.hv->unpause(7);
+        ADD_FAILURE() << "unpaused a running domain";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.sys_errno(), EINVAL);
+    }
+    for (int i = 0; i < 255; ++i) h.hv->pause(7);
+    try {
+        h.hv->pause(7);
+        ADD_FAILURE() << "a 256th pause was taken";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.sys_errno(), EOVERFLOW);
+    }
+    EXPECT_EQ(pause_count(h, 7), 255u);
+    {
+        // PausedDomain takes one and gives back one, whoever else holds some.
+        for (int i = 0; i < 250; ++i) h.hv->unpause(7);
+        PausedDomain p(*h.hv, 7);
+        EXPECT_EQ(pause_count(h, 7), 6u);
+        p.release();
+        p.release();  // once only
+        EXPECT_EQ(pause_count(h, 7), 5u);
+    }
+    EXPECT_EQ(pause_count(h, 7), 5u);
 }
 
 TEST(SimState, ListAndInfoJson) {

@@ -93,20 +93,31 @@ public:
 std::unique_ptr<Hypervisor> open_hypervisor(std::string_view host = {});
 
 // Pauses a domain for the lifetime of the object; unpauses on every exit path.
-// Does nothing (and records it) when the domain was already paused.
+// Xen's toolstack pauses nest (XEN_DOMCTL_pausedomain counts them in the
+// domain's controller_pause_count, at most 255; the domain runs again only
+// when every pause was undone): the object always takes a pause of its own,
+// even when the domain is already paused by the operator or by another dump,
+// and gives back exactly that one. A domain paused by someone else therefore
+// stays paused afterwards, and another holder's unpause cannot make the
+// domain run under this one.
 class PausedDomain {
 public:
+    // Error when the domain does not exist or Xen refuses another pause.
     PausedDomain(Hypervisor& hv, uint32_t domid);
     ~PausedDomain();
     PausedDomain(const PausedDomain&) = delete;
     PausedDomain& operator=(const PausedDomain&) = delete;
+    // True until release(): this object holds one pause of the domain.
     bool paused_by_us() const noexcept { return ours_; }
-    void release();  // unpause now
+    // Whether the domain was already paused (by someone else) when this object paused it.
+    bool was_paused_before() const noexcept { return paused_before_; }
+    void release();  // unpause now (once)
 
 private:
     Hypervisor& hv_;
     uint32_t domid_;
     bool ours_ = false;
+    bool paused_before_ = false;
 };
 
 }  // namespace xendump

@@ -99,6 +99,50 @@ Prepared prepare(Hypervisor& hv, uint32_t domid, const DumpOptions& opt, bool pa
     return p;
 }
 
+// The hypervisor as the dump's reading stages see it: every call that reads
+// the guest (the p2m walk, the vcpu contexts, the page pass, the guest-kernel
+// scans' re-reads) first checks the cancel flag, so a cancel (SIGTERM,
+// xen-dumpctl cancel, service stop) takes effect between two mapping calls
+// at any stage, and the dump unwinds through its PausedDomain. Pausing and
+// unpausing go to the real hypervisor, never through this check.
+class CancellableHypervisor final : public Hypervisor {
+public:
+    CancellableHypervisor(Hypervisor& hv, const std::atomic<bool>* cancel, uint32_t domid)
+        : hv_(hv), cancel_(cancel), domid_(domid) {}
+
+    std::string describe() const override { return hv_.describe(); }
+    std::vector<DomainInfo> list_domains() override { return hv_.list_domains(); }
+    std::optional<DomainInfo> domain_info(uint32_t domid) override { return hv_.domain_info(domid); }
+    std::string domain_name(uint32_t domid) override { return hv_.domain_name(domid); }
+    std::optional<uint32_t> find_domain_by_name(std::string_view name) override {
+        return hv_.find_domain_by_name(name);
+    }
+    unsigned guest_width(uint32_t domid) override { return hv_.guest_width(domid); }
+    uint64_t maximum_gpfn(uint32_t domid) override { return hv_.maximum_gpfn(domid); }
+    std::optional<std::vector<std::byte>> vcpu_context(uint32_t domid, uint32_t vcpu) override {
+        check();
+        return hv_.vcpu_context(domid, vcpu);
+    }
+    std::unique_ptr<ForeignMapping> map_foreign(uint32_t domid, std::span<const uint64_t> frames) override {
+        check();
+        return hv_.map_foreign(domid, frames);
+    }
+    void pause(uint32_t domid) override { hv_.pause(domid); }
+    void unpause(uint32_t domid) override { hv_.unpause(domid); }
+    void destroy(uint32_t domid) override { hv_.destroy(domid); }
+    format::XenVersionDesc xen_version() override { return hv_.xen_version(); }
+    std::unique_ptr<DomainWatch> watch_domains() override { return hv_.watch_domains(); }
+
+private:
+    void check() const {
+        if (cancel_ && cancel_->load()) throw Error("cancelled", object_of(domid_));
+    }
+
+    Hypervisor& hv_;
+    const std::atomic<bool>* cancel_;
+    uint32_t domid_;
+};
+
 WriteOptions write_options(const DumpOptions& opt) {
     WriteOptions w;
     w.digests = opt.digests;
@@ -108,14 +152,16 @@ WriteOptions write_options(const DumpOptions& opt) {
 }
 
 template <typename Write>
-DumpResult run_dump(Hypervisor& hv, uint32_t domid, const DumpOptions& opt, Write&& write) {
+DumpResult run_dump(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt, Write&& write) {
+    // PAUSED= records what this dump did: 1 when it held a pause of its own
+    // from before the first read to after the last one. A pause taken by
+    // someone else (the operator, another dump) proves nothing about the
+    // whole dump, since its holder may unpause at any time; pauses nest, so
+    // this dump pauses such a domain once more all the same.
     std::optional<PausedDomain> pause;
-    if (!opt.live) pause.emplace(hv, domid);
-    // A domain that was already paused (crashed, or paused by the operator)
-    // stays paused the whole dump too.
-    auto info = hv.domain_info(domid);
-    bool paused = !opt.live || (info && (info->paused || info->shutdown));
-    Prepared p = prepare(hv, domid, opt, paused);
+    if (!opt.live) pause.emplace(real_hv, domid);
+    CancellableHypervisor hv(real_hv, opt.cancel, domid);
+    Prepared p = prepare(hv, domid, opt, pause.has_value());
     for (const auto& w : p.warnings)
         if (opt.on_warning) opt.on_warning(w);
 

@@ -42,7 +42,9 @@ std::unique_ptr<Hypervisor> open_hypervisor(std::string_view host) {
 PausedDomain::PausedDomain(Hypervisor& hv, uint32_t domid) : hv_(hv), domid_(domid) {
     auto info = hv_.domain_info(domid_);
     if (!info) throw Error("no such domain", "domain " + std::to_string(domid_));
-    if (info->paused) return;  // someone else paused it: leave it as we found it
+    // Paused already (the operator, another dump): pause again all the same.
+    // Pauses nest, so the other holder's unpause leaves this one in force.
+    paused_before_ = info->paused;
     hv_.pause(domid_);
     ours_ = true;
 }

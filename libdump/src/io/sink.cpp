@@ -62,6 +62,8 @@ void Sink::writev(std::span<const iovec> iov_in) {
             ++i;
             continue;
         }
+        // Also after a signal cut a blocked write short (EINTR or a partial count).
+        if (cancel_ && cancel_->load()) throw Error("cancelled", name_, pos_);
         int cnt = static_cast<int>(std::min<size_t>(iov.size() - i, IOV_MAX));
         ssize_t n = seekable_ ? ::pwritev(fd_, &iov[i], cnt, static_cast<off_t>(pos_))
                               : ::writev(fd_, &iov[i], cnt);

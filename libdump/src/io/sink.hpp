@@ -5,6 +5,7 @@
 
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -42,6 +43,11 @@ public:
     // windows) is not seen. A write error reported then throws Error.
     void before_drop(std::function<void(uint64_t offset, uint64_t size)> f) { before_drop_ = std::move(f); }
 
+    // A write blocked on a stalled reader (a pipe nobody drains) and
+    // interrupted by a signal throws Error("cancelled") when `flag` is set,
+    // instead of waiting again: a cancel must not wait for the reader.
+    void cancel_on(const std::atomic<bool>* flag) { cancel_ = flag; }
+
     uint64_t offset() const noexcept { return pos_; }
     bool holes() const noexcept { return holes_; }
     bool positional() const noexcept { return seekable_; }
@@ -58,6 +64,7 @@ private:
     // disk; everything below flushed_ is on disk and dropped from the cache.
     uint64_t started_ = 0, flushed_ = 0;
     std::function<void(uint64_t, uint64_t)> before_drop_;
+    const std::atomic<bool>* cancel_ = nullptr;
     std::string name_;
 };
 

@@ -11,11 +11,21 @@
 // decodes to exactly num_syms entries, followed by markers that agree with
 // the decoded entry offsets and end (maybe after kallsyms_seqs_of_names)
 // where the token table starts.
+//
+// Guest memory is hostile: it may hold any number of look-alike tables. The
+// token index check reads each window byte a bounded number of times (see
+// read_token_index), but what follows a candidate (the token table, the
+// walk back over up to 64 MiB for relative_base, the names) is not bounded
+// per byte of the window. That work is counted against KallsymsOptions::work_limit; the search gives up
+// (nullopt, KallsymsSearchStats::gave_up) when it is spent, so a guest full
+// of look-alikes costs bounded time and memory, never more.
 #include "xendump/kernel/kallsyms.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cstring>
+
+#include "xendump/error.hpp"
 
 namespace xendump::kernel {
 namespace {
@@ -26,31 +36,69 @@ constexpr uint32_t kMinSymbols = 1000;
 constexpr uint32_t kMaxSymbols = 4'000'000;
 constexpr uint64_t kMaxNamesBytes = 64ULL << 20;
 constexpr uint64_t kMaxTokenTable = 16384;
+// KSYM_NAME_LEN is 512 since Linux 6.1 (128 before), with the type character.
+constexpr size_t kMaxNameLength = 512;
 constexpr std::string_view kBannerPrefix = "Linux version ";
 
 using TokenIndex = std::array<uint16_t, kTokens>;
 using Tokens = std::array<std::string, kTokens>;
+
+// Thrown when the search has spent its work limit; caught in find_kallsyms.
+struct WorkLimitReached {};
+
+// The work beyond the linear pass, and the cancel flag.
+class Budget {
+public:
+    Budget(const KallsymsOptions& options, KallsymsSearchStats& stats) : options_(options), stats_(stats) {}
+
+    // Before examining `bytes` more guest bytes for a candidate.
+    void charge(uint64_t bytes) {
+        stats_.work += bytes;
+        if (stats_.work > options_.work_limit) throw WorkLimitReached{};
+        if ((stats_.work >> 20) != checked_) {
+            checked_ = stats_.work >> 20;
+            check_cancel();
+        }
+    }
+    void check_cancel() const {
+        if (options_.cancel && options_.cancel->load()) throw Error("cancelled");
+    }
+    KallsymsSearchStats& stats() { return stats_; }
+
+private:
+    const KallsymsOptions& options_;
+    KallsymsSearchStats& stats_;
+    uint64_t checked_ = 0;
+};
 
 bool token_char(std::byte b) {
     const auto c = static_cast<unsigned char>(b);
     return c > 0x20 && c < 0x7f;
 }
 
+// Reads entry by entry and stops at the first that breaks the rule: a
+// candidate reads at most 512 bytes, so a window byte is read by at most 64
+// candidates (and only short prefixes overlap: an index starts with 0 and
+// grows, so no valid one starts inside another).
 std::optional<TokenIndex> read_token_index(PhysicalMemory& m, uint64_t at) {
     TokenIndex idx;
-    if (!m.read(at, std::as_writable_bytes(std::span(idx)))) return std::nullopt;
-    if (idx[0] != 0 || idx[kTokens - 1] > kMaxTokenTable) return std::nullopt;
-    for (size_t i = 1; i < kTokens; ++i)
-        if (idx[i] < idx[i - 1] + 2) return std::nullopt;
+    for (size_t i = 0; i < kTokens; ++i) {
+        auto v = m.get<uint16_t>(at + 2 * i);
+        if (!v) return std::nullopt;
+        idx[i] = *v;
+        if (i == 0 ? idx[0] != 0 : idx[i] < idx[i - 1] + 2) return std::nullopt;
+    }
+    if (idx[kTokens - 1] > kMaxTokenTable) return std::nullopt;
     return idx;
 }
 
 // The token table that ends (8-aligned, zero-padded) right before `index_at`.
-std::optional<std::pair<uint64_t, Tokens>> read_token_table(PhysicalMemory& m, uint64_t index_at,
-                                                            const TokenIndex& idx) {
+std::optional<std::pair<uint64_t, Tokens>> read_token_table(PhysicalMemory& m, Budget& budget,
+                                                            uint64_t index_at, const TokenIndex& idx) {
     const uint64_t shortest = align8(uint64_t{idx[kTokens - 1]} + 2);
     for (uint64_t size = shortest; size <= shortest + 256 && size <= index_at; size += 8) {
         const uint64_t at = index_at - size;
+        budget.charge(size);
         std::vector<std::byte> buf(size);
         if (!m.read(at, buf)) return std::nullopt;
         Tokens tokens;
@@ -77,8 +125,8 @@ struct Decoded {
 };
 
 // Decodes the tables assuming kallsyms_relative_base is at `base_at`.
-std::optional<Decoded> decode_from_base(PhysicalMemory& m, uint64_t base_at, uint64_t table_at,
-                                        uint64_t index_at, const Tokens& tokens) {
+std::optional<Decoded> decode_from_base(PhysicalMemory& m, Budget& budget, uint64_t base_at,
+                                        uint64_t table_at, uint64_t index_at, const Tokens& tokens) {
     auto base = m.get<uint64_t>(base_at);
     auto count = m.get<uint32_t>(base_at + 8);
     auto pad = m.get<uint32_t>(base_at + 12);
@@ -88,6 +136,7 @@ std::optional<Decoded> decode_from_base(PhysicalMemory& m, uint64_t base_at, uin
     const uint32_t n = *count;
     const uint64_t names_at = base_at + 16;
     if (table_at <= names_at || table_at - names_at > kMaxNamesBytes) return std::nullopt;
+    budget.charge(table_at - names_at);
     std::vector<std::byte> names(table_at - names_at);
     if (!m.read(names_at, names)) return std::nullopt;
 
@@ -138,6 +187,7 @@ std::optional<Decoded> decode_from_base(PhysicalMemory& m, uint64_t base_at, uin
     if (marker_size == 0) return std::nullopt;
     if (seqs_at != 0) {
         // Each entry is a big-endian 24-bit symbol index: all below N.
+        budget.charge(uint64_t{n} * 3);
         std::vector<std::byte> seqs(uint64_t{n} * 3);
         if (!m.read(seqs_at, seqs)) return std::nullopt;
         for (size_t i = 0; i < seqs.size(); i += 3) {
@@ -151,6 +201,7 @@ std::optional<Decoded> decode_from_base(PhysicalMemory& m, uint64_t base_at, uin
     const uint64_t offsets_bytes = align8(uint64_t{n} * 4);
     if (base_at < offsets_bytes) return std::nullopt;
     const uint64_t offsets_at = base_at - offsets_bytes;
+    budget.charge(offsets_bytes);
     std::vector<int32_t> offsets(n);
     if (!m.read(offsets_at, std::as_writable_bytes(std::span(offsets)))) return std::nullopt;
     // CONFIG_KALLSYMS_ABSOLUTE_PERCPU (x86_64 SMP): non-negative offsets are
@@ -168,8 +219,13 @@ std::optional<Decoded> decode_from_base(PhysicalMemory& m, uint64_t base_at, uin
         size_t len = static_cast<uint8_t>(names[p++]);
         if (len & 0x80) len = (len & 0x7f) | (size_t{static_cast<uint8_t>(names[p++])} << 7);
         expanded.clear();
-        for (size_t j = 0; j < len; ++j) expanded += tokens[static_cast<uint8_t>(names[p + j])];
+        for (size_t j = 0; j < len && expanded.size() <= kMaxNameLength; ++j)
+            expanded += tokens[static_cast<uint8_t>(names[p + j])];
         if (expanded.size() < 2) return std::nullopt;  // a type character and a name
+        // A name no kernel can have: long tokens repeated make up to 2 MiB
+        // per entry, which must not become memory.
+        if (expanded.size() > kMaxNameLength) return std::nullopt;
+        budget.charge(expanded.size());
         const int32_t o = offsets[i];
         uint64_t address;
         if (!absolute_percpu)
@@ -186,16 +242,49 @@ std::optional<Decoded> decode_from_base(PhysicalMemory& m, uint64_t base_at, uin
 }
 
 // Walks back from the token table looking for relative_base/num_syms.
-std::optional<Decoded> decode_before(PhysicalMemory& m, uint64_t table_at, uint64_t index_at,
-                                     const Tokens& tokens) {
+std::optional<Decoded> decode_before(PhysicalMemory& m, Budget& budget, uint64_t table_at,
+                                     uint64_t index_at, const Tokens& tokens) {
     const uint64_t lowest = table_at > kMaxNamesBytes + 16 ? table_at - kMaxNamesBytes - 16 : 0;
-    for (uint64_t at = (table_at & ~uint64_t{7}) - 16; at >= lowest && at < table_at; at -= 8) {
-        auto pad = m.get<uint32_t>(at + 12);
-        if (!pad) return std::nullopt;  // left the present memory
-        if (*pad != 0) continue;
-        auto top = m.get<uint16_t>(at + 6);
-        if (!top || *top != 0xffff) continue;  // relative_base is a kernel-image address
-        if (auto d = decode_from_base(m, at, table_at, index_at, tokens)) return d;
+    // relative_base is a kernel-image address (top u16 0xffff); num_syms is
+    // followed by zero padding.
+    auto try_base = [&](uint64_t at, uint32_t pad, uint16_t top) -> std::optional<Decoded> {
+        if (pad != 0 || top != 0xffff) return std::nullopt;
+        return decode_from_base(m, budget, at, table_at, index_at, tokens);
+    };
+    uint64_t at = (table_at & ~uint64_t{7}) - 16;
+    while (at >= lowest && at < table_at) {
+        const uint64_t page_start = at & ~(kPageSize - 1);
+        const std::byte* page = at + 16 <= page_start + kPageSize ? m.page(at / kPageSize) : nullptr;
+        if (page == nullptr) {
+            // Across a page boundary, or a page that is not there.
+            budget.charge(8);
+            auto pad = m.get<uint32_t>(at + 12);
+            if (!pad) return std::nullopt;  // left the present memory
+            auto top = m.get<uint16_t>(at + 6);
+            if (top)
+                if (auto d = try_base(at, *pad, *top)) return d;
+            if (at < 8) break;
+            at -= 8;
+            continue;
+        }
+        // Every position of this page at or below `at`, without a call each.
+        const uint64_t stop = std::max(lowest, page_start);
+        budget.charge(at - stop + 8);
+        for (;;) {
+            uint32_t pad;
+            uint16_t top;
+            std::memcpy(&pad, page + (at - page_start) + 12, sizeof pad);
+            std::memcpy(&top, page + (at - page_start) + 6, sizeof top);
+            if (pad == 0 && top == 0xffff) {
+                if (auto d = try_base(at, pad, top)) return d;
+                page = m.page(at / kPageSize);  // decoding reused the page cache
+                if (page == nullptr) return std::nullopt;
+            }
+            if (at < stop + 8) break;
+            at -= 8;
+        }
+        if (at < 8) break;
+        at -= 8;
     }
     return std::nullopt;
 }
@@ -230,12 +319,14 @@ std::optional<Kallsyms> finish(Decoded d, const Vmcoreinfo* info) {
     return k;
 }
 
-std::optional<Decoded> decode_at_index(PhysicalMemory& m, uint64_t index_at) {
+std::optional<Decoded> decode_at_index(PhysicalMemory& m, Budget& budget, uint64_t index_at) {
     auto idx = read_token_index(m, index_at);
     if (!idx) return std::nullopt;
-    auto table = read_token_table(m, index_at, *idx);
+    ++budget.stats().index_candidates;
+    auto table = read_token_table(m, budget, index_at, *idx);
     if (!table) return std::nullopt;
-    return decode_before(m, table->first, index_at, table->second);
+    ++budget.stats().table_candidates;
+    return decode_before(m, budget, table->first, index_at, table->second);
 }
 
 // Cheap test on 8 bytes: the first four token_index entries.
@@ -268,11 +359,8 @@ std::optional<uint64_t> derive_phys_base(PhysicalMemory& m, const SymbolTable& t
     return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<Kallsyms> find_kallsyms(const PageReader& reader, const Vmcoreinfo* info,
-                                      const KallsymsOptions& options) {
-    PhysicalMemory m(reader);
+std::optional<Kallsyms> search(PhysicalMemory& m, Budget& budget, const Vmcoreinfo* info,
+                               const KallsymsOptions& options) {
     const uint64_t phys_base = info ? info->phys_base() : 0;
 
     // 1. Some kernels list the tables in vmcoreinfo: no search at all.
@@ -282,8 +370,8 @@ std::optional<Kallsyms> find_kallsyms(const PageReader& reader, const Vmcoreinfo
         if (index && base && is_kernel_image_address(*index) && is_kernel_image_address(*base)) {
             const uint64_t index_at = kernel_virt_to_phys(*index, phys_base);
             auto idx = read_token_index(m, index_at);
-            auto table = idx ? read_token_table(m, index_at, *idx) : std::nullopt;
-            auto d = table ? decode_from_base(m, kernel_virt_to_phys(*base, phys_base), table->first,
+            auto table = idx ? read_token_table(m, budget, index_at, *idx) : std::nullopt;
+            auto d = table ? decode_from_base(m, budget, kernel_virt_to_phys(*base, phys_base), table->first,
                                               index_at, table->second)
                            : std::nullopt;
             if (d)
@@ -302,6 +390,7 @@ std::optional<Kallsyms> find_kallsyms(const PageReader& reader, const Vmcoreinfo
     const uint64_t first_pfn = start / kPageSize;
     const uint64_t pages = options.scan_bytes / kPageSize;
     for (uint64_t pfn = first_pfn; pfn < first_pfn + pages; ++pfn) {
+        budget.check_cancel();
         const std::byte* p = m.page(pfn);
         if (p == nullptr) continue;
         std::memcpy(page.data(), p, kPageSize);  // m's cache may be reused below
@@ -314,7 +403,7 @@ std::optional<Kallsyms> find_kallsyms(const PageReader& reader, const Vmcoreinfo
         }
         for (size_t off = 0; off + 8 <= kPageSize; off += 8) {
             if (!index_head(page.data() + off)) continue;
-            auto d = decode_at_index(m, pfn * kPageSize + off);
+            auto d = decode_at_index(m, budget, pfn * kPageSize + off);
             if (!d) continue;
             auto k = finish(std::move(*d), info);
             if (!k) continue;
@@ -335,6 +424,23 @@ std::optional<Kallsyms> find_kallsyms(const PageReader& reader, const Vmcoreinfo
         }
     }
     return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Kallsyms> find_kallsyms(const PageReader& reader, const Vmcoreinfo* info,
+                                      const KallsymsOptions& options, KallsymsSearchStats* stats) {
+    KallsymsSearchStats local;
+    KallsymsSearchStats& st = stats ? *stats : local;
+    st = KallsymsSearchStats{};
+    PhysicalMemory m(reader);
+    Budget budget(options, st);
+    try {
+        return search(m, budget, info, options);
+    } catch (const WorkLimitReached&) {
+        st.gave_up = true;
+        return std::nullopt;
+    }
 }
 
 std::optional<std::string> read_linux_banner(PhysicalMemory& memory, const Kallsyms& k) {

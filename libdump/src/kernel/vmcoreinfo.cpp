@@ -24,11 +24,21 @@
 //  3. completeness: more lines wins (a partial copy loses);
 //  4. the lowest pfn.
 // When the runner-up has the same 1-3 the result is marked ambiguous.
+//
+// Guest memory may hold any number of valid look-alikes (a hostile guest can
+// fill itself with distinct texts). The scan stays linear with bounded
+// memory: a text seen before is recognised by its hash (no parse, no copy),
+// at most VmcoreinfoScanner::kMaxTexts different texts are kept, and only
+// those are ranked (rule 1 reads a page or two for each). When more came,
+// the choice stands only if witnessed (else it is ambiguous).
 #include "xendump/kernel/vmcoreinfo.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstring>
+#include <functional>
+#include <tuple>
 
 namespace xendump::kernel {
 namespace {
@@ -114,33 +124,77 @@ std::optional<std::string_view> text_in(std::span<const std::byte> page, size_t 
 
 }  // namespace
 
-std::optional<Vmcoreinfo> Vmcoreinfo::parse(std::string_view text) {
-    if (!text.starts_with(kFirstKey) || text.back() != '\n') return std::nullopt;
-    Vmcoreinfo info;
+namespace {
+
+// Checks the lines of a text one by one (the rules above), calling
+// f(key, value) for each; false at the first line that breaks a rule.
+template <class F>
+bool for_each_line(std::string_view text, F&& f) {
+    if (!text.starts_with(kFirstKey) || text.back() != '\n') return false;
     size_t pos = 0;
     while (pos < text.size()) {
         const size_t eol = text.find('\n', pos);
         const std::string_view line = text.substr(pos, eol - pos);
         pos = eol + 1;
         if (!std::all_of(line.begin(), line.end(), [](char c) { return c >= 0x20 && c < 0x7f; }))
-            return std::nullopt;
+            return false;
         const size_t eq = line.find('=');
-        if (eq == std::string_view::npos || eq == 0) return std::nullopt;
+        if (eq == std::string_view::npos || eq == 0) return false;
         const std::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
         const bool ok = key.find('(') != std::string_view::npos ? valid_function_line(key, value)
                                                                 : is_upper_key(key);
-        if (!ok) return std::nullopt;
-        info.entries_.emplace(std::string(key), std::string(value));  // first one wins
+        if (!ok) return false;
+        f(key, value);
     }
-    const auto page_size = info.value("PAGESIZE");
-    uint64_t ps = 0;
-    if (!page_size || !is_decimal(*page_size, false) ||
-        std::from_chars(page_size->data(), page_size->data() + page_size->size(), ps).ec !=
-            std::errc() ||
-        ps < 4096 || (ps & (ps - 1)) != 0)
+    return true;
+}
+
+// The lines every text must have (the first of each counts, as in the map).
+struct RequiredLines {
+    std::optional<std::string_view> page_size, release, swapper_pg_dir, kernel_offset;
+    size_t lines = 0;
+
+    void see(std::string_view key, std::string_view value) {
+        ++lines;
+        auto first = [&](std::optional<std::string_view>& slot, std::string_view name) {
+            if (!slot && key == name) slot = value;
+        };
+        first(page_size, "PAGESIZE");
+        first(release, "OSRELEASE");
+        first(swapper_pg_dir, "SYMBOL(swapper_pg_dir)");
+        first(kernel_offset, "KERNELOFFSET");
+    }
+    bool ok() const {
+        uint64_t ps = 0;
+        if (!page_size || !is_decimal(*page_size, false) ||
+            std::from_chars(page_size->data(), page_size->data() + page_size->size(), ps).ec != std::errc() ||
+            ps < 4096 || (ps & (ps - 1)) != 0)
+            return false;
+        if (!release || release->empty() || !swapper_pg_dir || !parse_hex(*swapper_pg_dir)) return false;
+        return !kernel_offset || parse_hex(*kernel_offset);
+    }
+};
+
+// Validates without building anything: the number of lines of a valid text
+// (at least its number of distinct keys), nullopt for an invalid one.
+std::optional<size_t> valid_lines(std::string_view text) {
+    RequiredLines required;
+    if (!for_each_line(text, [&](std::string_view k, std::string_view v) { required.see(k, v); }) ||
+        !required.ok())
         return std::nullopt;
-    if (info.release().empty() || !info.symbol("swapper_pg_dir")) return std::nullopt;
-    if (info.value("KERNELOFFSET") && !info.kernel_offset()) return std::nullopt;
+    return required.lines;
+}
+
+}  // namespace
+
+std::optional<Vmcoreinfo> Vmcoreinfo::parse(std::string_view text) {
+    Vmcoreinfo info;
+    RequiredLines required;
+    const bool lines_ok = for_each_line(text, [&](std::string_view key, std::string_view value) {
+        required.see(key, value);
+        info.entries_.emplace(std::string(key), std::string(value));  // first one wins
+    });
+    if (!lines_ok || !required.ok()) return std::nullopt;
     info.text_ = std::string(text);
     return info;
 }
@@ -189,8 +243,15 @@ std::vector<std::pair<std::string, uint64_t>> Vmcoreinfo::symbols() const {
     return out;
 }
 
-std::optional<VmcoreinfoCandidate> vmcoreinfo_from_page(uint64_t pfn,
-                                                        std::span<const std::byte> page) {
+namespace {
+
+struct PageText {
+    std::string_view text;
+    VmcoreinfoForm form;
+};
+
+// The text a page holds in either form (not yet validated), if any.
+std::optional<PageText> text_of_page(std::span<const std::byte> page) {
     if (page.size() != kPageSize) return std::nullopt;
     // Fast reject on the first 8 bytes: a load and two compares per page.
     uint64_t head = 0;
@@ -201,38 +262,115 @@ std::optional<VmcoreinfoCandidate> vmcoreinfo_from_page(uint64_t pfn,
     const bool note_form = static_cast<uint32_t>(head) == kNoteNameSize;
     if (!data_form && !note_form) return std::nullopt;
 
-    std::optional<std::string_view> text;
-    VmcoreinfoForm form = VmcoreinfoForm::data;
     if (data_form) {
-        text = text_in(page, 0, kPageSize);
-    } else {
-        uint32_t descsz = 0, type = 1;
-        std::memcpy(&descsz, page.data() + 4, 4);
-        std::memcpy(&type, page.data() + 8, 4);
-        if (type != 0 || std::memcmp(page.data() + 12, "VMCOREINFO\0\0", 12) != 0) return std::nullopt;
-        if (descsz == 0 || descsz > kPageSize - kNoteTextOffset) return std::nullopt;
-        // The note's descriptor is the text without its NUL (crash_core.c
-        // append_elf_note with data_size = vmcoreinfo_size), then padding.
-        const std::string_view desc(reinterpret_cast<const char*>(page.data() + kNoteTextOffset), descsz);
-        if (desc.find('\0') != std::string_view::npos) return std::nullopt;
-        // Then padding, the final empty note and the zeroed rest of the page.
-        if (!zero_tail(page.subspan(kNoteTextOffset + descsz))) return std::nullopt;
-        text = desc;
-        form = VmcoreinfoForm::note;
+        auto text = text_in(page, 0, kPageSize);
+        if (!text) return std::nullopt;
+        return PageText{*text, VmcoreinfoForm::data};
     }
-    if (!text) return std::nullopt;
-    auto info = Vmcoreinfo::parse(*text);
+    uint32_t descsz = 0, type = 1;
+    std::memcpy(&descsz, page.data() + 4, 4);
+    std::memcpy(&type, page.data() + 8, 4);
+    if (type != 0 || std::memcmp(page.data() + 12, "VMCOREINFO\0\0", 12) != 0) return std::nullopt;
+    if (descsz == 0 || descsz > kPageSize - kNoteTextOffset) return std::nullopt;
+    // The note's descriptor is the text without its NUL (crash_core.c
+    // append_elf_note with data_size = vmcoreinfo_size), then padding.
+    const std::string_view desc(reinterpret_cast<const char*>(page.data() + kNoteTextOffset), descsz);
+    if (desc.find('\0') != std::string_view::npos) return std::nullopt;
+    // Then padding, the final empty note and the zeroed rest of the page.
+    if (!zero_tail(page.subspan(kNoteTextOffset + descsz))) return std::nullopt;
+    return PageText{desc, VmcoreinfoForm::note};
+}
+
+size_t hash_of(std::string_view text) { return std::hash<std::string_view>{}(text); }
+
+// What can be told of a text without reading memory; the least promising
+// text gives way when the scanner is full.
+auto promise(const VmcoreinfoText& t) {
+    return std::make_tuple(t.has_data && t.has_note, t.info.size(), ~t.min_pfn);
+}
+
+}  // namespace
+
+std::optional<VmcoreinfoCandidate> vmcoreinfo_from_page(uint64_t pfn,
+                                                        std::span<const std::byte> page) {
+    auto t = text_of_page(page);
+    if (!t) return std::nullopt;
+    auto info = Vmcoreinfo::parse(t->text);
     if (!info) return std::nullopt;
-    return VmcoreinfoCandidate{pfn, form, std::move(*info)};
+    return VmcoreinfoCandidate{pfn, t->form, std::move(*info)};
+}
+
+VmcoreinfoText* VmcoreinfoScanner::find(size_t hash, std::string_view text) {
+    for (auto& t : texts_)
+        if (t.hash == hash && t.info.text() == text) return &t;
+    return nullptr;
+}
+
+void VmcoreinfoScanner::record(VmcoreinfoText& t, uint64_t pfn, VmcoreinfoForm form) {
+    ++candidate_pages_;
+    (form == VmcoreinfoForm::data ? t.has_data : t.has_note) = true;
+    // The data form is preferred as the reported copy.
+    if (form == VmcoreinfoForm::data && t.form != VmcoreinfoForm::data) {
+        t.form = form;
+        t.pfn = pfn;
+    }
+    t.min_pfn = std::min(t.min_pfn, pfn);
+}
+
+VmcoreinfoText& VmcoreinfoScanner::weakest() {
+    return *std::min_element(texts_.begin(), texts_.end(),
+                             [](const auto& a, const auto& b) { return promise(a) < promise(b); });
+}
+
+void VmcoreinfoScanner::insert(VmcoreinfoText t) {
+    ++distinct_;
+    if (texts_.size() < kMaxTexts) {
+        texts_.push_back(std::move(t));
+        return;
+    }
+    VmcoreinfoText& w = weakest();
+    if (promise(w) < promise(t)) w = std::move(t);
 }
 
 void VmcoreinfoScanner::observe(uint64_t pfn, std::span<const std::byte> page) {
     ++pages_seen_;
-    if (auto c = vmcoreinfo_from_page(pfn, page)) candidates_.push_back(std::move(*c));
+    auto copy = text_of_page(page);
+    if (!copy) return;
+    const size_t hash = hash_of(copy->text);
+    if (VmcoreinfoText* known = find(hash, copy->text)) {
+        record(*known, pfn, copy->form);  // seen before: no parse, no memory
+        return;
+    }
+    ++parsed_;
+    if (texts_.size() == kMaxTexts) {
+        // Full (a flood of look-alikes): a text that could not take the
+        // weakest one's place, even were each of its lines a different key,
+        // is counted but neither parsed nor kept.
+        auto lines = valid_lines(copy->text);
+        if (!lines) return;
+        VmcoreinfoText& w = weakest();
+        if (!(promise(w) < std::make_tuple(false, *lines, ~pfn))) {
+            ++candidate_pages_;
+            ++distinct_;
+            return;
+        }
+    }
+    auto info = Vmcoreinfo::parse(copy->text);
+    if (!info) return;
+    VmcoreinfoText t{hash, std::move(*info), pfn, copy->form};
+    record(t, pfn, copy->form);
+    insert(std::move(t));
 }
 
-std::optional<VmcoreinfoResult> VmcoreinfoScanner::result(PhysicalMemory* memory) const {
-    return choose_vmcoreinfo(candidates_, memory);
+void VmcoreinfoScanner::add(const VmcoreinfoCandidate& c) {
+    const size_t hash = hash_of(c.info.text());
+    if (VmcoreinfoText* known = find(hash, c.info.text())) {
+        record(*known, c.pfn, c.form);
+        return;
+    }
+    VmcoreinfoText t{hash, c.info, c.pfn, c.form};
+    record(t, c.pfn, c.form);
+    insert(std::move(t));
 }
 
 namespace {
@@ -253,52 +391,49 @@ bool witnessed_by_uts(const Vmcoreinfo& info, PhysicalMemory& memory) {
 }
 
 struct Ranked {
-    const VmcoreinfoCandidate* best = nullptr;  // data form preferred as the reported copy
-    bool has_data = false, has_note = false, witnessed = false;
-    uint64_t min_pfn = ~0ULL;
-    auto key() const {
-        return std::make_tuple(witnessed, has_data && has_note, best->info.size());
-    }
+    const VmcoreinfoText* text = nullptr;
+    bool witnessed = false;
+    auto key() const { return std::make_tuple(witnessed, text->has_data && text->has_note, text->info.size()); }
 };
 
 }  // namespace
 
+std::optional<VmcoreinfoResult> VmcoreinfoScanner::result(PhysicalMemory* memory) const {
+    if (texts_.empty()) return std::nullopt;
+    std::vector<Ranked> ranked;
+    ranked.reserve(texts_.size());
+    for (const auto& t : texts_)
+        ranked.push_back(Ranked{&t, memory != nullptr && witnessed_by_uts(t.info, *memory)});
+    std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+        if (a.key() != b.key()) return a.key() > b.key();
+        return a.text->min_pfn < b.text->min_pfn;
+    });
+    const Ranked& win = ranked.front();
+    VmcoreinfoResult r{win.text->info, win.text->pfn, win.text->has_data && win.text->has_note, win.witnessed};
+    // A text that gave way might have ranked higher: only a witnessed
+    // winner stands then.
+    r.ambiguous = (ranked.size() > 1 && ranked[1].key() == win.key()) || (overflowed() && !win.witnessed);
+    r.candidates = candidate_pages_;
+    r.texts = distinct_;
+    r.overflowed = overflowed();
+    return r;
+}
+
 std::optional<VmcoreinfoResult> choose_vmcoreinfo(std::span<const VmcoreinfoCandidate> candidates,
                                                   PhysicalMemory* memory) {
-    std::vector<Ranked> groups;
-    for (const auto& c : candidates) {
-        auto it = std::find_if(groups.begin(), groups.end(),
-                               [&](const Ranked& r) { return r.best->info.text() == c.info.text(); });
-        if (it == groups.end()) {
-            groups.push_back(Ranked{&c});
-            it = groups.end() - 1;
-            it->witnessed = memory != nullptr && witnessed_by_uts(c.info, *memory);
-        }
-        (c.form == VmcoreinfoForm::data ? it->has_data : it->has_note) = true;
-        if (c.form == VmcoreinfoForm::data && it->best->form != VmcoreinfoForm::data) it->best = &c;
-        it->min_pfn = std::min(it->min_pfn, c.pfn);
-    }
-    if (groups.empty()) return std::nullopt;
-    std::stable_sort(groups.begin(), groups.end(), [](const Ranked& a, const Ranked& b) {
-        if (a.key() != b.key()) return a.key() > b.key();
-        return a.min_pfn < b.min_pfn;
-    });
-    const Ranked& win = groups.front();
-    VmcoreinfoResult r{win.best->info, win.best->pfn, win.has_data && win.has_note, win.witnessed,
-                       groups.size() > 1 && groups[1].key() == win.key(), candidates.size()};
-    return r;
+    VmcoreinfoScanner scanner;
+    for (const auto& c : candidates) scanner.add(c);
+    return scanner.result(memory);
 }
 
 std::optional<VmcoreinfoResult> find_vmcoreinfo(const PageReader& reader,
                                                 std::span<const uint64_t> pfns) {
-    std::vector<VmcoreinfoCandidate> found;
+    VmcoreinfoScanner scanner;
     std::array<std::byte, kPageSize> page;
-    for (uint64_t pfn : pfns) {
-        if (!reader(pfn, PageSpan(page))) continue;
-        if (auto c = vmcoreinfo_from_page(pfn, page)) found.push_back(std::move(*c));
-    }
+    for (uint64_t pfn : pfns)
+        if (reader(pfn, PageSpan(page))) scanner.observe(pfn, page);
     PhysicalMemory memory(reader);
-    return choose_vmcoreinfo(found, &memory);
+    return scanner.result(&memory);
 }
 
 std::optional<VmcoreinfoResult> find_vmcoreinfo(PageSource& source) {
@@ -318,7 +453,7 @@ std::optional<VmcoreinfoResult> find_vmcoreinfo(PageSource& source) {
                                 std::span<const std::byte>(buf).subspan(i * kPageSize, kPageSize));
     }
     PhysicalMemory memory(page_reader(source));
-    return choose_vmcoreinfo(scanner.candidates(), &memory);
+    return scanner.result(&memory);
 }
 
 }  // namespace xendump::kernel

@@ -51,7 +51,7 @@ std::optional<KernelImageSegment> kernel_image_segment(const kernel::Vmcoreinfo&
 
 LateNotes GuestKernelNotes::late_notes() {
     LateNotes late;
-    if (scanner_.candidates().empty()) return late;
+    if (scanner_.candidate_pages() == 0) return late;
     // Re-reads only the few pages init_uts_ns occupies, to tell the running
     // kernel's text from a copy in page cache (kernel/vmcoreinfo.hpp).
     kernel::PhysicalMemory memory(kernel::page_reader(*source_));
@@ -60,8 +60,11 @@ LateNotes GuestKernelNotes::late_notes() {
     if (found_->ambiguous) {
         // Two different complete texts and nothing to tell them apart: a wrong
         // VMCOREINFO would mislead crash more than none at all.
-        warnings_.push_back("VMCOREINFO left out: " + std::to_string(found_->candidates) +
-                            " different candidate texts in guest memory rank equal");
+        warnings_.push_back(found_->overflowed
+                                ? "VMCOREINFO left out: " + std::to_string(found_->texts) +
+                                      " different candidate texts in guest memory, none witnessed by init_uts_ns"
+                                : "VMCOREINFO left out: " + std::to_string(found_->candidates) +
+                                      " different candidate texts in guest memory rank equal");
         found_.reset();
         return late;
     }

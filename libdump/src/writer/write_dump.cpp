@@ -157,6 +157,7 @@ WriteResult write_to(int fd, bool seekable, const std::string& name, const DumpS
     const Layout& L = plan.layout;
     std::optional<writer::ReadBehind> behind;  // before the sink: the sink's hook refers to it
     io::Sink sink(fd, seekable, options.sparse, name);
+    sink.cancel_on(options.cancel);
     if (read_back && plan.digest_note_size) {
         behind.emplace(fd, L.pages_offset, L.pages_size, uint64_t{format::kDigestChunkPages} * format::kPageSize, name);
         sink.before_drop([&behind](uint64_t offset, uint64_t size) { behind->take(offset, size); });

@@ -10,6 +10,7 @@
 // (u16[256]), each 8-aligned, in that order.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -78,6 +79,22 @@ struct KallsymsOptions {
     // CONFIG_PHYSICAL_START, 16 MiB) and how far it reads.
     uint64_t scan_start = 0x1000000;
     uint64_t scan_bytes = 256ULL << 20;
+    // Guest bytes the search may examine beyond its one pass over the
+    // window: token tables, the walk back to relative_base, names, offsets
+    // of candidate tables. A real kernel's tables need a few MiB; a guest
+    // full of look-alikes spends the limit and the search gives up (about
+    // a second of work at most).
+    uint64_t work_limit = 256ULL << 20;
+    // Set -> Error("cancelled"), checked per page and per MiB of work.
+    const std::atomic<bool>* cancel = nullptr;
+};
+
+// What a search did (for tests and diagnostics).
+struct KallsymsSearchStats {
+    uint64_t index_candidates = 0;  // places holding a valid-looking kallsyms_token_index
+    uint64_t table_candidates = 0;  // ... with a token table before it (walked back from)
+    uint64_t work = 0;              // guest bytes examined beyond the pass (see work_limit)
+    bool gave_up = false;           // the work limit was reached
 };
 
 // Finds and decodes kallsyms. With `vmcoreinfo`: its SYMBOL(kallsyms_*)
@@ -88,7 +105,8 @@ struct KallsymsOptions {
 // address with "Linux version " text in memory. nullopt when nothing fits.
 std::optional<Kallsyms> find_kallsyms(const PageReader& reader,
                                       const Vmcoreinfo* vmcoreinfo = nullptr,
-                                      const KallsymsOptions& options = {});
+                                      const KallsymsOptions& options = {},
+                                      KallsymsSearchStats* stats = nullptr);
 
 // The NUL-terminated linux_banner text ("Linux version ..."), read through
 // the symbol table.

@@ -66,25 +66,63 @@ struct VmcoreinfoResult {
     uint64_t pfn = 0;                 // where the chosen text was found
     bool confirmed_by_note = false;   // the same text is also in a vmcoreinfo_note page
     bool witnessed = false;           // init_uts_ns in memory holds the same release
-    bool ambiguous = false;           // another complete, different text ranked equal
+    bool ambiguous = false;           // another complete, different text ranked equal, or
+                                      // too many texts to rank and none witnessed
     size_t candidates = 0;            // how many valid candidate pages were seen
+    size_t texts = 0;                 // how many different texts among them (kept or not)
+    bool overflowed = false;          // more than VmcoreinfoScanner::kMaxTexts different texts
+};
+
+// One distinct text and where its copies were seen.
+struct VmcoreinfoText {
+    size_t hash = 0;                  // of the text
+    Vmcoreinfo info;
+    uint64_t pfn = 0;                 // the reported copy: the first data copy, else the first note copy
+    VmcoreinfoForm form = VmcoreinfoForm::data;
+    bool has_data = false, has_note = false;
+    uint64_t min_pfn = ~0ULL;
 };
 
 // Fed every page once (any order; the writer gives pfn order). observe()
 // rejects a page on its first 8 bytes: a load and two compares.
+//
+// Guest memory is hostile: it may hold any number of different texts that
+// pass validation. The scanner therefore keeps at most kMaxTexts different
+// texts (a text seen again is found by its hash and costs no parse and no
+// memory), so work per page and memory are bounded whatever the guest
+// holds. When a further text comes and every slot is taken, the least
+// promising one by what can be told without reading memory (seen as both
+// data and note, then more lines, then the lower pfn) gives way; result()
+// then reports overflowed, and calls the choice ambiguous unless the winner
+// is witnessed by init_uts_ns.
 class VmcoreinfoScanner {
 public:
-    void observe(uint64_t pfn, std::span<const std::byte> page);
+    static constexpr size_t kMaxTexts = 64;
 
-    // Ranks the candidates seen (see choose_vmcoreinfo()); pass `memory`
+    void observe(uint64_t pfn, std::span<const std::byte> page);
+    // A copy already parsed (choose_vmcoreinfo()).
+    void add(const VmcoreinfoCandidate& candidate);
+
+    // Ranks the texts kept (see choose_vmcoreinfo()); pass `memory`
     // (e.g. the finished dump) to also check them against init_uts_ns.
+    // Reads memory for at most kMaxTexts texts.
     std::optional<VmcoreinfoResult> result(PhysicalMemory* memory = nullptr) const;
 
-    const std::vector<VmcoreinfoCandidate>& candidates() const { return candidates_; }
+    const std::vector<VmcoreinfoText>& texts() const { return texts_; }
+    uint64_t candidate_pages() const { return candidate_pages_; }  // valid copies seen
+    uint64_t distinct_texts() const { return distinct_; }          // different texts seen
+    uint64_t texts_parsed() const { return parsed_; }              // texts validated (the work done)
+    bool overflowed() const { return distinct_ > texts_.size(); }
     uint64_t pages_seen() const { return pages_seen_; }
 
 private:
-    std::vector<VmcoreinfoCandidate> candidates_;
+    VmcoreinfoText* find(size_t hash, std::string_view text);
+    void record(VmcoreinfoText& t, uint64_t pfn, VmcoreinfoForm form);
+    void insert(VmcoreinfoText t);
+    VmcoreinfoText& weakest();  // the least promising text kept (texts_ not empty)
+
+    std::vector<VmcoreinfoText> texts_;
+    uint64_t candidate_pages_ = 0, distinct_ = 0, parsed_ = 0;
     uint64_t pages_seen_ = 0;
 };
 
