@@ -1,5 +1,6 @@
 // One queue for crash dumps and on-demand requests, at most MaxParallel
-// running at once, in submission order. Each job carries its own cancel flag
+// running at once, in submission order except that crash dumps go before
+// queued requests. Each job carries its own cancel flag
 // (xen-dumpctl cancel, a requester hanging up, or shutdown) and progress.
 #pragma once
 
@@ -75,6 +76,7 @@ public:
 private:
     void worker();
     void finish_unlocked(Job& job);
+    void call_finished(Job& job);  // `finished`, its errors logged
     void grow_workers_unlocked();
 
     std::function<DumpJobResult(Job&)> run_;
