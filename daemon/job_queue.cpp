@@ -1,6 +1,7 @@
 #include "job_queue.hpp"
 
 #include <algorithm>
+#include <system_error>
 
 #include "journal_log.hpp"
 
@@ -35,8 +36,20 @@ std::shared_ptr<Job> JobQueue::submit(DumpRequest request, std::string domain_la
 
 void JobQueue::grow_workers_unlocked() {
     // Workers are created lazily, up to MaxParallel; they live until stop().
-    while (!stopping_ && workers_.size() < std::min<size_t>(max_parallel_, pending_.size() + running_.size()))
-        workers_.emplace_back([this] { worker(); });
+    // Without a thread to be had (a task limit), the jobs wait for the
+    // workers there are, or for the next grow_workers().
+    try {
+        while (!stopping_ && workers_.size() < std::min<size_t>(max_parallel_, pending_.size() + running_.size()))
+            workers_.emplace_back([this] { worker(); });
+    } catch (const std::system_error& e) {
+        log_message(LogLevel::error, std::string("cannot start a dump worker (") + std::to_string(workers_.size()) +
+                                         " running): " + e.what());
+    }
+}
+
+void JobQueue::grow_workers() {
+    std::lock_guard lock(mutex_);
+    grow_workers_unlocked();
 }
 
 void JobQueue::set_path(Job& job, const std::filesystem::path& path) {

@@ -59,6 +59,8 @@ public:
 
     std::shared_ptr<Job> submit(DumpRequest request, std::string domain_label, std::optional<CrashKey> crash = {});
     void set_max_parallel(unsigned n);
+    // Starts the workers that could not be started before (no thread to be had).
+    void grow_workers();
     // Cancels a queued job at once, a running one through its flag.
     bool cancel(uint64_t id);
     void cancel_all();

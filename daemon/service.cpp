@@ -30,6 +30,9 @@ constexpr std::chrono::seconds kRescanInterval{10};
 // A crash dump that failed for want of room is retried when there is room
 // again, but after a failed retry not sooner than 1, 2, 4 ... 60 s later.
 constexpr int64_t kMaxRetryDelay = 60;
+// ... and at most this many times: a dump that keeps failing although the
+// limits and the free space said it fits is not going to fit.
+constexpr unsigned kMaxRoomAttempts = 16;
 
 int64_t retry_delay(unsigned attempts) {
     return std::min<int64_t>(int64_t{1} << std::min(attempts ? attempts - 1 : 0u, 6u), kMaxRetryDelay);
@@ -266,23 +269,30 @@ void Service::job_finished(Job& job) {
     if (!job.crash) return;
     std::lock_guard lock(mutex_);
     // A dump abandoned because the service stops is not done: after a
-    // restart the crash is dumped again. Anything else is final.
-    bool abandoned = stopping_ && job.result && job.result->result == DumpOutcome::cancelled;
+    // restart the crash is dumped again. One stopped by a full filesystem
+    // waits for room. Anything else is final.
+    bool room = job.result && for_want_of_room(*job.result);
+    bool abandoned = stopping_ && job.result && (job.result->result == DumpOutcome::cancelled || room);
     if (abandoned) {
         crash_book_->mark_abandoned(*job.crash);
-    } else if (job.result && for_want_of_room(*job.result) && !stopping_) {
-        // Not the end of this crash: it is dumped when there is room again.
-        auto it = crash_book_->retries().find(*job.crash);
-        unsigned attempts = (it == crash_book_->retries().end() ? 0 : it->second.attempts) + 1;
+        return;
+    }
+    auto it = crash_book_->retries().find(*job.crash);
+    unsigned attempts = (it == crash_book_->retries().end() ? 0 : it->second.attempts) + 1;
+    std::string what = "crash dump of " + job.domain_label + " (domain " + std::to_string(job.request.domid) + ")";
+    LogFields fields{{"DOMID", std::to_string(job.request.domid)}, {"DOMAIN_UUID", job.crash->uuid}};
+    if (room && attempts < kMaxRoomAttempts) {
         crash_book_->mark_waiting(*job.crash, job.result->error, unix_now() + retry_delay(attempts));
         log_message(LogLevel::warning,
-                    "crash dump of " + job.domain_label + " (domain " + std::to_string(job.request.domid) + ") " +
-                        to_string(job.result->result) + " for want of room: " + job.result->error +
+                    what + " " + to_string(job.result->result) + " for want of room: " + job.result->error +
                         "; it is retried when there is room (attempt " + std::to_string(attempts) + ")",
-                    {{"DOMID", std::to_string(job.request.domid)}, {"DOMAIN_UUID", job.crash->uuid}});
-    } else {
-        crash_book_->mark_handled(*job.crash);
+                    fields);
+        return;
     }
+    if (room)
+        log_message(LogLevel::error,
+                    what + ": giving up after " + std::to_string(attempts) + " attempts: " + job.result->error, fields);
+    crash_book_->mark_handled(*job.crash);
 }
 
 void Service::reload() {
@@ -395,6 +405,7 @@ int Service::run() {
             next_rescan = now + kRescanInterval;
         }
         guarded("crash retry", [&] { retry_waiting_crashes(); });
+        guarded("dump workers", [&] { queue_->grow_workers(); });
         guarded("status", [&] { update_status(); });
     }
 
