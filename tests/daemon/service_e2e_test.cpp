@@ -398,14 +398,7 @@ TEST(ServiceE2E, ControlSocketFloodNeitherAbortsNorDelaysCrashDumps) {
     service.set_nofile_limit(256);
     service.start();
     ASSERT_TRUE(service.wait_ready()) << service.log();
-    // As many idle clients as get in within a second (the rest find the backlog full).
-    std::vector<RawClient> idle;
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    while (std::chrono::steady_clock::now() < until && idle.size() < 400) {
-        RawClient c(service.socket());
-        if (c.connected()) idle.push_back(std::move(c));
-        else std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    auto idle = idle_clients(service.socket(), 400);
     ASSERT_GE(idle.size(), 40u);
     auto cpu_before = service.cpu_time();
     auto wall_before = std::chrono::steady_clock::now();
@@ -431,6 +424,32 @@ TEST(ServiceE2E, ControlSocketFloodNeitherAbortsNorDelaysCrashDumps) {
     EXPECT_EQ(status["event"], "status") << status.dump();
     EXPECT_TRUE(service.running());
     EXPECT_EQ(service.stop(SIGTERM), 0);
+}
+
+// Issue 16.6: 81 idle connections under a 64-task limit (systemd's
+// TasksMax=) aborted the service: std::thread threw out of the accept loop.
+TEST(ServiceE2E, IdleConnectionsUnderATaskLimitDoNotAbort) {
+    TaskLimit tasks(64);
+    if (!tasks.ok()) GTEST_SKIP() << "no pids cgroup to be had here";
+    TempDir tmp;
+    fs::path host = tmp / "host", dumps = tmp / "dumps";
+    create_sim_host(host, {{7, "web01", kUuid1}, {8, "db01", kUuid2}});
+    ServiceProcess service(tmp.path(), host, dumps);
+    service.set_task_limit(&tasks);
+    service.start();
+    ASSERT_TRUE(service.wait_ready()) << service.log();
+    auto idle = idle_clients(service.socket(), 100);
+    ASSERT_GE(idle.size(), 40u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ASSERT_TRUE(service.running()) << service.log();
+    EXPECT_LT(service.threads(), 64u);
+    sim({"crash", host.string(), "7"});
+    ASSERT_TRUE(wait_until([&] { return sidecars_in(dumps).size() == 1 || !service.running(); })) << service.log();
+    ASSERT_TRUE(service.running()) << service.log();
+    EXPECT_EQ(xendump::daemon::read_sidecar(sidecars_in(dumps).at(0)).result, xendump::daemon::DumpOutcome::ok);
+    idle.clear();
+    EXPECT_EQ(status_of(service)["event"], "status");
+    EXPECT_EQ(service.stop(SIGTERM), 0) << service.log();
 }
 
 // Issue 16.9: a line that is not a JSON request got no reply at all.

@@ -128,6 +128,7 @@ void ServiceProcess::start() {
     argv.insert(argv.end(), common.begin(), common.end());
     pid_ = ::fork();
     if (pid_ == 0) {
+        if (tasks_) tasks_->enter();
         if (nofile_) {
             rlimit rl{nofile_, nofile_};
             ::setrlimit(RLIMIT_NOFILE, &rl);
@@ -235,6 +236,42 @@ std::chrono::milliseconds ServiceProcess::cpu_time() const {
     return std::chrono::milliseconds(t * 1000 / static_cast<uint64_t>(ticks));
 }
 
+TaskLimit::TaskLimit(unsigned limit) {
+    std::string name = "xendump-test-" + std::to_string(::getpid());
+    for (const char* base : {"/sys/fs/cgroup/pids", "/sys/fs/cgroup"}) {
+        std::error_code ec;
+        fs::path dir = fs::path(base) / name;
+        if (!fs::create_directory(dir, ec) || !fs::exists(dir / "pids.max")) {
+            fs::remove(dir, ec);
+            continue;
+        }
+        std::ofstream(dir / "pids.max") << limit << "\n";
+        std::ifstream in(dir / "pids.max");
+        unsigned got = 0;
+        if (in >> got && got == limit) {
+            dir_ = dir;
+            procs_ = (dir / "cgroup.procs").string();
+            return;
+        }
+        fs::remove(dir, ec);
+    }
+}
+
+TaskLimit::~TaskLimit() {
+    if (dir_.empty()) return;
+    std::error_code ec;
+    for (int i = 0; i < 100 && !fs::remove(dir_, ec); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+void TaskLimit::enter() const {
+    int fd = ::open(procs_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    char buf[24];
+    int n = std::snprintf(buf, sizeof buf, "%d\n", static_cast<int>(::getpid()));
+    (void)!::write(fd, buf, static_cast<size_t>(n));
+    ::close(fd);
+}
+
 SmallFilesystem::SmallFilesystem(const fs::path& dir, const std::string& size) : dir_(dir) {
     fs::create_directories(dir_);
     mounted_ = ::mount("tmpfs", dir_.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0;
@@ -283,6 +320,17 @@ std::string ServiceProcess::log() const {
     std::ostringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+std::vector<RawClient> idle_clients(const fs::path& socket, size_t count) {
+    std::vector<RawClient> idle;
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (std::chrono::steady_clock::now() < until && idle.size() < count) {
+        RawClient c(socket);
+        if (c.connected()) idle.push_back(std::move(c));
+        else std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return idle;
 }
 
 size_t count_of(const std::string& text, const std::string& what) {

@@ -66,12 +66,31 @@ private:
     std::optional<xendump::daemon::JsonLineConnection> conn_;
 };
 
+// Up to `count` clients that connect and say nothing: as many as get in
+// within a second (the rest find the service's backlog full).
+std::vector<RawClient> idle_clients(const std::filesystem::path& socket, size_t count);
+
 // How often `what` occurs in `text`.
 size_t count_of(const std::string& text, const std::string& what);
 
 std::vector<std::filesystem::path> dumps_in(const std::filesystem::path& dir);     // *.core
 std::vector<std::filesystem::path> sidecars_in(const std::filesystem::path& dir);  // *.core.json
 std::vector<std::filesystem::path> temporaries_in(const std::filesystem::path& dir);
+
+// A pids cgroup with pids.max = `limit` (systemd's TasksMax=), where the
+// kernel offers one to root (cgroup v1 "pids" hierarchy, or a v2 root with
+// the pids controller); ok() is false elsewhere.
+class TaskLimit {
+public:
+    explicit TaskLimit(unsigned limit);
+    ~TaskLimit();  // removes the cgroup once its processes are gone
+    bool ok() const { return !dir_.empty(); }
+    void enter() const;  // moves the calling process in (async-signal-safe enough for a forked child)
+
+private:
+    std::filesystem::path dir_;
+    std::string procs_;  // dir_/cgroup.procs, prepared for the child
+};
 
 class ServiceProcess {
 public:
@@ -96,6 +115,7 @@ public:
     std::vector<std::string> common_args() const;  // --config, --socket, --dump-dir, --host
     void set_args(std::vector<std::string> args) { args_ = std::move(args); }  // instead of common_args()
     void set_nofile_limit(unsigned long limit) { nofile_ = limit; }  // RLIMIT_NOFILE of the next start()
+    void set_task_limit(const TaskLimit* limit) { tasks_ = limit; }     // the next start() runs in it
     pid_t pid() const { return pid_; }
     bool running();  // not exited yet (reaps it when it has)
     int exit_status() const { return exit_status_; }  // once !running()
@@ -111,6 +131,7 @@ private:
     pid_t pid_ = -1;
     int exit_status_ = 0;
     unsigned long nofile_ = 0;
+    const TaskLimit* tasks_ = nullptr;
     std::optional<std::vector<std::string>> args_;
     std::vector<std::string> received_;
     std::mutex received_mutex_;
