@@ -353,6 +353,9 @@ TEST(ServiceE2E, FullDumpFilesystemIsSurvivedAndTheCrashDumpedWhenRoomReturns) {
     auto status = status_of(service);
     EXPECT_TRUE(waiting_for_room(status, 7)) << status.dump();
     EXPECT_TRUE(status.contains("state_file_error")) << status.dump();
+    auto text = run({"xen-dumpctl", "status", "--config", service.config_file().string(), "--socket",
+                     service.socket().string()});
+    EXPECT_NE(text.out.find("Crash of domain 7 waits for room"), std::string::npos) << text.out << text.err;
     EXPECT_EQ(sim_state(host, 7), "crashed");
 
     // A restart on the still full filesystem starts, and waits for room too.
