@@ -185,6 +185,7 @@ TEST(Soak, CrashStormClientsFullDiskAndReloads) {
     for (const auto& [domid, state] : host_states(host)) EXPECT_NE(state, "paused") << "domain " << domid;
     // The disk did fill under the storm (else this soak showed nothing).
     EXPECT_NE(service.log().find("for want of room"), std::string::npos) << service.log();
+    EXPECT_EQ(count_of(service.log(), "configuration reloaded"), 2u) << service.log();
     EXPECT_EQ(answered + unanswered, 200u);
     EXPECT_EQ(unanswered.load(), 0u);
     EXPECT_EQ(xendump::daemon::control_request(service.socket(), {{"command", "status"}})["event"], "status");
