@@ -33,6 +33,8 @@ constexpr int64_t kMaxRetryDelay = 60;
 // ... and at most this many times: a dump that keeps failing although the
 // limits and the free space said it fits is not going to fit.
 constexpr unsigned kMaxRoomAttempts = 16;
+// While crashes wait, the room is looked at (a scan of the dump directory) this often.
+constexpr std::chrono::seconds kRoomCheckInterval{1};
 
 int64_t retry_delay(unsigned attempts) {
     return std::min<int64_t>(int64_t{1} << std::min(attempts ? attempts - 1 : 0u, 6u), kMaxRetryDelay);
@@ -192,7 +194,9 @@ void Service::retry_waiting_crashes() {
         due = crash_book_->due_retries(unix_now());
         cfg = config_;
     }
-    if (due.empty()) return;
+    auto now = std::chrono::steady_clock::now();
+    if (due.empty() || now < next_room_check_) return;
+    next_room_check_ = now + kRoomCheckInterval;
     // Room is judged as a dump's own start does it (limits and free space),
     // counting the retries started in this round.
     std::vector<StoredDump> stored;

@@ -62,6 +62,7 @@ private:
     std::unique_ptr<ControlServer> control_;
     std::atomic<bool> stopping_{false};
     std::string last_status_;
+    std::chrono::steady_clock::time_point next_room_check_{};  // main thread only
 };
 
 }  // namespace xendump::daemon
