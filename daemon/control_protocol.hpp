@@ -15,7 +15,8 @@
 //   the idle limit):
 //   <- {"event":"error","kind":"permission"|"request"|"mismatch"|"busy","message":"..."}
 //
-// A dump requester that disconnects before "finished" cancels its dump.
+// A dump requester that disconnects before "finished", or stops reading its
+// replies, cancels its dump.
 #pragma once
 
 #include <chrono>
