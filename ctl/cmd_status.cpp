@@ -37,6 +37,12 @@ int cmd_status(Args args) {
     }
     std::printf("xen-dumpd on %s, dumps in %s, MaxParallel=%u\n", reply.value("host", "?").c_str(),
                 reply.value("dump_dir", "?").c_str(), reply.value("max_parallel", 1u));
+    // Crashes a full dump filesystem stopped, dumped when there is room.
+    for (const auto& c : reply.value("crashes_waiting_for_room", nlohmann::json::array()))
+        std::printf("Crash of domain %u waits for room (%u attempts): %s\n", c.value("domid", 0u),
+                    c.value("attempts", 0u), c.value("error", "").c_str());
+    if (reply.contains("state_file_error"))
+        std::printf("The crash state file cannot be written: %s\n", reply.value("state_file_error", "").c_str());
     const auto& jobs = reply["jobs"];
     if (jobs.empty()) {
         std::printf("No dumps running or queued.\n");

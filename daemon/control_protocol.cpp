@@ -28,18 +28,38 @@ void JsonLineConnection::send(const nlohmann::json& message) {
     }
 }
 
+nlohmann::json control_error(const std::string& kind, const std::string& message) {
+    return {{"event", "error"}, {"kind", kind}, {"message", message}};
+}
+
+nlohmann::json parse_control_message(const std::string& line) {
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw Error("malformed control message: not JSON", "control message", e.byte ? e.byte - 1 : 0);
+    }
+    if (!j.is_object()) throw Error("malformed control message: not a JSON object", "control message", 0);
+    return j;
+}
+
 std::optional<nlohmann::json> JsonLineConnection::receive(std::chrono::milliseconds timeout) {
+    auto line = receive_line(timeout);
+    if (!line) return std::nullopt;
+    return parse_control_message(*line);
+}
+
+std::optional<std::string> JsonLineConnection::receive_line(std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
         auto nl = buffer_.find('\n');
         if (nl != std::string::npos) {
             std::string line = buffer_.substr(0, nl);
             buffer_.erase(0, nl + 1);
-            auto j = nlohmann::json::parse(line, nullptr, false);
-            if (j.is_discarded() || !j.is_object()) throw Error("malformed control message");
-            return j;
+            return line;
         }
-        if (buffer_.size() > kMaxLine) throw Error("control message too long");
+        if (buffer_.size() > kMaxLine)
+            throw Error("control message too long (over " + std::to_string(kMaxLine) + " bytes without a newline)");
         int wait_ms = -1;
         if (timeout.count() >= 0) {
             auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());

@@ -10,10 +10,13 @@
 //   <- {"event":"status","host":"...","dump_dir":"...","jobs":[{"id":..,"state":"running",...}]}
 //   -> {"command":"cancel","id":3}
 //   <- {"event":"cancelled","id":3}
-//   any error (also "permission denied", checked with SO_PEERCRED):
-//   <- {"event":"error","kind":"permission"|"request"|"mismatch","message":"..."}
+//   any error (also "permission denied", checked with SO_PEERCRED before
+//   anything is read; a line that is not a JSON object; no request within
+//   the idle limit):
+//   <- {"event":"error","kind":"permission"|"request"|"mismatch"|"busy","message":"..."}
 //
-// A dump requester that disconnects before "finished" cancels its dump.
+// A dump requester that disconnects before "finished", or stops reading its
+// replies, cancels its dump.
 #pragma once
 
 #include <chrono>
@@ -36,6 +39,8 @@ public:
     // Waits up to `timeout` (negative: forever) for a line; nullopt on
     // timeout. Throws Error on EOF, a bad line, or a line over 1 MiB.
     std::optional<nlohmann::json> receive(std::chrono::milliseconds timeout);
+    // The same without parsing: the raw line (without its newline).
+    std::optional<std::string> receive_line(std::chrono::milliseconds timeout);
     // True when the peer closed its end (checked without blocking).
     bool peer_closed();
 
@@ -43,6 +48,13 @@ private:
     UniqueFd fd_;
     std::string buffer_;
 };
+
+// One control message: a JSON object on one line. Throws Error naming the
+// byte where the line stops being one.
+nlohmann::json parse_control_message(const std::string& line);
+
+// {"event":"error","kind":KIND,"message":MESSAGE}
+nlohmann::json control_error(const std::string& kind, const std::string& message);
 
 // Connects to the service. nullopt when no service listens there (no
 // socket, or a stale one); Error for anything else (e.g. permission).

@@ -42,6 +42,7 @@ std::vector<CrashKey> CrashBook::observe(const std::vector<DomainInfo>& domains)
     for (const auto& d : domains)
         if (d.crashed() && !d.dying) crashed_now.insert(CrashKey{d.domid, uuid_to_string(d.handle)});
     bool changed = false;
+    std::erase_if(retries_, [&](const auto& r) { return !crashed_now.count(r.first); });
     for (auto it = handled_.begin(); it != handled_.end();) {
         if (!crashed_now.count(*it)) {
             it = handled_.erase(it);  // the instance ended: a later crash is a new one
@@ -53,17 +54,44 @@ std::vector<CrashKey> CrashBook::observe(const std::vector<DomainInfo>& domains)
     if (changed) save();
     std::vector<CrashKey> fresh;
     for (const auto& k : crashed_now)
-        if (!handled_.count(k) && in_progress_.insert(k).second) fresh.push_back(k);
+        if (!handled_.count(k) && !retries_.count(k) && in_progress_.insert(k).second) fresh.push_back(k);
     return fresh;
 }
 
 void CrashBook::mark_handled(const CrashKey& key) {
     in_progress_.erase(key);
+    retries_.erase(key);
     handled_.insert(key);
     save();
 }
 
-void CrashBook::mark_abandoned(const CrashKey& key) { in_progress_.erase(key); }
+void CrashBook::mark_abandoned(const CrashKey& key) {
+    in_progress_.erase(key);
+    retries_.erase(key);
+}
+
+void CrashBook::mark_waiting(const CrashKey& key, const std::string& error, int64_t not_before) {
+    in_progress_.erase(key);
+    CrashRetry& r = retries_[key];
+    r.error = error;
+    ++r.attempts;
+    r.not_before = not_before;
+    r.waiting = true;
+}
+
+std::vector<CrashKey> CrashBook::due_retries(int64_t now) const {
+    std::vector<CrashKey> due;
+    for (const auto& [key, r] : retries_)
+        if (r.waiting && r.not_before <= now) due.push_back(key);
+    return due;
+}
+
+void CrashBook::take_retry(const CrashKey& key) {
+    auto it = retries_.find(key);
+    if (it == retries_.end() || !it->second.waiting) return;
+    it->second.waiting = false;
+    in_progress_.insert(key);
+}
 
 bool CrashBook::within_min_interval(const std::string& guest, int64_t now, int64_t interval) {
     if (interval <= 0) return false;
@@ -84,7 +112,22 @@ unsigned CrashBook::skipped(const std::string& guest) const {
     return it == skipped_.end() ? 0 : it->second;
 }
 
-void CrashBook::save() const {
+void CrashBook::save() {
+    try {
+        write_file();
+        save_error_.clear();
+    } catch (const std::exception& e) {
+        save_error_ = e.what();
+        std::error_code ec;
+        std::filesystem::remove(file_.string() + ".new", ec);
+    }
+}
+
+void CrashBook::flush() {
+    if (!save_error_.empty()) save();
+}
+
+void CrashBook::write_file() const {
     nlohmann::ordered_json j;
     j["handled"] = nlohmann::json::array();
     for (const auto& k : handled_) j["handled"].push_back({{"domid", k.domid}, {"uuid", k.uuid}});

@@ -11,6 +11,11 @@
 //
 // The same file remembers the last crash dump per guest (uuid, else name) for
 // MinInterval=, because a crash-looping guest comes back with a new domid.
+//
+// A dump that failed for want of room (a full dump filesystem) does not end
+// the instance: it waits, with its reason, to be retried when there is room.
+// Saving never throws: the state lives on in memory, save_error() tells why
+// the file could not be written, and the next change (or flush()) tries again.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +36,13 @@ struct CrashKey {
     auto operator<=>(const CrashKey&) const = default;
 };
 
+struct CrashRetry {
+    std::string error;     // why the last attempt failed
+    unsigned attempts = 0; // failed attempts so far
+    int64_t not_before = 0;
+    bool waiting = true;   // false while a retry is in progress
+};
+
 class CrashBook {
 public:
     // Loads `state_file` when it exists (a damaged file is set aside and
@@ -48,6 +60,18 @@ public:
     void mark_handled(const CrashKey& key);
     // The dump was abandoned (shutdown): not handled, retried after a restart.
     void mark_abandoned(const CrashKey& key);
+    // The dump failed for want of room: not handled; waits until `not_before`
+    // (unix seconds) and for room (the caller's check) to be retried.
+    void mark_waiting(const CrashKey& key, const std::string& error, int64_t not_before);
+    // Waiting crashes whose time has come (still waiting: take_retry() one to start it).
+    std::vector<CrashKey> due_retries(int64_t now) const;
+    void take_retry(const CrashKey& key);  // waiting -> in progress
+    // Crashes that failed for want of room and are not handled yet.
+    const std::map<CrashKey, CrashRetry>& retries() const { return retries_; }
+
+    // Why the state file could not be written last time; empty once it was.
+    const std::string& save_error() const { return save_error_; }
+    void flush();  // writes the state again when the last save failed
 
     // MinInterval: true when `guest` had a crash dump less than `interval`
     // seconds before `now`; then counts the skip.
@@ -58,7 +82,8 @@ public:
     bool handled(const CrashKey& key) const { return handled_.count(key) != 0; }
 
 private:
-    void save() const;
+    void save();
+    void write_file() const;  // throws
 
     std::filesystem::path file_;
     std::string load_warning_;
@@ -66,6 +91,8 @@ private:
     std::set<CrashKey> in_progress_;
     std::map<std::string, int64_t> last_dump_;
     std::map<std::string, unsigned> skipped_;
+    std::map<CrashKey, CrashRetry> retries_;
+    std::string save_error_;
 };
 
 }  // namespace xendump::daemon

@@ -1,6 +1,9 @@
 #include "job_queue.hpp"
 
 #include <algorithm>
+#include <system_error>
+
+#include "journal_log.hpp"
 
 namespace xendump::daemon {
 
@@ -33,8 +36,20 @@ std::shared_ptr<Job> JobQueue::submit(DumpRequest request, std::string domain_la
 
 void JobQueue::grow_workers_unlocked() {
     // Workers are created lazily, up to MaxParallel; they live until stop().
-    while (!stopping_ && workers_.size() < std::min<size_t>(max_parallel_, pending_.size() + running_.size()))
-        workers_.emplace_back([this] { worker(); });
+    // Without a thread to be had (a task limit), the jobs wait for the
+    // workers there are, or for the next grow_workers().
+    try {
+        while (!stopping_ && workers_.size() < std::min<size_t>(max_parallel_, pending_.size() + running_.size()))
+            workers_.emplace_back([this] { worker(); });
+    } catch (const std::system_error& e) {
+        log_message(LogLevel::error, std::string("cannot start a dump worker (") + std::to_string(workers_.size()) +
+                                         " running): " + e.what());
+    }
+}
+
+void JobQueue::grow_workers() {
+    std::lock_guard lock(mutex_);
+    grow_workers_unlocked();
 }
 
 void JobQueue::set_path(Job& job, const std::filesystem::path& path) {
@@ -54,8 +69,12 @@ void JobQueue::worker() {
     for (;;) {
         changed_.wait(lock, [&] { return stopping_ || (!pending_.empty() && running_.size() < max_parallel_); });
         if (stopping_) return;
-        auto job = pending_.front();
-        pending_.pop_front();
+        // Crash dumps go first: requests (from the control socket) never
+        // make a crash wait.
+        auto pick = std::find_if(pending_.begin(), pending_.end(), [](const auto& j) { return j->crash.has_value(); });
+        if (pick == pending_.end()) pick = pending_.begin();
+        auto job = *pick;
+        pending_.erase(pick);
         running_.push_back(job);
         job->state = JobState::running;
         changed_.notify_all();
@@ -70,10 +89,19 @@ void JobQueue::worker() {
         // The finished callback (crash bookkeeping) runs before anyone can
         // see the job as finished.
         job->result = std::move(result);
-        if (finished_) finished_(*job);
+        call_finished(*job);
         lock.lock();
         running_.erase(std::find(running_.begin(), running_.end(), job));
         finish_unlocked(*job);
+    }
+}
+
+void JobQueue::call_finished(Job& job) {
+    if (!finished_) return;
+    try {
+        finished_(job);
+    } catch (const std::exception& e) {
+        log_message(LogLevel::error, "job " + std::to_string(job.id) + ": bookkeeping failed: " + e.what());
     }
 }
 
@@ -108,7 +136,7 @@ bool JobQueue::cancel(uint64_t id) {
             return false;
         }
     }
-    if (finished_) finished_(*dropped);
+    call_finished(*dropped);
     std::lock_guard lock(mutex_);
     finish_unlocked(*dropped);
     return true;

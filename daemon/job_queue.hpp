@@ -1,5 +1,6 @@
 // One queue for crash dumps and on-demand requests, at most MaxParallel
-// running at once, in submission order. Each job carries its own cancel flag
+// running at once, in submission order except that crash dumps go before
+// queued requests. Each job carries its own cancel flag
 // (xen-dumpctl cancel, a requester hanging up, or shutdown) and progress.
 #pragma once
 
@@ -58,6 +59,8 @@ public:
 
     std::shared_ptr<Job> submit(DumpRequest request, std::string domain_label, std::optional<CrashKey> crash = {});
     void set_max_parallel(unsigned n);
+    // Starts the workers that could not be started before (no thread to be had).
+    void grow_workers();
     // Cancels a queued job at once, a running one through its flag.
     bool cancel(uint64_t id);
     void cancel_all();
@@ -75,6 +78,7 @@ public:
 private:
     void worker();
     void finish_unlocked(Job& job);
+    void call_finished(Job& job);  // `finished`, its errors logged
     void grow_workers_unlocked();
 
     std::function<DumpJobResult(Job&)> run_;

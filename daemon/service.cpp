@@ -9,9 +9,11 @@
 
 #include <cinttypes>
 #include <cstring>
+#include <functional>
 
 #include "dump_dir.hpp"
 #include "journal_log.hpp"
+#include "retention.hpp"
 #include "sd_notify.hpp"
 #include "xendump/error.hpp"
 
@@ -25,6 +27,27 @@ namespace {
 constexpr std::chrono::seconds kStopBound{20};
 // A rescan even without watch events, in case an event was lost.
 constexpr std::chrono::seconds kRescanInterval{10};
+// A crash dump that failed for want of room is retried when there is room
+// again, but after a failed retry not sooner than 1, 2, 4 ... 60 s later.
+constexpr int64_t kMaxRetryDelay = 60;
+// ... and at most this many times: a dump that keeps failing although the
+// limits and the free space said it fits is not going to fit.
+constexpr unsigned kMaxRoomAttempts = 16;
+// While crashes wait, the room is looked at (a scan of the dump directory) this often.
+constexpr std::chrono::seconds kRoomCheckInterval{1};
+
+int64_t retry_delay(unsigned attempts) {
+    return std::min<int64_t>(int64_t{1} << std::min(attempts ? attempts - 1 : 0u, 6u), kMaxRetryDelay);
+}
+
+// A dump that a full filesystem stopped: refused before it started, or
+// failed on ENOSPC/EDQUOT while writing.
+bool for_want_of_room(const DumpJobResult& r) {
+    if (r.result == DumpOutcome::refused) return true;
+    if (r.result != DumpOutcome::failed) return false;
+    return r.error.find(std::strerror(ENOSPC)) != std::string::npos ||
+           r.error.find(std::strerror(EDQUOT)) != std::string::npos;
+}
 
 int64_t unix_now() {
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -76,6 +99,11 @@ void Service::setup() {
     config_ = cfg;
     queue_ = std::make_unique<JobQueue>(
         cfg.max_parallel, [this](Job& job) { return run_job(job); }, [this](Job& job) { job_finished(job); });
+    control_ = std::make_unique<ControlServer>(
+        std::move(listener_), cfg.control_group,
+        [this](JsonLineConnection& conn, const PeerCheck& peer, const nlohmann::json& request) {
+            serve_request(conn, peer, request);
+        });
     log_message(LogLevel::info, "watching " + hv_->describe() + " for crashed domains; dumps go to " +
                                     cfg.dump_dir.string() + ", control socket " + cfg.control_socket.string());
 }
@@ -94,6 +122,7 @@ void Service::scan_for_crashes() {
             return;
         }
         fresh = crash_book_->observe(domains);
+        crash_book_->flush();
     }
     for (const auto& key : fresh) {
         std::string name;
@@ -131,12 +160,85 @@ void Service::scan_for_crashes() {
         }
         log_message(LogLevel::notice, "domain " + std::to_string(key.domid) + " (" + label + ") crashed; dumping",
                     fields);
-        DumpRequest req;
-        req.domid = key.domid;
-        req.reason = format::Reason::crash;
-        req.digests = cfg.digests;
-        queue_->submit(req, label, key);
+        submit_crash(key, label, cfg);
     }
+    note_state_file();
+}
+
+void Service::submit_crash(const CrashKey& key, const std::string& label, const Config& cfg) {
+    DumpRequest req;
+    req.domid = key.domid;
+    req.reason = format::Reason::crash;
+    req.digests = cfg.digests;
+    queue_->submit(req, label, key);
+}
+
+void Service::note_state_file() {
+    std::lock_guard lock(mutex_);
+    const std::string& error = crash_book_->save_error();
+    if (error == logged_state_error_) return;
+    if (error.empty())
+        log_message(LogLevel::notice, "the crash state file is written again");
+    else
+        log_message(LogLevel::error, "cannot save the crash state (kept in memory; a restart now may dump a "
+                                     "handled crash again): " + error);
+    logged_state_error_ = error;
+}
+
+void Service::retry_waiting_crashes() {
+    std::vector<CrashKey> due;
+    Config cfg;
+    {
+        std::lock_guard lock(mutex_);
+        crash_book_->flush();
+        due = crash_book_->due_retries(unix_now());
+        cfg = config_;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (due.empty() || now < next_room_check_) return;
+    next_room_check_ = now + kRoomCheckInterval;
+    // Room is judged as a dump's own start does it (limits and free space),
+    // counting the retries started in this round.
+    std::vector<StoredDump> stored;
+    FilesystemSpace space;
+    try {
+        stored = to_stored(scan_dump_dir(cfg.dump_dir));
+        space = filesystem_space(cfg.dump_dir);
+    } catch (const std::exception&) {
+        return;  // not even readable: try again later
+    }
+    uint64_t starting = 0;
+    for (const auto& key : due) {
+        std::optional<DomainInfo> info;
+        {
+            std::lock_guard lock(mutex_);
+            info = hv_->domain_info(key.domid);
+        }
+        // A domain gone meanwhile: the retry fails and records that.
+        uint64_t expected = info ? estimate_dump_size(*info) : 0;
+        if (!decide_retention(stored, limits_of(cfg), space, unix_now(), starting + expected).fits)
+            continue;  // still no room: no attempt, no record
+        starting += expected;
+        std::string name;
+        unsigned attempt = 0;
+        {
+            std::lock_guard lock(mutex_);
+            try {
+                name = hv_->domain_name(key.domid);
+            } catch (const Error&) {
+            }
+            crash_book_->take_retry(key);
+            auto it = crash_book_->retries().find(key);
+            if (it != crash_book_->retries().end()) attempt = it->second.attempts + 1;
+        }
+        std::string label = name.empty() ? "domain " + std::to_string(key.domid) : name;
+        log_message(LogLevel::notice,
+                    "there is room again: dumping the crash of " + label + " (domain " + std::to_string(key.domid) +
+                        "), attempt " + std::to_string(attempt),
+                    {{"DOMID", std::to_string(key.domid)}, {"DOMAIN", name}, {"DOMAIN_UUID", key.uuid}});
+        submit_crash(key, label, cfg);
+    }
+    note_state_file();
 }
 
 DumpJobResult Service::run_job(Job& job) {
@@ -171,10 +273,30 @@ void Service::job_finished(Job& job) {
     if (!job.crash) return;
     std::lock_guard lock(mutex_);
     // A dump abandoned because the service stops is not done: after a
-    // restart the crash is dumped again. Anything else is final.
-    bool abandoned = stopping_ && job.result && job.result->result == DumpOutcome::cancelled;
-    if (abandoned) crash_book_->mark_abandoned(*job.crash);
-    else crash_book_->mark_handled(*job.crash);
+    // restart the crash is dumped again. One stopped by a full filesystem
+    // waits for room. Anything else is final.
+    bool room = job.result && for_want_of_room(*job.result);
+    bool abandoned = stopping_ && job.result && (job.result->result == DumpOutcome::cancelled || room);
+    if (abandoned) {
+        crash_book_->mark_abandoned(*job.crash);
+        return;
+    }
+    auto it = crash_book_->retries().find(*job.crash);
+    unsigned attempts = (it == crash_book_->retries().end() ? 0 : it->second.attempts) + 1;
+    std::string what = "crash dump of " + job.domain_label + " (domain " + std::to_string(job.request.domid) + ")";
+    LogFields fields{{"DOMID", std::to_string(job.request.domid)}, {"DOMAIN_UUID", job.crash->uuid}};
+    if (room && attempts < kMaxRoomAttempts) {
+        crash_book_->mark_waiting(*job.crash, job.result->error, unix_now() + retry_delay(attempts));
+        log_message(LogLevel::warning,
+                    what + " " + to_string(job.result->result) + " for want of room: " + job.result->error +
+                        "; it is retried when there is room (attempt " + std::to_string(attempts) + ")",
+                    fields);
+        return;
+    }
+    if (room)
+        log_message(LogLevel::error,
+                    what + ": giving up after " + std::to_string(attempts) + " attempts: " + job.result->error, fields);
+    crash_book_->mark_handled(*job.crash);
 }
 
 void Service::reload() {
@@ -219,32 +341,6 @@ void Service::update_status() {
     }
 }
 
-void Service::accept_connections() {
-    for (;;) {
-        UniqueFd fd = listener_->accept();
-        if (!fd) return;
-        UniqueFd dup(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
-        if (!dup) continue;
-        auto done = std::make_shared<std::atomic<bool>>(false);
-        std::lock_guard lock(connections_mutex_);
-        // Reap finished connection threads.
-        for (auto it = connections_.begin(); it != connections_.end();) {
-            if (*it->done) {
-                it->thread.join();
-                it = connections_.erase(it);
-            } else {
-                ++it;
-            }
-        }
-        connections_.push_back(Connection{
-            std::thread([this, done, conn = JsonLineConnection(std::move(dup))]() mutable {
-                serve_connection(std::move(conn));
-                *done = true;
-            }),
-            std::move(fd), done});
-    }
-}
-
 int Service::run() {
     UniqueFd sigfd = block_signals_to_fd();
     try {
@@ -254,7 +350,11 @@ int Service::run() {
         notify_stopping();
         return 1;
     }
-    scan_for_crashes();
+    try {
+        scan_for_crashes();
+    } catch (const std::exception& e) {
+        log_message(LogLevel::error, std::string("crash scan: ") + e.what());
+    }
     notify_ready();
     last_status_ = "Waiting for crashes and requests";
     auto watchdog = watchdog_interval();
@@ -262,10 +362,10 @@ int Service::run() {
     auto next_rescan = std::chrono::steady_clock::now() + kRescanInterval;
     int exit_code = 0;
     while (!stopping_) {
-        pollfd fds[3] = {{sigfd.get(), POLLIN, 0}, {listener_->fd(), POLLIN, 0}, {watch_->fd(), POLLIN, 0}};
+        pollfd fds[2] = {{sigfd.get(), POLLIN, 0}, {watch_->fd(), POLLIN, 0}};
         int timeout_ms = 500;
         if (watchdog) timeout_ms = static_cast<int>(std::min<int64_t>(timeout_ms, watchdog->count()));
-        int r = ::poll(fds, 3, timeout_ms);
+        int r = ::poll(fds, 2, timeout_ms);
         if (r < 0 && errno != EINTR) {
             log_message(LogLevel::error, std::string("poll failed: ") + std::strerror(errno));
             exit_code = 1;
@@ -276,11 +376,20 @@ int Service::run() {
             notify_watchdog();
             next_ping = now + *watchdog;
         }
+        // Whatever fails in one round (a full disk, a vanished domain, no
+        // memory for a thread) is logged; the next round tries again.
+        auto guarded = [](const char* what, const std::function<void()>& step) {
+            try {
+                step();
+            } catch (const std::exception& e) {
+                log_message(LogLevel::error, std::string(what) + ": " + e.what());
+            }
+        };
         if (r > 0 && (fds[0].revents & POLLIN)) {
             signalfd_siginfo si{};
             while (::read(sigfd.get(), &si, sizeof si) == sizeof si) {
                 if (si.ssi_signo == SIGHUP) {
-                    reload();
+                    guarded("reload", [&] { reload(); });
                 } else {
                     log_message(LogLevel::notice, std::string("stopping on ") + strsignal(static_cast<int>(si.ssi_signo)));
                     stopping_ = true;
@@ -289,31 +398,29 @@ int Service::run() {
         }
         if (stopping_) break;
         bool rescan = now >= next_rescan;
-        if (r > 0 && (fds[2].revents & POLLIN)) {
-            std::lock_guard lock(mutex_);
-            rescan = watch_->consume() || rescan;
+        if (r > 0 && (fds[1].revents & POLLIN)) {
+            guarded("crash watch", [&] {
+                std::lock_guard lock(mutex_);
+                rescan = watch_->consume() || rescan;
+            });
         }
         if (rescan) {
-            scan_for_crashes();
+            guarded("crash scan", [&] { scan_for_crashes(); });
             next_rescan = now + kRescanInterval;
         }
-        if (r > 0 && (fds[1].revents & POLLIN)) accept_connections();
-        update_status();
+        guarded("crash retry", [&] { retry_waiting_crashes(); });
+        guarded("dump workers", [&] { queue_->grow_workers(); });
+        guarded("status", [&] { update_status(); });
     }
 
     notify_stopping();
-    listener_.reset();  // no new requests
+    control_->close_listener();  // no new requests
     if (!queue_->stop(kStopBound)) {
         log_message(LogLevel::error, "a dump did not stop within " + std::to_string(kStopBound.count()) +
                                          " s; exiting anyway");
         ::_exit(1);
     }
-    {
-        std::lock_guard lock(connections_mutex_);
-        for (auto& c : connections_) ::shutdown(c.fd.get(), SHUT_RDWR);
-    }
-    for (auto& c : connections_) c.thread.join();
-    connections_.clear();
+    control_->stop();
     return exit_code;
 }
 

@@ -1,12 +1,12 @@
 // The service: `xen-dumpd` without --domain, in the foreground for systemd
-// (Type=notify). One thread polls the crash watch, the control socket and a
-// signalfd; dumps run in the job queue's workers; each control connection
-// has its own thread.
+// (Type=notify). One thread polls the crash watch and a signalfd; dumps run
+// in the job queue's workers; the control socket has its own threads
+// (ControlServer), so that no client can delay a crash dump. An error in
+// any of them is logged and survived.
 #pragma once
 
 #include <atomic>
 #include <filesystem>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -37,11 +37,14 @@ public:
 private:
     void setup();
     void scan_for_crashes();
+    void retry_waiting_crashes();
+    void submit_crash(const CrashKey& key, const std::string& label, const Config& cfg);
+    void note_state_file();
     void reload();
     void update_status();
-    void accept_connections();
-    void serve_connection(JsonLineConnection conn);
+    void serve_request(JsonLineConnection& conn, const PeerCheck& peer, const nlohmann::json& request);
     void handle_dump_request(JsonLineConnection& conn, const nlohmann::json& request);
+    void follow_dump_job(JsonLineConnection& conn, const std::shared_ptr<Job>& job);
     nlohmann::json status_json();
     DumpJobResult run_job(Job& job);
     void job_finished(Job& job);
@@ -53,17 +56,13 @@ private:
     std::unique_ptr<Hypervisor> hv_;
     std::unique_ptr<DomainWatch> watch_;
     std::unique_ptr<CrashBook> crash_book_;
-    std::unique_ptr<ControlListener> listener_;
+    std::string logged_state_error_;  // the state file error last logged (guarded by mutex_)
+    std::unique_ptr<ControlListener> listener_;  // until control_ takes it
     std::unique_ptr<JobQueue> queue_;
+    std::unique_ptr<ControlServer> control_;
     std::atomic<bool> stopping_{false};
-    std::mutex connections_mutex_;
-    struct Connection {
-        std::thread thread;
-        UniqueFd fd;  // shutdown() on stop wakes the thread (which holds a dup)
-        std::shared_ptr<std::atomic<bool>> done;
-    };
-    std::list<Connection> connections_;
     std::string last_status_;
+    std::chrono::steady_clock::time_point next_room_check_{};  // main thread only
 };
 
 }  // namespace xendump::daemon

@@ -10,10 +10,6 @@ namespace xendump::daemon {
 
 namespace {
 
-nlohmann::json error_reply(const std::string& kind, const std::string& message) {
-    return {{"event", "error"}, {"kind", kind}, {"message", message}};
-}
-
 nlohmann::json job_json(const JobSnapshot& j) {
     return {{"id", j.id},
             {"state", to_string(j.state)},
@@ -31,45 +27,51 @@ nlohmann::json Service::status_json() {
     Config cfg = config();
     nlohmann::json jobs = nlohmann::json::array();
     for (const auto& j : queue_->snapshot()) jobs.push_back(job_json(j));
-    return {{"event", "status"},
-            {"host", hv_->describe()},
-            {"dump_dir", cfg.dump_dir.string()},
-            {"max_parallel", cfg.max_parallel},
-            {"jobs", jobs}};
+    nlohmann::json waiting = nlohmann::json::array();
+    std::string state_error;
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& [key, r] : crash_book_->retries())
+            waiting.push_back({{"domid", key.domid},
+                               {"uuid", key.uuid},
+                               {"error", r.error},
+                               {"attempts", r.attempts},
+                               {"retrying", !r.waiting}});
+        state_error = crash_book_->save_error();
+    }
+    nlohmann::json status = {{"event", "status"},
+                             {"host", hv_->describe()},
+                             {"dump_dir", cfg.dump_dir.string()},
+                             {"max_parallel", cfg.max_parallel},
+                             {"jobs", jobs},
+                             {"crashes_waiting_for_room", waiting}};
+    if (!state_error.empty()) status["state_file_error"] = state_error;
+    return status;
 }
 
-void Service::serve_connection(JsonLineConnection conn) {
-    try {
-        Config cfg = config();
-        PeerCheck peer = check_peer(conn.fd(), cfg.control_group);
-        if (!peer.allowed) {
-            log_message(LogLevel::warning,
-                        "refused a request from uid " + std::to_string(peer.uid) + " (pid " + std::to_string(peer.pid) + ")",
-                        {{"REQUEST_UID", std::to_string(peer.uid)}, {"REQUEST_PID", std::to_string(peer.pid)}});
-            conn.send(error_reply("permission", peer.refusal));
-            return;
-        }
-        auto request = conn.receive(std::chrono::seconds(30));
-        if (!request) return;
-        std::string command = request->value("command", "");
-        if (command == "dump") {
-            handle_dump_request(conn, *request);
-        } else if (command == "status") {
-            conn.send(status_json());
-        } else if (command == "cancel") {
-            uint64_t id = request->value("id", uint64_t{0});
-            if (queue_->cancel(id)) {
-                log_message(LogLevel::notice, "job " + std::to_string(id) + " cancelled by uid " + std::to_string(peer.uid));
-                conn.send({{"event", "cancelled"}, {"id", id}});
-            } else {
-                conn.send(error_reply("request", "no queued or running job " + std::to_string(id)));
-            }
+void Service::serve_request(JsonLineConnection& conn, const PeerCheck& peer, const nlohmann::json& request) {
+    // Called by the ControlServer once the peer is allowed and its request
+    // line parsed; a field of the wrong type throws a json exception, which
+    // the server answers with an error reply.
+    if (!request.contains("command") || !request["command"].is_string()) {
+        conn.send(control_error("request", "the request has no \"command\" string"));
+        return;
+    }
+    std::string command = request["command"];
+    if (command == "dump") {
+        handle_dump_request(conn, request);
+    } else if (command == "status") {
+        conn.send(status_json());
+    } else if (command == "cancel") {
+        uint64_t id = request.value("id", uint64_t{0});
+        if (queue_->cancel(id)) {
+            log_message(LogLevel::notice, "job " + std::to_string(id) + " cancelled by uid " + std::to_string(peer.uid));
+            conn.send({{"event", "cancelled"}, {"id", id}});
         } else {
-            conn.send(error_reply("request", "unknown command \"" + command + "\""));
+            conn.send(control_error("request", "no queued or running job " + std::to_string(id)));
         }
-    } catch (const std::exception& e) {
-        // The peer went away or sent garbage: nothing more to tell it.
-        (void)e;
+    } else {
+        conn.send(control_error("request", "unknown command \"" + command + "\""));
     }
 }
 
@@ -80,13 +82,13 @@ void Service::handle_dump_request(JsonLineConnection& conn, const nlohmann::json
     if (request.contains("host") && request["host"].is_string()) {
         std::string host = request["host"];
         if (!host.empty() && host != cfg.host && !(cfg.host.empty() && host == hv_->describe())) {
-            conn.send(error_reply("mismatch", "the service dumps from " + hv_->describe() + ", not " + host));
+            conn.send(control_error("mismatch", "the service dumps from " + hv_->describe() + ", not " + host));
             return;
         }
     }
     if (request.contains("dump_dir") && request["dump_dir"].is_string() &&
         std::filesystem::path(request["dump_dir"].get<std::string>()) != cfg.dump_dir) {
-        conn.send(error_reply("mismatch", "the service writes to " + cfg.dump_dir.string()));
+        conn.send(control_error("mismatch", "the service writes to " + cfg.dump_dir.string()));
         return;
     }
     DumpRequest req;
@@ -100,7 +102,7 @@ void Service::handle_dump_request(JsonLineConnection& conn, const nlohmann::json
         req.domid = resolve_domain(*hv_, domain);
         label = hv_->domain_name(req.domid);
     } catch (const Error& e) {
-        conn.send(error_reply("request", e.what()));
+        conn.send(control_error("request", e.what()));
         return;
     }
     if (label.empty()) label = "domain " + std::to_string(req.domid);
@@ -108,6 +110,16 @@ void Service::handle_dump_request(JsonLineConnection& conn, const nlohmann::json
     log_message(LogLevel::info, "request to dump " + label + " (domain " + std::to_string(req.domid) + ") queued as job " +
                                     std::to_string(job->id),
                 {{"DOMID", std::to_string(req.domid)}, {"DOMAIN", label}});
+    try {
+        follow_dump_job(conn, job);
+    } catch (...) {
+        // The requester went away or stopped reading: its dump goes with it.
+        queue_->cancel(job->id);
+        throw;
+    }
+}
+
+void Service::follow_dump_job(JsonLineConnection& conn, const std::shared_ptr<Job>& job) {
     conn.send({{"event", "queued"}, {"id", job->id}});
     JobState seen = JobState::queued;
     uint64_t last_done = UINT64_MAX;

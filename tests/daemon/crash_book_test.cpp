@@ -12,6 +12,7 @@ using namespace xendump::daemon;
 using xendump::DomainInfo;
 using xendump::ShutdownReason;
 using xendump::test::TempDir;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -109,4 +110,52 @@ TEST(CrashBook, DamagedStateFileIsSetAside) {
     EXPECT_FALSE(book.load_warning().empty());
     EXPECT_TRUE(std::filesystem::exists(dir / "state.json.bad"));
     EXPECT_EQ(book.observe({domain(5, 9, true)}).size(), 1u);
+}
+
+// Issue 16.2: a state file that cannot be written (a full disk) must not
+// throw out of the crash scan; the state lives on and is written later.
+TEST(CrashBook, UnwritableStateFileIsReportedNotThrown) {
+    TempDir dir;
+    fs::path state = dir / "not-yet" / "state.json";
+    CrashBook book(state);
+    auto fresh = book.observe({domain(4, 4, true)});
+    ASSERT_EQ(fresh.size(), 1u);
+    EXPECT_NO_THROW(book.record_dump_time("g", 100));
+    EXPECT_NO_THROW(book.mark_handled(fresh[0]));
+    EXPECT_NE(book.save_error().find("state.json"), std::string::npos) << book.save_error();
+    EXPECT_TRUE(book.handled(fresh[0]));
+    fs::create_directories(state.parent_path());
+    book.flush();
+    EXPECT_EQ(book.save_error(), "");
+    CrashBook again(state);
+    EXPECT_TRUE(again.handled(fresh[0]));
+}
+
+// A dump that failed for want of room leaves the crash waiting, with its
+// reason, until it is retried; a crash that ended meanwhile is forgotten.
+TEST(CrashBook, CrashWaitingForRoomIsRetriedNotForgotten) {
+    TempDir dir;
+    CrashBook book(dir / "state.json");
+    auto fresh = book.observe({domain(4, 4, true), domain(5, 5, true)});
+    ASSERT_EQ(fresh.size(), 2u);
+    book.mark_waiting(fresh[0], "not enough room", 50);
+    book.mark_waiting(fresh[1], "No space left on device", 50);
+    // Not fresh again, not handled, not due before its time.
+    EXPECT_TRUE(book.observe({domain(4, 4, true), domain(5, 5, true)}).empty());
+    EXPECT_FALSE(book.handled(fresh[0]));
+    EXPECT_TRUE(book.due_retries(49).empty());
+    ASSERT_EQ(book.due_retries(50).size(), 2u);
+    EXPECT_EQ(book.retries().at(fresh[0]).error, "not enough room");
+    book.take_retry(fresh[0]);
+    EXPECT_EQ(book.due_retries(60), std::vector<CrashKey>{fresh[1]});
+    book.mark_waiting(fresh[0], "not enough room", 70);
+    EXPECT_EQ(book.retries().at(fresh[0]).attempts, 2u);
+    book.take_retry(fresh[0]);
+    book.mark_handled(fresh[0]);
+    EXPECT_TRUE(book.handled(fresh[0]));
+    EXPECT_EQ(book.retries().count(fresh[0]), 0u);
+    // Domain 5 is destroyed while it waits: nothing left to retry.
+    book.observe({domain(4, 4, true)});
+    EXPECT_TRUE(book.retries().empty());
+    EXPECT_TRUE(book.due_retries(1000).empty());
 }

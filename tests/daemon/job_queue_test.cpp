@@ -97,3 +97,36 @@ TEST(JobQueue, StopCancelsEverything) {
     EXPECT_TRUE(q.stop(std::chrono::seconds(30)));
     for (auto& j : {a, b, c}) EXPECT_EQ(j->result->result, DumpOutcome::cancelled);
 }
+
+// Issue 16.6: requests from the control socket never make a crash wait:
+// a crash dump submitted behind queued requests runs before them.
+TEST(JobQueue, CrashDumpsGoBeforeQueuedRequests) {
+    Gate gate;
+    JobQueue q(1, [&](Job& j) { return gate.run(j); }, nullptr);
+    std::vector<std::shared_ptr<Job>> jobs;
+    jobs.push_back(q.submit(req(1), "request"));
+    while (gate.running < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (uint32_t d = 2; d <= 4; ++d) jobs.push_back(q.submit(req(d), "request"));
+    jobs.push_back(q.submit(req(5), "crash", CrashKey{5, "u5"}));
+    jobs.push_back(q.submit(req(6), "crash", CrashKey{6, "u6"}));
+    gate.open = true;
+    for (auto& j : jobs) wait_finished(q, *j);
+    EXPECT_EQ(gate.order, (std::vector<uint32_t>{1, 5, 6, 2, 3, 4}));
+}
+
+// A bookkeeping callback that throws is logged, not fatal to the worker.
+TEST(JobQueue, FinishedCallbackErrorsAreSurvived) {
+    Gate gate;
+    gate.open = true;
+    int calls = 0;
+    JobQueue q(1, [&](Job& j) { return gate.run(j); }, [&](Job&) {
+        ++calls;
+        throw std::runtime_error("disk full");
+    });
+    auto a = q.submit(req(1), "a");
+    wait_finished(q, *a);
+    auto b = q.submit(req(2), "b");
+    wait_finished(q, *b);
+    EXPECT_EQ(calls, 2);
+    EXPECT_EQ(b->result->result, DumpOutcome::ok);
+}

@@ -318,3 +318,184 @@ TEST(ServiceE2E, FullFilesystemFailsCleanly) {
     EXPECT_FALSE(sc.error.empty());
     EXPECT_NE(service.log().find("failed"), std::string::npos);
 }
+
+namespace {
+
+nlohmann::json status_of(const ServiceProcess& service) {
+    return xendump::daemon::control_request(service.socket(), {{"command", "status"}}, std::chrono::seconds(20));
+}
+
+bool waiting_for_room(const nlohmann::json& status, uint32_t domid) {
+    for (const auto& c : status.value("crashes_waiting_for_room", nlohmann::json::array()))
+        if (c.value("domid", 0u) == domid && !c.value("error", "").empty()) return true;
+    return false;
+}
+
+}  // namespace
+
+// Issue 16.2: a full dump filesystem aborted the service (CrashBook::save
+// threw out of the crash scan), and every restart aborted again.
+TEST(ServiceE2E, FullDumpFilesystemIsSurvivedAndTheCrashDumpedWhenRoomReturns) {
+    TempDir tmp;
+    SmallFilesystem small(tmp / "small", "8m");
+    if (!small.mounted()) GTEST_SKIP() << "cannot mount tmpfs (not root?)";
+    fs::path dumps = tmp / "small" / "dumps";
+    fs::path host = tmp / "host";
+    create_sim_host(host, {{7, "web01", kUuid1}, {8, "db01", kUuid2}});
+    ServiceProcess service(tmp.path(), host, dumps, "[Dump]\nKeepFree=0\n");
+    service.start();
+    ASSERT_TRUE(service.wait_ready()) << service.log();
+    small.fill();
+    sim({"crash", host.string(), "7"});
+    ASSERT_TRUE(wait_until([&] { return service.log().find("for want of room") != std::string::npos || !service.running(); }))
+        << service.log();
+    ASSERT_TRUE(service.running()) << service.log();
+    auto status = status_of(service);
+    EXPECT_TRUE(waiting_for_room(status, 7)) << status.dump();
+    EXPECT_TRUE(status.contains("state_file_error")) << status.dump();
+    auto text = run({"xen-dumpctl", "status", "--config", service.config_file().string(), "--socket",
+                     service.socket().string()});
+    EXPECT_NE(text.out.find("Crash of domain 7 waits for room"), std::string::npos) << text.out << text.err;
+    EXPECT_EQ(sim_state(host, 7), "crashed");
+
+    // A restart on the still full filesystem starts, and waits for room too.
+    EXPECT_EQ(service.stop(SIGTERM), 0) << service.log();
+    service.start();
+    ASSERT_TRUE(service.wait_ready()) << service.log();
+    ASSERT_TRUE(wait_until([&] { return count_of(service.log(), "for want of room") >= 2 || !service.running(); }))
+        << service.log();
+    ASSERT_TRUE(service.running()) << service.log();
+    EXPECT_TRUE(waiting_for_room(status_of(service), 7));
+    EXPECT_TRUE(dumps_in(dumps).empty());
+
+    small.empty();
+    ASSERT_TRUE(wait_until([&] { return dumps_in(dumps).size() == 1 && sidecars_in(dumps).size() == 1; }))
+        << service.log();
+    auto dump = dumps_in(dumps).at(0);
+    EXPECT_TRUE(dump.filename().string().starts_with("web01-7-")) << dump;
+    EXPECT_TRUE(xendump::DumpReader::open(dump).verify().empty());
+    auto sc = xendump::daemon::read_sidecar(sidecars_in(dumps).at(0));
+    EXPECT_EQ(sc.result, xendump::daemon::DumpOutcome::ok);
+    EXPECT_EQ(sc.reason, "crash");
+    ASSERT_TRUE(wait_until([&] {
+        auto s = status_of(service);
+        return s["crashes_waiting_for_room"].empty() && !s.contains("state_file_error");
+    })) << status_of(service).dump();
+    // Handled for good: neither this service nor the next dumps it again.
+    EXPECT_EQ(service.stop(SIGTERM), 0);
+    service.start();
+    ASSERT_TRUE(service.wait_ready()) << service.log();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    EXPECT_EQ(dumps_in(dumps).size(), 1u);
+    EXPECT_EQ(sim_state(host, 7), "crashed");
+}
+
+// Issue 16.6: a thread per connection before the peer check; idle
+// connections exhausted tasks and descriptors, spun the accept loop and
+// delayed crash dumps behind the socket.
+TEST(ServiceE2E, ControlSocketFloodNeitherAbortsNorDelaysCrashDumps) {
+    TempDir tmp;
+    fs::path host = tmp / "host", dumps = tmp / "dumps";
+    create_sim_host(host, {{7, "web01", kUuid1}, {8, "db01", kUuid2}});
+    ServiceProcess service(tmp.path(), host, dumps);
+    service.set_nofile_limit(256);
+    service.start();
+    ASSERT_TRUE(service.wait_ready()) << service.log();
+    auto idle = idle_clients(service.socket(), 400);
+    ASSERT_GE(idle.size(), 40u);
+    auto cpu_before = service.cpu_time();
+    auto wall_before = std::chrono::steady_clock::now();
+    sim({"crash", host.string(), "7"});
+    // Well before the idle clients time out (10 s): the crash does not wait for the socket.
+    ASSERT_TRUE(wait_until([&] { return sidecars_in(dumps).size() == 1 || !service.running(); },
+                           std::chrono::seconds(9)))
+        << service.log();
+    ASSERT_TRUE(service.running()) << service.log();
+    ASSERT_EQ(dumps_in(dumps).size(), 1u) << service.log();
+    EXPECT_EQ(xendump::daemon::read_sidecar(sidecars_in(dumps).at(0)).result, xendump::daemon::DumpOutcome::ok);
+    EXPECT_LE(service.threads(), 32u + 8u);
+    EXPECT_LE(service.open_fds(), 32u + 40u);
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - wall_before);
+    // Nothing spins: the dump itself takes a fraction of this.
+    EXPECT_LT((service.cpu_time() - cpu_before).count(), wall.count() / 2) << "cpu " << (service.cpu_time() - cpu_before).count();
+    // Idle clients are told and dropped.
+    std::string line = idle.front().read_line(std::chrono::seconds(15));
+    EXPECT_NE(line.find("no request within"), std::string::npos) << line;
+    idle.clear();
+    auto status = status_of(service);
+    EXPECT_EQ(status["event"], "status") << status.dump();
+    EXPECT_TRUE(service.running());
+    EXPECT_EQ(service.stop(SIGTERM), 0);
+}
+
+// Issue 16.6: 81 idle connections under a 64-task limit (systemd's
+// TasksMax=) aborted the service: std::thread threw out of the accept loop.
+TEST(ServiceE2E, IdleConnectionsUnderATaskLimitDoNotAbort) {
+    TaskLimit tasks(64);
+    if (!tasks.ok()) GTEST_SKIP() << "no pids cgroup to be had here";
+    TempDir tmp;
+    fs::path host = tmp / "host", dumps = tmp / "dumps";
+    create_sim_host(host, {{7, "web01", kUuid1}, {8, "db01", kUuid2}});
+    ServiceProcess service(tmp.path(), host, dumps);
+    service.set_task_limit(&tasks);
+    service.start();
+    ASSERT_TRUE(service.wait_ready()) << service.log();
+    auto idle = idle_clients(service.socket(), 100);
+    ASSERT_GE(idle.size(), 40u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ASSERT_TRUE(service.running()) << service.log();
+    EXPECT_LT(service.threads(), 64u);
+    sim({"crash", host.string(), "7"});
+    ASSERT_TRUE(wait_until([&] { return sidecars_in(dumps).size() == 1 || !service.running(); })) << service.log();
+    ASSERT_TRUE(service.running()) << service.log();
+    EXPECT_EQ(xendump::daemon::read_sidecar(sidecars_in(dumps).at(0)).result, xendump::daemon::DumpOutcome::ok);
+    idle.clear();
+    EXPECT_EQ(status_of(service)["event"], "status");
+    EXPECT_EQ(service.stop(SIGTERM), 0) << service.log();
+}
+
+// Issue 16.9: a line that is not a JSON request got no reply at all.
+TEST(ServiceE2E, BadJsonOnTheSocketGetsAnErrorReply) {
+    Fixture f({{7, "web01", kUuid1}});
+    for (std::string bad : {"{not json\n", "[1,2]\n", "{\"command\":5}\n", "{\"command\":\"dump\",\"live\":\"yes\"}\n",
+                            "\"status\"\n"}) {
+        RawClient c(f.service->socket());
+        ASSERT_TRUE(c.connected());
+        c.send(bad);
+        std::string line = c.read_line(std::chrono::seconds(10));
+        auto reply = nlohmann::json::parse(line, nullptr, false);
+        ASSERT_FALSE(reply.is_discarded()) << "no reply to " << bad << ": " << line;
+        EXPECT_EQ(reply["event"], "error") << bad;
+        EXPECT_EQ(reply["kind"], "request") << bad;
+        EXPECT_FALSE(reply.value("message", "").empty()) << bad;
+    }
+    EXPECT_EQ(status_of(*f.service)["event"], "status");
+    EXPECT_EQ(sim_state(f.host, 7), "running");
+}
+
+// Issue 16.9: --socket naming a regular file deleted it.
+TEST(ServiceE2E, SocketPathThatIsNotASocketIsNeverReplaced) {
+    TempDir tmp;
+    fs::path host = tmp / "host";
+    create_sim_host(host, {{7, "web01", kUuid1}});
+    fs::path precious = tmp / "precious.txt";
+    std::ofstream(precious) << "keep me\n";
+    fs::create_symlink(precious, tmp / "link.sock");
+    for (const fs::path& target : {precious, tmp / "link.sock"}) {
+        ServiceProcess service(tmp.path(), host, tmp / "dumps");
+        auto args = service.common_args();
+        for (size_t i = 0; i + 1 < args.size(); ++i)
+            if (args[i] == "--socket") args[i + 1] = target.string();
+        service.set_args(args);
+        service.start();
+        ASSERT_TRUE(wait_until([&] { return !service.running(); })) << service.log();
+        EXPECT_NE(service.exit_status(), 0);
+        EXPECT_NE(service.log().find("not a socket"), std::string::npos) << service.log();
+        EXPECT_TRUE(fs::is_symlink(tmp / "link.sock"));
+        std::ifstream in(precious);
+        std::string text;
+        std::getline(in, text);
+        EXPECT_EQ(text, "keep me") << target;
+    }
+}
