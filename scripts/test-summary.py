@@ -2,7 +2,8 @@
 """Counts GoogleTest cases from meson's JUnit log and prints 'N passed, N failed'.
 
 usage: test-summary.py JUNIT_XML [EXTRA_PASSED EXTRA_FAILED]  (the extras count
-checks run outside meson, such as the fuzz targets)."""
+checks run outside meson: the fuzz targets, the Xen lab's guests and service,
+the Debian packages of scripts/build-deb)."""
 import sys
 import xml.etree.ElementTree as ET
 

@@ -142,8 +142,8 @@ TEST_F(Installed, EveryFileIsInItsPlace) {
     std::vector<fs::path> expected;
     for (const auto& p : programs()) expected.push_back(program(p));
     const fs::path libdir = at(INSTALL_LIBDIR);
-    expected.push_back(libdir / "libdump.so");
-    expected.push_back(libdir / "libdump.so.0");
+    expected.push_back(libdir / "libxendump.so");
+    expected.push_back(libdir / "libxendump.so.0");
     expected.push_back(libdir / "pkgconfig" / "libxendump.pc");
     // Every public header, as many as the source tree has.
     const fs::path headers = source_root() / "libdump" / "include";
@@ -176,7 +176,7 @@ TEST_F(Installed, ProgramsRunWithTheInstalledLibrary) {
     ASSERT_STRNE(TOOL_LDD, "");
     auto ldd = run_installed({TOOL_LDD, program(programs()[1]).string()});
     ASSERT_EQ(ldd.exit_code, 0) << describe(ldd);
-    EXPECT_NE(ldd.out.find("libdump.so.0 => " + at(INSTALL_LIBDIR).string()), std::string::npos)
+    EXPECT_NE(ldd.out.find("libxendump.so.0 => " + at(INSTALL_LIBDIR).string()), std::string::npos)
         << "the installed program does not load the installed library:\n" << ldd.out;
 }
 
