@@ -11,8 +11,8 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
-#include "dump_log.hpp"
 #include "options.hpp"
+#include "xendump/dump_kernel_log.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/printk_log.hpp"
 #include "xendump/reader.hpp"
@@ -57,17 +57,9 @@ int cmd_dmesg(Args args) {
     if (p.operands.size() != 1) return usage_error("dmesg", "expected one FILE", kUsage);
     const std::string& path = p.operands[0];
     auto reader = DumpReader::open(path);
-    const auto info = dump_vmcoreinfo(reader, true);
-    if (!info) {
-        std::fprintf(stderr,
-                     "xen-dumpctl dmesg: %s: no VMCOREINFO of a Linux kernel in the dump (not a Linux guest, "
-                     "or its kernel published none): the kernel log cannot be found\n",
-                     path.c_str());
-        return cli::kExitFailure;
-    }
     kernel::PrintkLog log;
     try {
-        log = read_dump_log(reader, *info);
+        log = read_dump_log(reader, true);
     } catch (const Error& e) {
         std::fprintf(stderr, "xen-dumpctl dmesg: %s: %s\n", path.c_str(), e.what());
         return cli::kExitFailure;
@@ -83,14 +75,7 @@ int cmd_dmesg(Args args) {
         for (const auto& r : log.records) j["records"].push_back(record_json(r));
         std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
-        std::string out;
-        for (const auto& r : log.records) {
-            out += kernel::format_dmesg_record(r);
-            if (out.size() >= (1u << 16)) {
-                std::fwrite(out.data(), 1, out.size(), stdout);
-                out.clear();
-            }
-        }
+        const std::string out = kernel::format_dmesg(log);
         std::fwrite(out.data(), 1, out.size(), stdout);
     }
     std::fflush(stdout);

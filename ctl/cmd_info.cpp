@@ -10,9 +10,9 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
-#include "dump_log.hpp"
 #include "guest_kernel.hpp"
 #include "options.hpp"
+#include "xendump/dump_kernel_log.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/printk_log.hpp"
 #include "xendump/kernel/prstatus.hpp"
@@ -77,10 +77,9 @@ nlohmann::json describe_log(const DumpReader& r, const DumpKernel& k) {
         j["partial"] = log.partial();
         for (const kernel::PrintkRecord* c : kernel::crash_records(log)) {
             if (j["crash_reports"].size() == kMaxReports) break;
-            const std::string text = kernel::format_dmesg_record(*c);
             j["crash_reports"].push_back({{"sequence", c->sequence ? nlohmann::json(*c->sequence) : nullptr},
                                           {"time_ns", c->time_ns},
-                                          {"line", text.substr(0, text.find('\n'))}});
+                                          {"line", kernel::dmesg_first_line(*c)}});
         }
     } catch (const Error& e) {
         j["error"] = e.what();

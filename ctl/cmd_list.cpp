@@ -1,8 +1,11 @@
 // xen-dumpctl list [--json]: the dumps in the dump directory, oldest first,
 // from their sidecars (like coredumpctl list): time, domain, reason, size,
-// result. Refused and failed dumps appear too; they have no file. Text from
-// the sidecars is escaped for the terminal (escape_text).
+// result, and the guest's panic line when its log had one (issue 20: the
+// sidecar's guest_panic, from the log saved as DUMP.dmesg.txt). Refused and
+// failed dumps appear too; they have no file. Text from the sidecars is
+// escaped for the terminal (escape_text).
 #include <cstdio>
+#include <algorithm>
 #include <ctime>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -27,6 +30,20 @@ std::string utc_time(int64_t t) {
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
     return buf;
+}
+
+// The panic line for the table: without its "[seconds.micros] " time,
+// escaped, cut to kPanicWidth bytes ("-" when the guest's log had none).
+std::string panic_column(const std::optional<daemon::Sidecar>& info) {
+    constexpr size_t kPanicWidth = 60;
+    if (!info || !info->guest_panic) return "-";
+    std::string_view text = *info->guest_panic;
+    if (text.starts_with('[')) {
+        if (auto end = text.find("] "); end != std::string_view::npos) text.remove_prefix(end + 2);
+    }
+    std::string out = escape_text(text);
+    if (out.size() > kPanicWidth) out = out.substr(0, kPanicWidth - 3) + "...";
+    return out;
 }
 
 }  // namespace
@@ -63,6 +80,9 @@ int cmd_list(Args args) {
                 j["pages"] = e.info->pages;
                 j["digests"] = e.info->digests;
                 j["error"] = e.info->error;
+                j["guest_panic"] = e.info->guest_panic ? nlohmann::ordered_json(*e.info->guest_panic) : nullptr;
+                const bool saved = e.info->guest_log && !e.info->guest_log->dmesg_file.empty();
+                j["dmesg_path"] = saved ? nlohmann::ordered_json(daemon::dmesg_path(e.dump).string()) : nullptr;
             } else {
                 j["result"] = nullptr;
                 j["sidecar_error"] = e.sidecar_error.empty() ? "no sidecar" : e.sidecar_error;
@@ -77,18 +97,27 @@ int cmd_list(Args args) {
         std::printf("No dumps in %s.\n", escape_text(sa.config.dump_dir.string()).c_str());
         return cli::kExitOk;
     }
-    std::printf("%-19s  %-16s %5s  %-8s %10s  %-9s %s\n", "TIME (UTC)", "DOMAIN", "ID", "REASON", "SIZE", "RESULT",
-                "FILE");
+    // FILE is as wide as the longest name, so that PANIC, last, lines up.
+    std::vector<std::string> files;
+    size_t file_width = 4;
     for (const auto& e : entries) {
+        files.push_back(escape_text(std::filesystem::exists(e.dump, ec) ? e.dump.filename().string() : "(none)"));
+        file_width = std::max(file_width, files.back().size());
+    }
+    const int fw = static_cast<int>(file_width);
+    std::printf("%-19s  %-16s %5s  %-8s %10s  %-9s %-*s  %s\n", "TIME (UTC)", "DOMAIN", "ID", "REASON", "SIZE",
+                "RESULT", fw, "FILE", "PANIC");
+    for (size_t i = 0; i < entries.size(); ++i) {
+        const auto& e = entries[i];
         std::string domain = e.info ? e.info->domain_name : "-";
         std::string id = e.info ? std::to_string(e.info->domid) : "-";
         std::string reason = e.info ? e.info->reason : "-";
         std::string result = e.info ? daemon::to_string(e.info->result) : "unknown";
-        std::string file = std::filesystem::exists(e.dump, ec) ? e.dump.filename().string() : "(none)";
-        // Guest names and file names may hold anything: escaped (escape_text).
-        std::printf("%-19s  %-16s %5s  %-8s %10s  %-9s %s\n", utc_time(e.time).c_str(),
+        // Guest names, file names and guest log text may hold anything: escaped (escape_text).
+        std::printf("%-19s  %-16s %5s  %-8s %10s  %-9s %-*s  %s\n", utc_time(e.time).c_str(),
                     escape_text(domain).c_str(), id.c_str(), escape_text(reason).c_str(),
-                    cli::human_bytes(e.bytes_on_disk).c_str(), result.c_str(), escape_text(file).c_str());
+                    cli::human_bytes(e.bytes_on_disk).c_str(), result.c_str(), fw, files[i].c_str(),
+                    panic_column(e.info).c_str());
     }
     return cli::kExitOk;
 }

@@ -1,10 +1,8 @@
 #include "guest_kernel.hpp"
 
-namespace xendump::ctl {
+#include "xendump/dump_kernel_log.hpp"
 
-kernel::PageReader dump_page_reader(const DumpReader& reader) {
-    return [&reader](uint64_t pfn, kernel::PageSpan out) { return reader.read_page_by_pfn(pfn, out); };
-}
+namespace xendump::ctl {
 
 std::optional<std::string> DumpKernel::symbolize(uint64_t address) const {
     if (!kallsyms || !kernel::is_kernel_image_address(address)) return std::nullopt;

@@ -25,8 +25,6 @@ struct DumpKernel {
     std::optional<std::string> symbolize(uint64_t address) const;
 };
 
-kernel::PageReader dump_page_reader(const DumpReader& reader);
-
 // Looks for the kernel: VMCOREINFO first (it tells kallsyms where to look
 // and lets it verify its table), else a shape search of the pages.
 DumpKernel find_dump_kernel(const DumpReader& reader);

@@ -101,6 +101,7 @@ std::vector<DumpEntry> scan_dump_dir(const fs::path& dir) {
         entry.bytes_on_disk = disk_bytes(entry.dump, &mtime);
         int64_t sidecar_mtime = 0;
         entry.bytes_on_disk += disk_bytes(entry.sidecar, &sidecar_mtime);
+        entry.bytes_on_disk += disk_bytes(dmesg_path(entry.dump));
         entry.time = mtime ? mtime : sidecar_mtime;
         if (fs::exists(entry.sidecar, ec)) {
             try {
@@ -141,10 +142,13 @@ FilesystemSpace filesystem_space(const fs::path& dir) {
 }
 
 uint64_t remove_dump(const fs::path& id) {
-    uint64_t freed = disk_bytes(id) + disk_bytes(sidecar_path(id));
+    uint64_t freed = 0;
     std::error_code ec;
-    fs::remove(id, ec);
-    fs::remove(sidecar_path(id), ec);
+    // The dump, then the files of its record: never a record without its dump.
+    for (const fs::path& p : {id, dmesg_path(id), sidecar_path(id)}) {
+        freed += disk_bytes(p);
+        fs::remove(p, ec);
+    }
     return freed;
 }
 
@@ -199,7 +203,7 @@ fs::path unique_dump_path(const fs::path& dir, const std::string& base_name) {
     for (unsigned n = 0; n < 100000; ++n) {
         std::string name = n == 0 ? stem : stem + "-" + std::to_string(n);
         fs::path p = dir / (name + std::string(kDumpSuffix));
-        if (!taken(p) && !taken(sidecar_path(p))) return p;
+        if (!taken(p) && !taken(sidecar_path(p)) && !taken(dmesg_path(p))) return p;
     }
     throw Error("no free dump name", (dir / base_name).string());
 }

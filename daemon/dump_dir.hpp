@@ -23,7 +23,7 @@ struct DumpEntry {
     std::optional<Sidecar> info;    // parsed sidecar
     std::string sidecar_error;      // why the sidecar could not be read
     int64_t time = 0;               // sidecar start time, else the dump's mtime
-    uint64_t bytes_on_disk = 0;     // dump + sidecar, st_blocks * 512
+    uint64_t bytes_on_disk = 0;     // dump + sidecar + DUMP.dmesg.txt, st_blocks * 512
 };
 
 // The service's own directory (DumpDir=, or its default) is created with its
@@ -34,7 +34,8 @@ struct DumpEntry {
 void ensure_dump_dir(const std::filesystem::path& dir, DumpDirOrigin origin);
 inline void ensure_dump_dir(const Config& config) { ensure_dump_dir(config.dump_dir, config.dump_dir_origin); }
 
-// Every dump ("*.core") and sidecar ("*.core.json") in `dir`, oldest first:
+// Every dump ("*.core") and sidecar ("*.core.json") in `dir`, oldest first
+// (a dump's "*.core.dmesg.txt" counts with it, never as a dump of its own):
 // everything but the temporaries of writers (see is_leftover), hidden names
 // included (older versions wrote guest names starting with '.' as they were).
 std::vector<DumpEntry> scan_dump_dir(const std::filesystem::path& dir);
@@ -48,7 +49,7 @@ std::vector<StoredDump> to_stored(const std::vector<DumpEntry>& entries,
 
 FilesystemSpace filesystem_space(const std::filesystem::path& dir);
 
-// Removes a dump and its sidecar. Returns the bytes freed.
+// Removes a dump, its DUMP.dmesg.txt and its sidecar. Returns the bytes freed.
 uint64_t remove_dump(const std::filesystem::path& id);
 
 // Removes the leftovers (is_leftover) of writers killed mid-dump; returns their names.
@@ -73,7 +74,7 @@ inline constexpr size_t kMaxEncodedName = 128;
 std::string dump_file_name(const std::string& domain_name, uint32_t domid, int64_t unix_time);
 
 // dir / NAME-DOMID-YYYYMMDDTHHMMSSZ.core, with "-1", "-2", ... before ".core"
-// when that name (or its sidecar) is taken, by a file of any type, a dangling
+// when that name (or its sidecar, or its DUMP.dmesg.txt) is taken, by a file of any type, a dangling
 // symbolic link included (a link is never followed nor replaced).
 std::filesystem::path unique_dump_path(const std::filesystem::path& dir, const std::string& base_name);
 

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "dump_dir.hpp"
+#include "guest_log.hpp"
 #include "journal_log.hpp"
 #include "retention.hpp"
 #include "xendump/error.hpp"
@@ -33,12 +34,6 @@ int64_t unix_now() {
 uint64_t blocks_of(const fs::path& p) {
     struct stat st {};
     return ::stat(p.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0;
-}
-
-LogFields fields_of(const Sidecar& s, const fs::path& dump) {
-    return {{"DOMID", std::to_string(s.domid)}, {"DOMAIN", s.domain_name},   {"DOMAIN_UUID", s.uuid},
-            {"DUMP_PATH", dump.string()},       {"DUMP_REASON", s.reason},   {"DUMP_RESULT", to_string(s.result)},
-            {"DUMP_SIZE", std::to_string(s.bytes_on_disk)}};
 }
 
 // Reserves a unique name and the expected bytes until the object dies.
@@ -109,6 +104,24 @@ private:
 
 }  // namespace
 
+LogFields dump_journal_fields(const Sidecar& s, const fs::path& dump) {
+    LogFields fields{{"DOMID", std::to_string(s.domid)}, {"DOMAIN", s.domain_name},   {"DOMAIN_UUID", s.uuid},
+                     {"DUMP_PATH", dump.string()},       {"DUMP_REASON", s.reason},   {"DUMP_RESULT", to_string(s.result)},
+                     {"DUMP_SIZE", std::to_string(s.bytes_on_disk)}};
+    if (s.guest_panic) fields.emplace_back("GUEST_PANIC", *s.guest_panic);
+    if (s.guest_log && !s.guest_log->dmesg_file.empty())
+        fields.emplace_back("GUEST_DMESG_PATH", dmesg_path(dump).string());
+    return fields;
+}
+
+std::string dump_journal_message(const Sidecar& s, const fs::path& dump) {
+    const std::string what = "dump of " + s.domain_name + " (domain " + std::to_string(s.domid) + ")";
+    if (s.result != DumpOutcome::ok) return what + " " + to_string(s.result) + ": " + s.error;
+    std::string message = what + " written to " + dump.string();
+    if (s.guest_panic) message += "; the guest's log: " + *s.guest_panic;
+    return message;
+}
+
 uint64_t estimate_dump_size(const DomainInfo& info) {
     // Pages, plus per page a PFN->GMFN entry (16 bytes), an xxh64 digest and a
     // .xen_pfn entry (8 + 8), plus 1 MiB for headers, notes and vcpu contexts.
@@ -156,19 +169,13 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
             write_sidecar(out.sidecar, s);
         } catch (const Error& e) {
             log_message(LogLevel::error, std::string("cannot record the dump: ") + e.what(),
-                        fields_of(s, out.path));
+                        dump_journal_fields(s, out.path));
         }
-        if (result == DumpOutcome::ok) {
-            log_message(LogLevel::notice,
-                        "dump of " + s.domain_name + " (domain " + std::to_string(s.domid) + ") written to " +
-                            out.path.string(),
-                        fields_of(s, out.path), kMessageDumpWritten);
-        } else {
-            log_message(result == DumpOutcome::cancelled ? LogLevel::warning : LogLevel::error,
-                        "dump of " + s.domain_name + " (domain " + std::to_string(s.domid) + ") " +
-                            to_string(result) + ": " + error,
-                        fields_of(s, out.path), kMessageDumpFailed);
-        }
+        const LogLevel level = result == DumpOutcome::ok          ? LogLevel::notice
+                               : result == DumpOutcome::cancelled ? LogLevel::warning
+                                                                  : LogLevel::error;
+        log_message(level, dump_journal_message(s, out.path), dump_journal_fields(s, out.path),
+                    result == DumpOutcome::ok ? kMessageDumpWritten : kMessageDumpFailed);
         return out;
     };
 
@@ -203,6 +210,20 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
         bool cancelled = hooks.cancel && hooks.cancel->load();
         return finish(cancelled ? DumpOutcome::cancelled : DumpOutcome::failed, e.what());
     }
+    // The guest runs again (or stays crashed) by now: its log is read from
+    // the finished file, while the room for the sidecar is still held, and
+    // whatever fails there is recorded, never failing the dump.
+    GuestLogRecord guest = record_guest_log(out.path);
+    if (!guest.log.error.empty() || guest.log.partial) {
+        const std::string why = !guest.log.error.empty() ? guest.log.error : guest.log.damage.front();
+        log_message(guest.kernel ? LogLevel::warning : LogLevel::info,
+                    "dump of " + s.domain_name + " (domain " + std::to_string(s.domid) + "): " +
+                        (guest.log.error.empty() ? "the guest kernel's log is incomplete: " : "no guest kernel log: ") +
+                        why,
+                    {{"DOMID", std::to_string(s.domid)}, {"DUMP_PATH", out.path.string()}});
+    }
+    s.guest_log = std::move(guest.log);
+    s.guest_panic = std::move(guest.panic);
     finish(DumpOutcome::ok, {});
     try {
         vacuum_dump_dir(config, out.path);

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "config.hpp"
+#include "journal_log.hpp"
 #include "sidecar.hpp"
 #include "xendump/dumper.hpp"
 #include "xendump/format.hpp"
@@ -40,6 +41,13 @@ struct DumpJobHooks {
     std::function<void(const std::string&)> on_warning;
     const std::atomic<bool>* cancel = nullptr;
 };
+
+// The journal entry of a dump (or of its failure): DOMID=, DOMAIN=,
+// DOMAIN_UUID=, DUMP_PATH=, DUMP_REASON=, DUMP_RESULT=, DUMP_SIZE=, and for a
+// dump whose guest log was read GUEST_PANIC= (its panic line) and
+// GUEST_DMESG_PATH=; the message names the dump, and the panic line too.
+LogFields dump_journal_fields(const Sidecar& s, const std::filesystem::path& dump);
+std::string dump_journal_message(const Sidecar& s, const std::filesystem::path& dump);
 
 // A conservative size for a dump of `info` before its p2m is read: every
 // page present plus the per-page table entries, digests and headers.

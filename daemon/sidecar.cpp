@@ -76,6 +76,18 @@ std::string Sidecar::to_json() const {
     j["result"] = to_string(result);
     j["error"] = error;
     j["dump_file"] = dump_file;
+    if (guest_log) {
+        nlohmann::ordered_json g = nlohmann::ordered_json::object();
+        if (guest_log->records) {
+            g["records"] = *guest_log->records;
+            g["partial"] = guest_log->partial;
+            if (!guest_log->damage.empty()) g["damage"] = guest_log->damage;
+        }
+        if (!guest_log->dmesg_file.empty()) g["dmesg_file"] = guest_log->dmesg_file;
+        if (!guest_log->error.empty()) g["error"] = guest_log->error;
+        j["guest_log"] = g;
+        j["guest_panic"] = guest_panic ? nlohmann::ordered_json(*guest_panic) : nlohmann::ordered_json(nullptr);
+    }
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -99,6 +111,17 @@ Sidecar Sidecar::from_json(const std::string& text, const std::string& origin) {
         s.result = outcome_from_string(j.value("result", "failed"));
         s.error = j.value("error", "");
         s.dump_file = j.value("dump_file", "");
+        if (j.contains("guest_log") && j["guest_log"].is_object()) {
+            const auto& g = j["guest_log"];
+            GuestLog log;
+            if (g.contains("records")) log.records = g["records"].get<uint64_t>();
+            log.partial = g.value("partial", false);
+            log.damage = g.value("damage", std::vector<std::string>{});
+            log.dmesg_file = g.value("dmesg_file", "");
+            log.error = g.value("error", "");
+            s.guest_log = std::move(log);
+        }
+        if (j.contains("guest_panic") && j["guest_panic"].is_string()) s.guest_panic = j["guest_panic"].get<std::string>();
     } catch (const nlohmann::json::exception& e) {
         throw Error(std::string("bad sidecar field: ") + e.what(), origin);
     } catch (const Error& e) {
@@ -111,21 +134,28 @@ std::filesystem::path sidecar_path(const std::filesystem::path& dump_path) {
     return std::filesystem::path(dump_path.string() + ".json");
 }
 
-void write_sidecar(const std::filesystem::path& path, const Sidecar& s) {
-    std::string text = s.to_json();
-    AtomicFile file(path, 0600);
+std::filesystem::path dmesg_path(const std::filesystem::path& dump_path) {
+    return std::filesystem::path(dump_path.string() + ".dmesg.txt");
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view text, unsigned mode) {
+    AtomicFile file(path, mode);
     const char* p = text.data();
     size_t left = text.size();
     while (left > 0) {
         ssize_t n = ::write(file.fd(), p, left);
         if (n < 0) {
             if (errno == EINTR) continue;
-            throw_errno("cannot write sidecar", path.string());
+            throw_errno("cannot write", path.string());
         }
         p += n;
         left -= static_cast<size_t>(n);
     }
     file.commit();
+}
+
+void write_sidecar(const std::filesystem::path& path, const Sidecar& s) {
+    write_file_atomically(path, s.to_json(), 0600);
 }
 
 Sidecar read_sidecar(const std::filesystem::path& path) {

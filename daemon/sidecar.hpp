@@ -9,12 +9,24 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace xendump::daemon {
 
 enum class DumpOutcome { ok, failed, refused, cancelled };
 std::string to_string(DumpOutcome r);
 DumpOutcome outcome_from_string(const std::string& s);  // throws Error
+
+// What the service found of the guest kernel's log in a dump it wrote
+// (guest_log.hpp): read from the finished file, saved beside it.
+struct GuestLog {
+    std::optional<uint64_t> records;  // records read; absent when the log could not be read
+    bool partial = false;             // some of the buffer was damaged or missing
+    std::vector<std::string> damage;  // why, one sentence each
+    std::string dmesg_file;           // file name of DUMP.dmesg.txt ("" when none was written)
+    std::string error;                // why the log could not be read or saved ("" when it was)
+};
 
 struct Sidecar {
     std::string domain_name;  // exactly as the hypervisor has it (JSON "domain", or "domain_bytes" in hex)
@@ -31,12 +43,21 @@ struct Sidecar {
     DumpOutcome result = DumpOutcome::ok;
     std::string error;           // empty when ok
     std::string dump_file;       // file name of the dump (beside the sidecar)
+    // Written dumps only (absent in failed ones and sidecars of older versions):
+    std::optional<GuestLog> guest_log;
+    std::optional<std::string> guest_panic;  // the log's first crash report line, as dmesg prints it
+
 
     std::string to_json() const;
     static Sidecar from_json(const std::string& text, const std::string& origin);  // throws Error
 };
 
 std::filesystem::path sidecar_path(const std::filesystem::path& dump_path);  // "<dump>.json"
+std::filesystem::path dmesg_path(const std::filesystem::path& dump_path);    // "<dump>.dmesg.txt"
+
+// Writes `text` to `path` atomically (AtomicFile: temporary + rename, never
+// replacing) with `mode`. Throws Error naming the file.
+void write_file_atomically(const std::filesystem::path& path, std::string_view text, unsigned mode);
 
 // Written atomically, mode 0600 (never half a sidecar on disk).
 void write_sidecar(const std::filesystem::path& path, const Sidecar& s);

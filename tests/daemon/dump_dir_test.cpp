@@ -28,6 +28,16 @@ void make_open_dir(const std::filesystem::path& p) {
     ASSERT_EQ(::chmod(p.c_str(), 0755), 0);
 }
 
+// A sidecar of `file` (a dump of `name`, started at `start`).
+Sidecar sidecar_for(const std::string& name, const std::string& uuid, int64_t start, const std::string& file) {
+    Sidecar s;
+    s.domain_name = name;
+    s.uuid = uuid;
+    s.start_time = start;
+    s.dump_file = file;
+    return s;
+}
+
 }  // namespace
 
 TEST(DumpDir, CreatedPrivate) {
@@ -51,11 +61,7 @@ TEST(DumpDir, UniqueNamesNeverOverwrite) {
 
 TEST(DumpDir, ScanPairsDumpsWithSidecarsOldestFirst) {
     TempDir dir;
-    Sidecar newer;
-    newer.domain_name = "b";
-    newer.uuid = "u-b";
-    newer.start_time = 2000;
-    newer.dump_file = "b.core";
+    Sidecar newer = sidecar_for("b", "u-b", 2000, "b.core");
     write_sidecar(dir / "b.core.json", newer);
     std::ofstream(dir / "b.core") << std::string(10000, 'x');
     Sidecar older = newer;
@@ -195,4 +201,34 @@ TEST(DumpDir, DumpsWithHiddenOrTemporaryLikeNamesAreCountedAndSurviveCleanup) {
         EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
         EXPECT_TRUE(std::filesystem::exists(sidecar_path(dir / f))) << f;
     }
+}
+
+// Issue 20 item 3: a dump's DUMP.dmesg.txt (its guest's kernel log) is part
+// of its record: counted with it, never taken for a dump, removed with it,
+// left alone by cleanup, and its name is never reused for a new dump.
+TEST(DumpDir, DmesgFileCountsAndGoesWithItsDump) {
+    TempDir dir;
+    Sidecar s = sidecar_for("web", "u-w", 1000, "web-3-20261201T000000Z.core");
+    s.reason = "crash";
+    const auto dump = dir / s.dump_file;
+    std::ofstream(dump) << std::string(10000, 'x');
+    const auto dmesg = dmesg_path(dump);
+    EXPECT_EQ(dmesg.filename(), "web-3-20261201T000000Z.core.dmesg.txt");
+    std::ofstream(dmesg) << std::string(100000, 'l');
+    write_sidecar(sidecar_path(dump), s);
+    auto entries = scan_dump_dir(dir.path());
+    ASSERT_EQ(entries.size(), 1u);
+    EXPECT_EQ(entries[0].dump, dump);
+    EXPECT_GE(entries[0].bytes_on_disk, 110000u);
+    EXPECT_TRUE(clean_temporaries(dir.path()).empty());
+    EXPECT_TRUE(std::filesystem::exists(dmesg));
+
+    // A leftover .dmesg.txt takes its name: a new dump gets another one.
+    std::ofstream(dir / "db-4-20261201T000000Z.core.dmesg.txt") << "old";
+    EXPECT_EQ(unique_dump_path(dir.path(), "db-4-20261201T000000Z.core").filename(), "db-4-20261201T000000Z-1.core");
+
+    EXPECT_GE(remove_dump(dump), 110000u);
+    EXPECT_FALSE(std::filesystem::exists(dump));
+    EXPECT_FALSE(std::filesystem::exists(dmesg));
+    EXPECT_FALSE(std::filesystem::exists(sidecar_path(dump)));
 }

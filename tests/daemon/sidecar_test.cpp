@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "sidecar.hpp"
 #include "test_support.hpp"
@@ -42,6 +43,46 @@ TEST(Sidecar, RoundTrip) {
     EXPECT_EQ(r.pages, 262144u);
     EXPECT_EQ(r.error, s.error);
     EXPECT_THROW(write_sidecar(p, s), xendump::Error);  // never overwrites
+}
+
+// Issue 20 item 3: what the service found of the guest's kernel log.
+TEST(Sidecar, GuestLogAndPanicRoundTrip) {
+    TempDir dir;
+    Sidecar s;
+    s.domain_name = "web01";
+    s.dump_file = "web01-7-20231114T221320Z.core";
+    EXPECT_EQ(dmesg_path(dir / s.dump_file).filename(), "web01-7-20231114T221320Z.core.dmesg.txt");
+    // Older sidecars and failed dumps have neither.
+    EXPECT_EQ(s.to_json().find("guest_"), std::string::npos);
+    s.guest_log = GuestLog{512, true, {"record 3: text past its block"}, "web01-7-20231114T221320Z.core.dmesg.txt", ""};
+    s.guest_panic = "[    1.978455] Kernel panic - not syncing: \x1b[2J";
+    const auto j = nlohmann::json::parse(s.to_json());
+    EXPECT_EQ(j.at("guest_panic"), *s.guest_panic);
+    EXPECT_EQ(j.at("guest_log").at("records"), 512);
+    EXPECT_EQ(j.at("guest_log").at("partial"), true);
+    EXPECT_EQ(j.at("guest_log").at("dmesg_file"), s.guest_log->dmesg_file);
+    EXPECT_FALSE(j.at("guest_log").contains("error"));
+    auto p = sidecar_path(dir / s.dump_file);
+    write_sidecar(p, s);
+    Sidecar r = read_sidecar(p);
+    EXPECT_EQ(r.to_json(), s.to_json());
+    ASSERT_TRUE(r.guest_log && r.guest_log->records);
+    EXPECT_EQ(*r.guest_log->records, 512u);
+    EXPECT_EQ(r.guest_log->damage, s.guest_log->damage);
+    EXPECT_EQ(r.guest_panic, s.guest_panic);
+
+    // A log that could not be read: only the error, and no panic.
+    Sidecar none;
+    none.guest_log = GuestLog{};
+    none.guest_log->error = "no VMCOREINFO of a Linux kernel in the dump";
+    const auto n = nlohmann::json::parse(none.to_json());
+    EXPECT_EQ(n.at("guest_log"), nlohmann::json({{"error", none.guest_log->error}}));
+    EXPECT_EQ(n.at("guest_panic"), nullptr);
+    const Sidecar back = Sidecar::from_json(none.to_json(), "none.json");
+    ASSERT_TRUE(back.guest_log);
+    EXPECT_FALSE(back.guest_log->records);
+    EXPECT_EQ(back.guest_log->error, none.guest_log->error);
+    EXPECT_FALSE(back.guest_panic);
 }
 
 TEST(Sidecar, AllOutcomes) {

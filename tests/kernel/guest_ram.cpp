@@ -33,6 +33,20 @@ std::span<const std::byte> guest_ram() {
     return ram;
 }
 
+std::string crashed_guest_ram() {
+    const std::string panic = std::string("Kernel panic - not syncing: testing\n\xc3\x01\tz", 40);
+    const std::string was = "clocksource: Switched to clocksource tsc";
+    std::string ram(reinterpret_cast<const char*>(guest_ram().data()), guest_ram().size());
+    size_t replaced = 0;
+    for (size_t at = ram.find(was); at != std::string::npos; at = ram.find(was, at + 1))
+        if (ram[at + was.size()] != '-') {  // not the earlier "... tsc-early"
+            ram.replace(at, was.size(), panic);
+            ++replaced;
+        }
+    if (replaced == 0 || was.size() != panic.size()) throw std::runtime_error("the fixture changed");
+    return ram;
+}
+
 kernel::PageReader ram_reader(std::span<const std::byte> ram,
                               const std::map<uint64_t, std::vector<std::byte>>* overlay) {
     return [ram, overlay](uint64_t pfn, kernel::PageSpan out) {

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "xendump/kernel/guest_memory.hpp"
@@ -16,6 +18,13 @@ namespace xendump::test {
 
 // The whole RAM image, mapped read-only (lives until the process ends).
 std::span<const std::byte> guest_ram();
+
+// The fixture's guest did not crash: a copy of its RAM with its last log
+// record ("clocksource: Switched to clocksource tsc") made a panic of the
+// same length, in two lines, with bytes beyond ASCII (kCrashedPanicText); as
+// dmesg prints it: kCrashedPanicLine, then an indented "\xc3\x01\tz".
+std::string crashed_guest_ram();
+inline constexpr std::string_view kCrashedPanicLine = "[    1.978455] Kernel panic - not syncing: testing";
 
 // A page reader over `ram` where `overlay` pages replace the fixture's.
 kernel::PageReader ram_reader(std::span<const std::byte> ram,

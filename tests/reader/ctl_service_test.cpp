@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -63,6 +64,55 @@ TEST_F(CtlService, ListEscapesHostileNames) {
     ASSERT_FALSE(parsed.is_discarded()) << j.out;
     ASSERT_EQ(parsed.size(), 2u);
     EXPECT_EQ(parsed[0]["domain"], "evil\n\x1b[31mred\xc2\x9b" "2J");
+}
+
+// Issue 20 item 3: the guest's panic line, from the sidecar (escaped, cut to
+// the column, without its time), and in JSON as it is, with the dmesg file.
+TEST_F(CtlService, ListShowsTheGuestsPanicLine) {
+    const auto crashed = add_dump("web-3-a.core", "\"web\"", "u-1", "crash", 1000);
+    const auto hostile = add_dump("db-4-b.core", "\"db\"", "u-2", "crash", 2000);
+    const auto quiet = add_dump("x-5-c.core", "\"x\"", "u-3", "request", 3000);
+    auto record = [&](const fs::path& dump, const std::string& panic_json, const std::string& log_json) {
+        auto j = nlohmann::json::parse(std::ifstream(dump.string() + ".json"));
+        j["guest_panic"] = nlohmann::json::parse(panic_json);
+        j["guest_log"] = nlohmann::json::parse(log_json);
+        std::ofstream(dump.string() + ".json") << j.dump();
+    };
+    record(crashed, R"("[    1.978455] Kernel panic - not syncing: testing")",
+           R"({"records": 700, "partial": false, "dmesg_file": "web-3-a.core.dmesg.txt"})");
+    std::ofstream(crashed.string() + ".dmesg.txt") << "[    1.978455] Kernel panic - not syncing: testing\n";
+    record(hostile, R"("[   12.000001] BUG: \u001b[2J\rforged line that goes on and on past the width of the column, far past it")",
+           R"({"records": 5, "partial": true})");
+    record(quiet, "null", R"({"error": "no VMCOREINFO of a Linux kernel in the dump"})");
+
+    auto r = ctl({"list"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream lines(r.out);
+    std::string header, first, second, third;
+    std::getline(lines, header);
+    std::getline(lines, first);
+    std::getline(lines, second);
+    std::getline(lines, third);
+    EXPECT_TRUE(header.ends_with("  PANIC")) << header;
+    const size_t column = header.find("PANIC");
+    EXPECT_EQ(first.substr(column), "Kernel panic - not syncing: testing") << r.out;
+    EXPECT_EQ(second.substr(column, 20), "BUG: \\x1b[2J\\rforged") << r.out;
+    EXPECT_TRUE(second.ends_with("...")) << second;
+    EXPECT_LE(second.size() - column, 60u) << second;
+    EXPECT_EQ(third.substr(column), "-") << r.out;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 4) << r.out;
+
+    auto j = ctl({"list", "--json"});
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    const auto parsed = nlohmann::json::parse(j.out);
+    ASSERT_EQ(parsed.size(), 3u);
+    EXPECT_EQ(parsed[0]["guest_panic"], "[    1.978455] Kernel panic - not syncing: testing");
+    EXPECT_EQ(parsed[0]["dmesg_path"], crashed.string() + ".dmesg.txt");
+    EXPECT_EQ(parsed[1]["guest_panic"].get<std::string>().substr(0, 20), "[   12.000001] BUG: ");
+    EXPECT_EQ(parsed[1]["dmesg_path"], nullptr);
+    EXPECT_EQ(parsed[2]["guest_panic"], nullptr);
+    EXPECT_EQ(parsed[2]["dmesg_path"], nullptr);
 }
 
 TEST_F(CtlService, VacuumDryRunRemovesNothing) {

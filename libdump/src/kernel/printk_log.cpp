@@ -405,4 +405,22 @@ std::string format_dmesg_record(const PrintkRecord& record) {
     return out;
 }
 
+std::string format_dmesg(const PrintkLog& log) {
+    std::string out;
+    for (const auto& r : log.records) out += format_dmesg_record(r);
+    return out;
+}
+
+std::string dmesg_first_line(const PrintkRecord& record) {
+    std::string text = format_dmesg_record(record);
+    text.resize(text.find('\n'));
+    return text;
+}
+
+std::optional<std::string> first_crash_line(const PrintkLog& log) {
+    const auto reports = crash_records(log);
+    if (reports.empty()) return std::nullopt;
+    return dmesg_first_line(*reports.front());
+}
+
 }  // namespace xendump::kernel

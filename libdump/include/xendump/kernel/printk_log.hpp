@@ -89,6 +89,19 @@ std::vector<const PrintkRecord*> crash_records(const PrintkLog& log);
 // a final newline.
 std::string format_dmesg_record(const PrintkRecord& record);
 
+// The whole log as `makedumpfile --dump-dmesg` writes it (every record,
+// format_dmesg_record), as `xen-dumpctl dmesg` prints it and xen-dumpd saves
+// it beside a dump.
+std::string format_dmesg(const PrintkLog& log);
+
+// The first line of format_dmesg_record(record), without its newline:
+// "[    1.978455] Kernel panic - not syncing: ...".
+std::string dmesg_first_line(const PrintkRecord& record);
+
+// The first line (dmesg_first_line) of the log's first crash report
+// (crash_records): the panic line of a crashed guest; nullopt when none.
+std::optional<std::string> first_crash_line(const PrintkLog& log);
+
 // "T<pid>" for a task, "C<cpu>" for a CPU (the kernel's PRINTK_CALLER form).
 std::string caller_string(uint32_t caller_id);
 

@@ -1,10 +1,9 @@
-#include "dump_log.hpp"
+#include "xendump/dump_kernel_log.hpp"
 
-#include "guest_kernel.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/virtual_memory.hpp"
 
-namespace xendump::ctl {
+namespace xendump {
 
 namespace {
 
@@ -20,6 +19,10 @@ kernel::FrameToPfn frame_to_pfn(const DumpReader& reader) {
 }
 
 }  // namespace
+
+kernel::PageReader dump_page_reader(const DumpReader& reader) {
+    return [&reader](uint64_t pfn, kernel::PageSpan out) { return reader.read_page_by_pfn(pfn, out); };
+}
 
 std::optional<kernel::Vmcoreinfo> dump_vmcoreinfo(const DumpReader& reader, bool scan_pages) {
     if (auto text = reader.vmcoreinfo()) return kernel::Vmcoreinfo::parse(*text);
@@ -37,4 +40,12 @@ kernel::PrintkLog read_dump_log(const DumpReader& reader, const kernel::Vmcorein
         info, [&memory](uint64_t vaddr, std::span<std::byte> out) { return memory.read(vaddr, out); });
 }
 
-}  // namespace xendump::ctl
+kernel::PrintkLog read_dump_log(const DumpReader& reader, bool scan_pages) {
+    const auto info = dump_vmcoreinfo(reader, scan_pages);
+    if (!info)
+        throw Error("no VMCOREINFO of a Linux kernel in the dump (not a Linux guest, or its kernel published none): "
+                    "the kernel log cannot be found");
+    return read_dump_log(reader, *info);
+}
+
+}  // namespace xendump

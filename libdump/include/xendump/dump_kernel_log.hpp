@@ -1,0 +1,33 @@
+// The guest kernel's log inside a dump file, as `xen-dumpctl dmesg` prints
+// it, `info` quotes its crash reports and xen-dumpd records it beside every
+// dump: the printk buffer (kernel/printk_log.hpp) found through VMCOREINFO
+// and read through the guest's own page tables, from a DumpReader.
+#pragma once
+
+#include <optional>
+
+#include "xendump/kernel/guest_memory.hpp"
+#include "xendump/kernel/printk_log.hpp"
+#include "xendump/kernel/vmcoreinfo.hpp"
+#include "xendump/reader.hpp"
+
+namespace xendump {
+
+// The dump's pages by pfn (DumpReader::read_page_by_pfn); `reader` must
+// outlive the result.
+kernel::PageReader dump_page_reader(const DumpReader& reader);
+
+// The dump's VMCOREINFO note; with `scan_pages`, when the file has none (an
+// unconverted `xl dump-core` file), a copy found in its pages (reads them all).
+std::optional<kernel::Vmcoreinfo> dump_vmcoreinfo(const DumpReader& reader, bool scan_pages);
+
+// Reads the log of an x86_64 guest. Throws Error (see read_printk_log) when
+// there is none to read; damage inside the buffer gives a partial log.
+kernel::PrintkLog read_dump_log(const DumpReader& reader, const kernel::Vmcoreinfo& info);
+
+// The same through dump_vmcoreinfo(reader, scan_pages); throws Error naming
+// the missing VMCOREINFO when there is none (not a Linux guest, or its kernel
+// published none).
+kernel::PrintkLog read_dump_log(const DumpReader& reader, bool scan_pages);
+
+}  // namespace xendump

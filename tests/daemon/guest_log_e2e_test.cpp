@@ -1,0 +1,189 @@
+// Issue 20 item 3, end to end: xen-dumpd dumps a crashed HVM guest whose
+// memory is the real fixture RAM (its last log record made a panic,
+// tests/kernel/guest_ram.hpp) and a guest without a kernel (pattern memory),
+// and the record of each dump carries the guest kernel's log: DUMP.dmesg.txt
+// beside the dump (what `xen-dumpctl dmesg` prints), the panic line in the
+// sidecar, the journal entry and `xen-dumpctl list`; a guest without a kernel
+// gets its dump and an "error" in the sidecar; retention removes the
+// .dmesg.txt with its dump.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "dump_job.hpp"
+#include "guest_ram.hpp"
+#include "journal_log.hpp"
+#include "service_harness.hpp"
+#include "sidecar.hpp"
+
+namespace xendump::test {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr uint64_t kFixturePages = (128ULL << 20) / 4096;
+constexpr uint32_t kLinux = 7, kPattern = 8;
+
+struct GuestLogHost {
+    TempDir tmp;
+    fs::path host = tmp / "host", dumps = tmp / "dumps", image = tmp / "linux.raw";
+    std::unique_ptr<ServiceProcess> service;
+
+    GuestLogHost() {
+        {
+            const std::string ram = crashed_guest_ram();
+            std::ofstream(image, std::ios::binary).write(ram.data(), static_cast<std::streamsize>(ram.size()));
+        }
+        // As tests/dump/dump_support.cpp's hvm_domain and pv_domain write them.
+        json linux_guest = {{"domid", kLinux}, {"name", "linux"}, {"uuid", "0d5e9a3c-1f2b-4c6d-8e9f-000000000007"},
+                            {"type", "hvm"}, {"vcpus", 2}, {"p2m_size", kFixturePages},
+                            {"extents", json::array({json::array({0, 0x800000, kFixturePages})})},
+                            {"memory", {{"image", image.string()}}}, {"state", "running"}};
+        json pattern = {{"domid", kPattern}, {"name", "pattern"}, {"uuid", "0d5e9a3c-1f2b-4c6d-8e9f-000000000008"},
+                        {"type", "pv"}, {"guest_width", 8}, {"vcpus", 1}, {"p2m_size", 256}, {"p2m_format", "tree"},
+                        {"extents", json::array({json::array({0, 0x900000, 256})})},
+                        {"memory", {{"fill", "pattern"}}}, {"state", "running"}};
+        const fs::path spec = tmp / "host.spec.json";
+        std::ofstream(spec) << json{{"xen_version", "4.17.0"}, {"domains", {linux_guest, pattern}}}.dump(2);
+        RunResult c = run({"xen-dump-sim", "create", host.string(), spec.string()});
+        if (c.exit_code != 0) throw std::runtime_error("xen-dump-sim create: " + c.err);
+        fs::create_directory(dumps);
+        service = std::make_unique<ServiceProcess>(tmp.path(), host, dumps, "[Dump]\nKeepFree=0\n");
+        service->start();
+        if (!service->wait_ready()) throw std::runtime_error("service not ready: " + service->log());
+    }
+
+    RunResult ctl(std::vector<std::string> args, const fs::path& config = {}) {
+        args.insert(args.begin(), "xen-dumpctl");
+        args.insert(args.end(), {"--config", config.empty() ? service->config_file().string() : config.string(),
+                                 "--dump-dir", dumps.string()});
+        return run(args);
+    }
+
+    // Crashes `domid` and waits for the record of its dump.
+    fs::path crash_and_wait(uint32_t domid, const std::string& name) {
+        sim({"crash", host.string(), std::to_string(domid)});
+        fs::path found;
+        const bool done = wait_until(
+            [&] {
+                for (const auto& s : sidecars_in(dumps))
+                    if (s.filename().string().starts_with(name + "-")) {
+                        found = fs::path(s.string().substr(0, s.string().size() - 5));
+                        return true;
+                    }
+                return false;
+            },
+            std::chrono::seconds(180));
+        if (!done) ADD_FAILURE() << "no dump of " << name << ":\n" << service->log();
+        return found;
+    }
+};
+
+std::string file_text(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+unsigned mode_of(const fs::path& p) {
+    struct stat st {};
+    EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+    return st.st_mode & 07777;
+}
+
+TEST(ServiceGuestLog, CrashDumpsRecordTheGuestsLogAndPanicLine) {
+    GuestLogHost h;
+
+    // The crashed Linux guest.
+    const fs::path dump = h.crash_and_wait(kLinux, "linux");
+    ASSERT_FALSE(dump.empty());
+    const fs::path dmesg = daemon::dmesg_path(dump);
+    ASSERT_TRUE(fs::exists(dmesg)) << h.service->log();
+    EXPECT_EQ(dmesg.filename().string(), dump.filename().string() + ".dmesg.txt");
+    EXPECT_EQ(mode_of(dmesg), mode_of(dump));
+    RunResult printed = run({"xen-dumpctl", "dmesg", dump.string()});
+    ASSERT_EQ(printed.exit_code, 0) << printed.err;
+    EXPECT_GT(printed.out.size(), 10000u);
+    EXPECT_EQ(file_text(dmesg), printed.out);
+
+    const daemon::Sidecar sc = daemon::read_sidecar(daemon::sidecar_path(dump));
+    EXPECT_EQ(sc.result, daemon::DumpOutcome::ok);
+    ASSERT_TRUE(sc.guest_panic.has_value());
+    EXPECT_EQ(*sc.guest_panic, kCrashedPanicLine);
+    ASSERT_TRUE(sc.guest_log.has_value());
+    ASSERT_TRUE(sc.guest_log->records.has_value());
+    EXPECT_GT(*sc.guest_log->records, 100u);
+    EXPECT_FALSE(sc.guest_log->partial);
+    EXPECT_EQ(sc.guest_log->dmesg_file, dmesg.filename().string());
+    EXPECT_EQ(sc.guest_log->error, "");
+    // The sidecar's JSON as written.
+    const json raw = json::parse(file_text(daemon::sidecar_path(dump)));
+    EXPECT_EQ(raw.at("guest_panic"), kCrashedPanicLine);
+    EXPECT_EQ(raw.at("guest_log").at("partial"), false);
+
+    // The journal entry: the service's line (stderr here) is the entry's
+    // MESSAGE, with the panic line; its fields carry GUEST_PANIC=.
+    const std::string message = daemon::dump_journal_message(sc, dump);
+    EXPECT_NE(message.find(std::string(kCrashedPanicLine)), std::string::npos) << message;
+    EXPECT_NE(h.service->log().find(daemon::stderr_line(daemon::LogLevel::notice, message)), std::string::npos)
+        << h.service->log();
+    const auto items = daemon::journal_items(daemon::LogLevel::notice, message, daemon::dump_journal_fields(sc, dump),
+                                             daemon::kMessageDumpWritten);
+    EXPECT_NE(std::find(items.begin(), items.end(), "GUEST_PANIC=" + std::string(kCrashedPanicLine)), items.end());
+    EXPECT_NE(std::find(items.begin(), items.end(), "GUEST_DMESG_PATH=" + dmesg.string()), items.end());
+
+    // A guest without a kernel: its dump, no .dmesg.txt, the error recorded.
+    const fs::path plain = h.crash_and_wait(kPattern, "pattern");
+    ASSERT_FALSE(plain.empty());
+    EXPECT_TRUE(fs::exists(plain));
+    EXPECT_FALSE(fs::exists(daemon::dmesg_path(plain)));
+    const daemon::Sidecar pc = daemon::read_sidecar(daemon::sidecar_path(plain));
+    EXPECT_EQ(pc.result, daemon::DumpOutcome::ok);
+    EXPECT_FALSE(pc.guest_panic.has_value());
+    ASSERT_TRUE(pc.guest_log.has_value());
+    EXPECT_FALSE(pc.guest_log->records.has_value());
+    EXPECT_NE(pc.guest_log->error.find("no VMCOREINFO"), std::string::npos) << pc.guest_log->error;
+    EXPECT_NE(h.service->log().find("no guest kernel log: no VMCOREINFO"), std::string::npos) << h.service->log();
+
+    // xen-dumpctl list: the panic, as a column and in JSON; info quotes it too.
+    RunResult list = h.ctl({"list"});
+    ASSERT_EQ(list.exit_code, 0) << list.err;
+    EXPECT_NE(list.out.find("PANIC"), std::string::npos) << list.out;
+    EXPECT_NE(list.out.find("  Kernel panic - not syncing: testing\n"), std::string::npos) << list.out;
+    RunResult listed = h.ctl({"list", "--json"});
+    ASSERT_EQ(listed.exit_code, 0) << listed.err;
+    const json j = json::parse(listed.out);
+    ASSERT_EQ(j.size(), 2u);
+    for (const auto& e : j) {
+        const bool is_linux = e.at("domain") == "linux";
+        EXPECT_EQ(e.at("guest_panic"), is_linux ? json(kCrashedPanicLine) : json(nullptr)) << e;
+        EXPECT_EQ(e.at("dmesg_path"), is_linux ? json(dmesg.string()) : json(nullptr)) << e;
+    }
+    RunResult info = run({"xen-dumpctl", "info", dump.string()});
+    EXPECT_NE(info.out.find("\nCrash report: " + std::string(kCrashedPanicLine) + "\n"), std::string::npos)
+        << info.out;
+
+    // Retention: the .dmesg.txt goes with its dump.
+    EXPECT_EQ(h.service->stop(SIGTERM), 0) << h.service->log();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2100));  // MaxAge=1s: older than 1 s
+    const fs::path aged = h.tmp / "aged.conf";
+    std::ofstream(aged) << "[Dump]\nKeepFree=0\nMaxAge=1s\n";
+    RunResult vacuum = h.ctl({"vacuum"}, aged);
+    ASSERT_EQ(vacuum.exit_code, 0) << vacuum.out << vacuum.err;
+    EXPECT_FALSE(fs::exists(dump));
+    EXPECT_FALSE(fs::exists(dmesg));
+    EXPECT_FALSE(fs::exists(daemon::sidecar_path(dump)));
+    EXPECT_FALSE(fs::exists(plain));
+    // Nothing of either record is left (the service's crash book stays).
+    for (const auto& e : fs::directory_iterator(h.dumps))
+        EXPECT_EQ(e.path().filename(), ".xen-dumpd-state.json") << e.path();
+}
+
+}  // namespace
+}  // namespace xendump::test
