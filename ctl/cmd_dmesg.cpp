@@ -11,6 +11,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "dump_selection.hpp"
 #include "options.hpp"
 #include "xendump/dump_kernel_log.hpp"
 #include "xendump/error.hpp"
@@ -21,7 +22,8 @@ namespace xendump::ctl {
 
 namespace {
 
-constexpr std::string_view kUsage = "xen-dumpctl dmesg [--json] FILE";
+constexpr std::string_view kUsage =
+    "xen-dumpctl dmesg [--json] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH...";
 
 nlohmann::json record_json(const kernel::PrintkRecord& r) {
     auto optional = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
@@ -43,19 +45,20 @@ nlohmann::json record_json(const kernel::PrintkRecord& r) {
 }  // namespace
 
 int cmd_dmesg(Args args) {
-    auto p = parse_args(args, {"--json"});
+    auto a = parse_file_command(args, {"--json"}, {}, false);
+    const ParsedArgs& p = a.p;
     if (p.help) {
         std::printf("usage: %.*s\n\nPrint the guest kernel's log (its printk buffer, as dmesg shows it) from the\n"
                     "dump, one \"[seconds.micros] text\" line per record, as makedumpfile prints the log.\n"
                     "Needs the kernel's VMCOREINFO (in the dump's note, else found in its pages).\n"
                     "  --json   print one JSON object: the format, whether the log is partial and\n"
-                    "           why, and the records (sequence, time_ns, level, facility, caller, text)\n",
-                    static_cast<int>(kUsage.size()), kUsage.data());
+                    "           why, and the records (sequence, time_ns, level, facility, caller, text)\n"
+                    "Of the dumps MATCH selects, the latest one that has a file is read.\n%s",
+                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp);
         return cli::kExitOk;
     }
-    if (!p.error.empty()) return usage_error("dmesg", p.error, kUsage);
-    if (p.operands.size() != 1) return usage_error("dmesg", "expected one FILE", kUsage);
-    const std::string& path = p.operands[0];
+    if (!a.error.empty()) return usage_error("dmesg", a.error, kUsage);
+    const std::string path = one_dump(a).string();
     auto reader = DumpReader::open(path);
     kernel::PrintkLog log;
     try {

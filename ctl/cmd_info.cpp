@@ -1,4 +1,5 @@
-// xen-dumpctl info FILE [--json]: what a dump holds, from its headers and
+// xen-dumpctl info [--json] FILE|MATCH...: what a dump holds (the latest
+// one MATCH selects, dump_selection.hpp), from its headers and
 // notes (digests are reported present/absent, never recomputed), plus the
 // guest kernel found in its pages: release, banner and each vcpu's
 // instruction pointer as symbol+offset (kallsyms found by shape, issue 9).
@@ -10,6 +11,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "dump_selection.hpp"
 #include "guest_kernel.hpp"
 #include "options.hpp"
 #include "xendump/dump_kernel_log.hpp"
@@ -22,7 +24,8 @@ namespace xendump::ctl {
 
 namespace {
 
-constexpr std::string_view kUsage = "xen-dumpctl info [--json] FILE";
+constexpr std::string_view kUsage =
+    "xen-dumpctl info [--json] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH...";
 
 std::string fixed_string(const char* p, size_t n) { return std::string(p, strnlen(p, n)); }
 
@@ -203,19 +206,20 @@ void print_text(const nlohmann::json& j) {
 }  // namespace
 
 int cmd_info(Args args) {
-    auto p = parse_args(args, {"--json"});
+    auto a = parse_file_command(args, {"--json"}, {}, false);
+    const ParsedArgs& p = a.p;
     if (p.help) {
         std::printf("usage: %.*s\n\nShow the domain, pages, vcpus and metadata a dump file holds, and the\n"
                     "guest kernel found in its pages: release, banner, KASLR offset, the kernel\n"
                     "image segment, each vcpu's instruction pointer as symbol+offset, and the\n"
                     "crash reports (panic, Oops, BUG) of the kernel's log.\n"
-                    "  --json   print one JSON object instead of text\n",
-                    static_cast<int>(kUsage.size()), kUsage.data());
+                    "Of the dumps MATCH selects, the latest one that has a file is shown.\n"
+                    "  --json            print one JSON object instead of text\n%s",
+                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp);
         return cli::kExitOk;
     }
-    if (!p.error.empty()) return usage_error("info", p.error, kUsage);
-    if (p.operands.size() != 1) return usage_error("info", "expected exactly one FILE", kUsage);
-    auto reader = DumpReader::open(p.operands[0]);
+    if (!a.error.empty()) return usage_error("info", a.error, kUsage);
+    auto reader = DumpReader::open(one_dump(a));
     auto j = describe(reader);
     if (p.has("--json"))
         std::cout << j.dump(2) << "\n";

@@ -1,9 +1,11 @@
-// xen-dumpctl list [--json]: the dumps in the dump directory, oldest first,
-// from their sidecars (like coredumpctl list): time, domain, reason, size,
-// result, and the guest's panic line when its log had one (issue 20: the
-// sidecar's guest_panic, from the log saved as DUMP.dmesg.txt). Refused and
-// failed dumps appear too; they have no file. Text from the sidecars is
-// escaped for the terminal (escape_text).
+// xen-dumpctl list [--json] [MATCH...]: the dumps in the dump directory,
+// oldest first, from their sidecars (like coredumpctl list): time, domain,
+// reason, size, result, and the guest's panic line when its log had one (issue
+// 20: the sidecar's guest_panic, from the log saved as DUMP.dmesg.txt).
+// Refused and failed dumps appear too; they have no file; a dump whose sidecar
+// records it but whose file is gone shows MISSING. MATCH and the selection
+// options: dump_selection.hpp. Text from the sidecars is escaped for the
+// terminal (escape_text).
 #include <cstdio>
 #include <algorithm>
 #include <ctime>
@@ -13,6 +15,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "dump_dir.hpp"
+#include "dump_selection.hpp"
 #include "options.hpp"
 #include "service_options.hpp"
 #include "xendump/text.hpp"
@@ -21,7 +24,8 @@ namespace xendump::ctl {
 
 namespace {
 
-constexpr std::string_view kUsage = "xen-dumpctl list [--json] [--config FILE] [--dump-dir DIR]";
+constexpr std::string_view kUsage =
+    "xen-dumpctl list [--json] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--config FILE] [--dump-dir DIR] [MATCH...]";
 
 std::string utc_time(int64_t t) {
     std::time_t tt = static_cast<std::time_t>(t);
@@ -51,23 +55,30 @@ std::string panic_column(const std::optional<daemon::Sidecar>& info) {
 int cmd_list(Args args) {
     auto sa = parse_service_args(args);
     if (!sa.error.empty()) return usage_error("list", sa.error, kUsage);
-    auto p = parse_args(sa.args(), {"--json"});
+    std::vector<std::string_view> flags = kSelectionFlags;
+    flags.push_back("--json");
+    auto p = parse_args(sa.args(), flags, kSelectionValues);
     if (p.help) {
-        std::printf("usage: %.*s\n\nList the dumps in the dump directory (%s), oldest first.\n",
-                    static_cast<int>(kUsage.size()), kUsage.data(), sa.config.dump_dir.c_str());
+        std::printf("usage: %.*s\n\nList the dumps in the dump directory (%s), oldest first.\n"
+                    "RESULT is ok, failed, refused or cancelled as the sidecar records it, or MISSING\n"
+                    "for a dump that was written but whose file is gone.\n"
+                    "  --json            print a JSON array (\"missing\": true for MISSING)\n%s",
+                    static_cast<int>(kUsage.size()), kUsage.data(), sa.config.dump_dir.c_str(), kSelectionHelp);
         return cli::kExitOk;
     }
     if (!p.error.empty()) return usage_error("list", p.error, kUsage);
-    if (!p.operands.empty()) return usage_error("list", "no operands expected", kUsage);
+    Selection sel;
+    if (auto err = selection_from_args(p, std::time(nullptr), sel); !err.empty())
+        return usage_error("list", err, kUsage);
 
-    auto entries = daemon::scan_dump_dir(sa.config.dump_dir);
-    std::error_code ec;
+    auto entries = select_dumps(daemon::scan_dump_dir(sa.config.dump_dir), sel);
     if (p.has("--json")) {
         nlohmann::ordered_json out = nlohmann::ordered_json::array();
         for (const auto& e : entries) {
             nlohmann::ordered_json j;
             j["path"] = e.dump.string();
-            j["present"] = std::filesystem::exists(e.dump, ec);
+            j["present"] = is_present(e);
+            j["missing"] = is_missing(e);
             j["time"] = e.time;
             j["bytes_on_disk"] = e.bytes_on_disk;
             if (e.info) {
@@ -94,14 +105,15 @@ int cmd_list(Args args) {
         return cli::kExitOk;
     }
     if (entries.empty()) {
-        std::printf("No dumps in %s.\n", escape_text(sa.config.dump_dir.string()).c_str());
+        std::printf(sel.matches.empty() && !sel.any_option ? "No dumps in %s.\n" : "No matching dumps in %s.\n",
+                    escape_text(sa.config.dump_dir.string()).c_str());
         return cli::kExitOk;
     }
     // FILE is as wide as the longest name, so that PANIC, last, lines up.
     std::vector<std::string> files;
     size_t file_width = 4;
     for (const auto& e : entries) {
-        files.push_back(escape_text(std::filesystem::exists(e.dump, ec) ? e.dump.filename().string() : "(none)"));
+        files.push_back(escape_text(is_present(e) || is_missing(e) ? e.dump.filename().string() : "(none)"));
         file_width = std::max(file_width, files.back().size());
     }
     const int fw = static_cast<int>(file_width);
@@ -112,7 +124,7 @@ int cmd_list(Args args) {
         std::string domain = e.info ? e.info->domain_name : "-";
         std::string id = e.info ? std::to_string(e.info->domid) : "-";
         std::string reason = e.info ? e.info->reason : "-";
-        std::string result = e.info ? daemon::to_string(e.info->result) : "unknown";
+        std::string result = is_missing(e) ? "MISSING" : e.info ? daemon::to_string(e.info->result) : "unknown";
         // Guest names, file names and guest log text may hold anything: escaped (escape_text).
         std::printf("%-19s  %-16s %5s  %-8s %10s  %-9s %-*s  %s\n", utc_time(e.time).c_str(),
                     escape_text(domain).c_str(), id.c_str(), escape_text(reason).c_str(),

@@ -1,11 +1,14 @@
-// xen-dumpctl verify FILE...: every conformance check of the format (spec §8),
-// digests included. Exit 0 only when every file passes; otherwise one line
-// per failed check: "FILE: check: structure at offset 0x…: message".
+// xen-dumpctl verify FILE|MATCH...: every conformance check of the format
+// (spec §8), digests included, of each FILE, or of every dump MATCH selects
+// (dump_selection.hpp; -1 for the latest only). Exit 0 only when every file
+// passes; otherwise one line per failed check: "FILE: check: structure at
+// offset 0x…: message", and one per selected dump whose file is gone.
 #include <cstdio>
 #include <optional>
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "dump_selection.hpp"
 #include "options.hpp"
 #include "xendump/reader.hpp"
 
@@ -13,7 +16,9 @@ namespace xendump::ctl {
 
 namespace {
 
-constexpr std::string_view kUsage = "xen-dumpctl verify [--no-digests] [--allow-no-digests] [--quiet] FILE...";
+constexpr std::string_view kUsage =
+    "xen-dumpctl verify [--no-digests] [--allow-no-digests] [--quiet] [-S TIME] [-U TIME] [-r] [-1 | -n N] "
+    "[--dump-dir DIR] [--config FILE] FILE|MATCH...";
 
 bool verify_one(const std::string& file, const VerifyOptions& base, bool quiet) {
     std::optional<cli::ProgressBar> bar;
@@ -50,7 +55,8 @@ bool verify_one(const std::string& file, const VerifyOptions& base, bool quiet) 
 }  // namespace
 
 int cmd_verify(Args args) {
-    auto p = parse_args(args, {"--no-digests", "--allow-no-digests", "--quiet"});
+    auto a = parse_file_command(args, {"--no-digests", "--allow-no-digests", "--quiet"}, {}, true);
+    const ParsedArgs& p = a.p;
     if (p.help) {
         std::printf("usage: %.*s\n\nCheck dump files against the xen-dump-core format: ELF structure, notes,\n"
                     "the PFN->GMFN table, PT_LOAD runs, section placement and the digests.\n"
@@ -60,17 +66,21 @@ int cmd_verify(Args args) {
                     "  --allow-no-digests   accept a file that has no digests (written with\n"
                     "                       Digests=no or --no-digests, or an xl dump-core file);\n"
                     "                       its OK line says the pages were not checked\n"
-                    "  --quiet              print only failures, no progress bar\n",
-                    static_cast<int>(kUsage.size()), kUsage.data());
+                    "  --quiet              print only failures, no progress bar\n"
+                    "Every dump MATCH selects is checked (-1 for the latest only); a selected dump\n"
+                    "whose file is gone is a failure (\"FILE: missing\").\n%s",
+                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp);
         return cli::kExitOk;
     }
-    if (!p.error.empty()) return usage_error("verify", p.error, kUsage);
-    if (p.operands.empty()) return usage_error("verify", "expected at least one FILE", kUsage);
+    if (!a.error.empty()) return usage_error("verify", a.error, kUsage);
+    const Targets targets = resolve_targets(a.service, a.selection, true);
     VerifyOptions options;
     options.digests = !p.has("--no-digests");
     options.allow_no_digests = p.has("--allow-no-digests");
-    bool ok = true;
-    for (const auto& f : p.operands) ok = verify_one(f, options, p.has("--quiet")) && ok;
+    bool ok = targets.missing.empty();
+    for (const auto& f : targets.missing)
+        std::printf("%s: missing: its sidecar records the dump, the file is gone\n", f.c_str());
+    for (const auto& f : targets.files) ok = verify_one(f.string(), options, p.has("--quiet")) && ok;
     return ok ? cli::kExitOk : cli::kExitFailure;
 }
 

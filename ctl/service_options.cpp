@@ -8,10 +8,11 @@
 
 namespace xendump::ctl {
 
-ServiceArgs parse_service_args(Args args, BadConfig bad) {
+ServiceArgs parse_service_options(Args args) {
     ServiceArgs out;
-    std::filesystem::path config_file = daemon::default_config_file();
-    daemon::ConfigOverrides overrides;
+    std::filesystem::path& config_file = out.config_file;
+    config_file = daemon::default_config_file();
+    daemon::ConfigOverrides& overrides = out.overrides;
     for (size_t i = 0; i < args.size(); ++i) {
         std::string a = args[i];
         std::optional<std::string> value;
@@ -35,8 +36,18 @@ ServiceArgs parse_service_args(Args args, BadConfig bad) {
         }
         out.rest.push_back(args[i]);
     }
+    return out;
+}
+
+ServiceArgs parse_service_args(Args args, BadConfig bad) {
+    ServiceArgs out = parse_service_options(args);
+    if (out.error.empty()) load_service_config(out, bad);
+    return out;
+}
+
+void load_service_config(ServiceArgs& out, BadConfig bad) {
     try {
-        out.config = daemon::load_config(config_file);
+        out.config = daemon::load_config(out.config_file);
     } catch (const Error& e) {
         // A broken file must not stop `status` or `list` (the service keeps
         // its old configuration on SIGHUP too): say so and use the defaults.
@@ -45,8 +56,7 @@ ServiceArgs parse_service_args(Args args, BadConfig bad) {
         if (bad == BadConfig::warn)
             std::fprintf(stderr, "xen-dumpctl: warning: ignoring the configuration: %s\n", e.what());
     }
-    overrides.apply(out.config);
-    return out;
+    out.overrides.apply(out.config);
 }
 
 }  // namespace xendump::ctl

@@ -3,6 +3,7 @@
 // directory and control socket as xen-dumpd itself would.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@ struct ServiceArgs {
     std::vector<char*> rest;  // the other arguments, for parse_args()
     std::string error;        // usage error
     std::string config_error; // the configuration could not be loaded (config holds the defaults)
+    std::filesystem::path config_file;  // --config, else the default
+    daemon::ConfigOverrides overrides;  // --dump-dir, --socket
     Args args() const { return Args(rest.data(), rest.size()); }
 };
 
@@ -26,6 +29,12 @@ struct ServiceArgs {
 // holds the defaults.
 enum class BadConfig { warn, refuse };
 ServiceArgs parse_service_args(Args args, BadConfig bad = BadConfig::warn);
+
+// The same options without loading the configuration yet: the file commands
+// (info, verify, dmesg, debug) read it only when a MATCH needs the dump
+// directory, so a FILE operand works as it did without one.
+ServiceArgs parse_service_options(Args args);
+void load_service_config(ServiceArgs& sa, BadConfig bad = BadConfig::warn);
 
 inline constexpr const char* kServiceOptionsUsage = "[--config FILE] [--dump-dir DIR] [--socket PATH]";
 

@@ -1,0 +1,143 @@
+#include "time_spec.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <optional>
+#include <string>
+
+#include "xendump/error.hpp"
+
+namespace xendump::ctl {
+
+namespace {
+
+constexpr int64_t kDay = 86400;
+
+// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+// days_from_civil algorithm, written out here).
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+    y -= m <= 2;
+    const int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const auto yoe = static_cast<unsigned>(y - era * 400);
+    const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+bool leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+unsigned days_in_month(int64_t y, unsigned m) {
+    static constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return m == 2 && leap(y) ? 29 : kDays[m - 1];
+}
+
+int64_t floor_day(int64_t t) { return (t >= 0 ? t / kDay : (t - kDay + 1) / kDay) * kDay; }
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return s;
+}
+
+// Exactly `n` digits at s[pos].
+bool digits(std::string_view s, size_t pos, size_t n, unsigned& out) {
+    if (pos + n > s.size()) return false;
+    out = 0;
+    for (size_t i = pos; i < pos + n; ++i) {
+        if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
+        out = out * 10 + static_cast<unsigned>(s[i] - '0');
+    }
+    return true;
+}
+
+// YYYY-MM-DD[( |T)HH:MM[:SS]][Z| UTC|+00:00]
+std::optional<int64_t> absolute(std::string_view s) {
+    unsigned y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
+    if (!digits(s, 0, 4, y) || s.size() < 10 || s[4] != '-' || !digits(s, 5, 2, mo) || s[7] != '-' ||
+        !digits(s, 8, 2, d))
+        return std::nullopt;
+    if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo)) return std::nullopt;
+    std::string_view rest = s.substr(10);
+    if (!rest.empty() && (rest[0] == ' ' || rest[0] == 'T')) {
+        if (!digits(rest, 1, 2, h) || rest.size() < 6 || rest[3] != ':' || !digits(rest, 4, 2, mi))
+            return std::nullopt;
+        rest.remove_prefix(6);
+        if (!rest.empty() && rest[0] == ':') {
+            if (!digits(rest, 1, 2, sec)) return std::nullopt;
+            rest.remove_prefix(3);
+        }
+        if (h > 23 || mi > 59 || sec > 60) return std::nullopt;
+    }
+    rest = trim(rest);
+    if (!rest.empty() && rest != "Z" && rest != "UTC" && rest != "+00:00") return std::nullopt;
+    return days_from_civil(y, mo, d) * kDay + h * 3600 + mi * 60 + sec;
+}
+
+std::optional<int64_t> unit_seconds(std::string_view u) {
+    static constexpr std::pair<std::string_view, int64_t> kUnits[] = {
+        {"s", 1},       {"sec", 1},       {"secs", 1},      {"second", 1},  {"seconds", 1},
+        {"m", 60},      {"min", 60},      {"mins", 60},     {"minute", 60}, {"minutes", 60},
+        {"h", 3600},    {"hr", 3600},     {"hour", 3600},   {"hours", 3600},
+        {"d", kDay},    {"day", kDay},    {"days", kDay},
+        {"w", 7 * kDay}, {"week", 7 * kDay}, {"weeks", 7 * kDay},
+    };
+    for (const auto& [name, secs] : kUnits)
+        if (name == u) return secs;
+    return std::nullopt;
+}
+
+// "2h 30min", "90s", "1d": a sum of NUMBER UNIT terms (spaces allowed between).
+std::optional<int64_t> span(std::string_view s) {
+    s = trim(s);
+    if (s.empty()) return std::nullopt;
+    int64_t total = 0;
+    while (!s.empty()) {
+        int64_t n = 0;
+        auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+        if (ec != std::errc() || n < 0 || n > (int64_t{1} << 40)) return std::nullopt;
+        s.remove_prefix(static_cast<size_t>(p - s.data()));
+        s = trim(s);
+        size_t len = 0;
+        while (len < s.size() && std::isalpha(static_cast<unsigned char>(s[len]))) ++len;
+        auto unit = unit_seconds(s.substr(0, len));
+        if (!unit) return std::nullopt;
+        total += n * *unit;
+        s = trim(s.substr(len));
+    }
+    return total;
+}
+
+}  // namespace
+
+int64_t parse_time_spec(std::string_view text, int64_t now) {
+    const std::string_view s = trim(text);
+    auto fail = [&]() -> Error {
+        return Error("not a time: '" + std::string(text) +
+                     "' (expected YYYY-MM-DD [HH:MM[:SS]] UTC, @SECONDS, now, today, yesterday, tomorrow, "
+                     "or a relative time such as -2h, -30min, -1d, \"2h ago\")");
+    };
+    if (s == "now") return now;
+    if (s == "today") return floor_day(now);
+    if (s == "yesterday") return floor_day(now) - kDay;
+    if (s == "tomorrow") return floor_day(now) + kDay;
+    if (s.starts_with('@')) {
+        int64_t v = 0;
+        auto [p, ec] = std::from_chars(s.data() + 1, s.data() + s.size(), v);
+        if (ec != std::errc() || p != s.data() + s.size() || s.size() == 1) throw fail();
+        return v;
+    }
+    if (s.starts_with('-') || s.starts_with('+')) {
+        auto d = span(s.substr(1));
+        if (!d) throw fail();
+        return s[0] == '-' ? now - *d : now + *d;
+    }
+    if (s.ends_with(" ago")) {
+        auto d = span(s.substr(0, s.size() - 4));
+        if (!d) throw fail();
+        return now - *d;
+    }
+    if (auto t = absolute(s)) return *t;
+    throw fail();
+}
+
+}  // namespace xendump::ctl

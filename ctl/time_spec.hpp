@@ -1,0 +1,23 @@
+// The times of -S/--since and -U/--until (xen-dumpctl list, info, verify,
+// dmesg, debug), a subset of systemd.time(7)'s syntax, UTC unless a zone is
+// stated (only "Z", "UTC" and "+00:00" are):
+//   YYYY-MM-DD                      midnight of that day
+//   YYYY-MM-DD HH:MM[:SS]           also with 'T' between, and "Z"/" UTC" after
+//   @SECONDS                        seconds since the epoch
+//   now, today, yesterday, tomorrow (today = midnight of the current day)
+//   -2h, +30min, "-1d 6h", "2h ago" relative to now; units: s sec
+//   second(s), m min minute(s), h hr hour(s), d day(s), w week(s)
+// libsystemd has no public parser for this syntax (parse_timestamp() is
+// internal to systemd), hence this one.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace xendump::ctl {
+
+// Unix seconds of `text`, with `now` (unix seconds) for the relative forms.
+// Throws Error naming the text on anything else.
+int64_t parse_time_spec(std::string_view text, int64_t now);
+
+}  // namespace xendump::ctl
