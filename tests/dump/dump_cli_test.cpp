@@ -297,6 +297,11 @@ TEST(DumpCliService, SigtermWhileWaitingOnTheServiceCancelsTheRequest) {
     expect_failed_exit(one.wait_for(std::chrono::seconds(5)));
     // The service dropped the dump: the domain runs again, no dump remains.
     EXPECT_TRUE(wait_paused(host, 7, false)) << "the service's dump went on";
+    // The domain is unpaused as the cancelled dump unwinds; the name it had
+    // reserved in the dump directory goes a moment later.
+    const auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!dumps_in(dir / "dumps").empty() && std::chrono::steady_clock::now() < gone_by)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
     EXPECT_TRUE(dumps_in(dir / "dumps").empty());
     kill(service.pid, SIGTERM);
     EXPECT_TRUE(service.wait_for(std::chrono::seconds(30)));
