@@ -25,7 +25,7 @@ namespace xendump::ctl {
 namespace {
 
 constexpr std::string_view kUsage =
-    "xen-dumpctl info [--json] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH...";
+    "xen-dumpctl info [--json[=short|pretty]] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH...";
 
 std::string fixed_string(const char* p, size_t n) { return std::string(p, strnlen(p, n)); }
 
@@ -206,7 +206,7 @@ void print_text(const nlohmann::json& j) {
 }  // namespace
 
 int cmd_info(Args args) {
-    auto a = parse_file_command(args, {"--json"}, {}, false);
+    auto a = parse_file_command(args, false);
     const ParsedArgs& p = a.p;
     if (p.help) {
         std::printf("usage: %.*s\n\nShow the domain, pages, vcpus and metadata a dump file holds, and the\n"
@@ -214,15 +214,15 @@ int cmd_info(Args args) {
                     "image segment, each vcpu's instruction pointer as symbol+offset, and the\n"
                     "crash reports (panic, Oops, BUG) of the kernel's log.\n"
                     "Of the dumps MATCH selects, the latest one that has a file is shown.\n"
-                    "  --json            print one JSON object instead of text\n%s",
-                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp);
+                    "With --json, one JSON object instead of text.\n%s\n%s",
+                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp, options_help("info").c_str());
         return cli::kExitOk;
     }
-    if (!a.error.empty()) return usage_error("info", a.error, kUsage);
+    if (!a.error.empty()) return usage_error("info", a.error);
     auto reader = DumpReader::open(one_dump(a));
     auto j = describe(reader);
     if (p.has("--json"))
-        std::cout << j.dump(2) << "\n";
+        std::cout << j.dump(a.json_indent) << "\n";
     else
         print_text(j);
     return cli::kExitOk;

@@ -1,4 +1,4 @@
-// xen-dumpctl list [--json] [MATCH...]: the dumps in the dump directory,
+// xen-dumpctl list [--json[=short|pretty]] [MATCH...]: the dumps in the dump directory,
 // oldest first, from their sidecars (like coredumpctl list): time, domain,
 // reason, size, result, and the guest's panic line when its log had one (issue
 // 20: the sidecar's guest_panic, from the log saved as DUMP.dmesg.txt).
@@ -25,7 +25,7 @@ namespace xendump::ctl {
 namespace {
 
 constexpr std::string_view kUsage =
-    "xen-dumpctl list [--json] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--config FILE] [--dump-dir DIR] [MATCH...]";
+    "xen-dumpctl list [--json[=short|pretty]] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--config FILE] [--dump-dir DIR] [MATCH...]";
 
 std::string utc_time(int64_t t) {
     std::time_t tt = static_cast<std::time_t>(t);
@@ -53,23 +53,24 @@ std::string panic_column(const std::optional<daemon::Sidecar>& info) {
 }  // namespace
 
 int cmd_list(Args args) {
-    auto sa = parse_service_args(args);
-    if (!sa.error.empty()) return usage_error("list", sa.error, kUsage);
-    std::vector<std::string_view> flags = kSelectionFlags;
-    flags.push_back("--json");
-    auto p = parse_args(sa.args(), flags, kSelectionValues);
+    auto p = parse_args(args);
+    if (!p.error.empty()) return usage_error("list", p.error);
+    auto sa = service_options(p);
+    load_service_config(sa);
     if (p.help) {
         std::printf("usage: %.*s\n\nList the dumps in the dump directory (%s), oldest first.\n"
                     "RESULT is ok, failed, refused or cancelled as the sidecar records it, or MISSING\n"
-                    "for a dump that was written but whose file is gone.\n"
-                    "  --json            print a JSON array (\"missing\": true for MISSING)\n%s",
-                    static_cast<int>(kUsage.size()), kUsage.data(), sa.config.dump_dir.c_str(), kSelectionHelp);
+                    "for a dump that was written but whose file is gone. --json prints a JSON array\n"
+                    "(\"missing\": true for MISSING).\n%s\n%s",
+                    static_cast<int>(kUsage.size()), kUsage.data(), sa.config.dump_dir.c_str(), kSelectionHelp,
+                    options_help("list").c_str());
         return cli::kExitOk;
     }
-    if (!p.error.empty()) return usage_error("list", p.error, kUsage);
+    const int indent = p.json_indent(2);
+    if (!p.error.empty()) return usage_error("list", p.error);
     Selection sel;
     if (auto err = selection_from_args(p, std::time(nullptr), sel); !err.empty())
-        return usage_error("list", err, kUsage);
+        return usage_error("list", err);
 
     auto entries = select_dumps(daemon::scan_dump_dir(sa.config.dump_dir), sel);
     if (p.has("--json")) {
@@ -101,7 +102,7 @@ int cmd_list(Args args) {
             out.push_back(j);
         }
         // Strings that are not UTF-8 (a guest's name may be any bytes) get U+FFFD.
-        std::cout << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+        std::cout << out.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
         return cli::kExitOk;
     }
     if (entries.empty()) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "options_table.hpp"
 #include "sim/sim_host.hpp"
 #include "xendump/error.hpp"
 #include "xendump_config.h"
@@ -36,7 +37,9 @@ constexpr const char* kUsage =
     "  balloon DIR DOMID PFN COUNT the guest gives pfns PFN..PFN+COUNT-1 back (p2m entries become ~0)\n"
     "\n"
     "DOMID is a domain id or a domain name.\n"
-    "Exit status: 0 success, 1 failure, 2 bad command line.\n";
+    "Exit status: 0 success, 1 failure, 2 bad command line.\n"
+    "\n"
+    "Options:\n";
 
 struct UsageError {
     std::string message;
@@ -87,23 +90,24 @@ void print_info(const nlohmann::json& j) {
     std::printf("%-16s %zu pages\n", "p2m_pfns", j["p2m_pfns"].size());
 }
 
-int run(std::vector<std::string> args) {
-    bool json = false;
-    std::vector<std::string> pos;
-    for (const auto& a : args) {
-        if (a == "--help" || a == "-h") {
-            std::fputs(kUsage, stdout);
-            return cli::kExitOk;
-        }
-        if (a == "--version") {
-            std::printf("xen-dump-sim %s\n", XENDUMP_VERSION);
-            return cli::kExitOk;
-        }
-        if (a == "--json") json = true;
-        else if (a.size() > 1 && a[0] == '-')
-            throw UsageError{"unknown option " + a};
-        else pos.push_back(a);
+int run(int argc, char** argv) {
+    cli::Parsed p;
+    try {
+        p = cli::parse(sim::kSimOptions, argc, argv);
+    } catch (cli::UsageError& e) {
+        throw UsageError{e.message};
     }
+    if (p.help) {
+        std::fputs(kUsage, stdout);
+        std::fputs(cli::options_help(sim::kSimOptions).c_str(), stdout);
+        return cli::kExitOk;
+    }
+    if (p.has("--version")) {
+        std::printf("xen-dump-sim %s\n", XENDUMP_VERSION);
+        return cli::kExitOk;
+    }
+    const bool json = p.has("--json");
+    const std::vector<std::string>& pos = p.operands;
     if (pos.empty()) throw UsageError{"no command given"};
     const std::string cmd = pos[0];
     auto want = [&](size_t n, const char* shape) {
@@ -157,10 +161,9 @@ int run(std::vector<std::string> args) {
 
 int main(int argc, char** argv) {
     try {
-        return run(std::vector<std::string>(argv + 1, argv + argc));
+        return run(argc, argv);
     } catch (const UsageError& e) {
-        std::fprintf(stderr, "xen-dump-sim: %s\nTry 'xen-dump-sim --help'.\n", e.message.c_str());
-        return cli::kExitUsage;
+        return cli::usage_error("xen-dump-sim", e.message);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "xen-dump-sim: %s\n", e.what());
         return cli::kExitFailure;
