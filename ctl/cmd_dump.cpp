@@ -6,7 +6,9 @@
 // file for a kdump vmcore, as it does our v1 files), and the kernel image
 // PT_LOAD (p_vaddr = the image's virtual address) when the dump has one.
 // None of the Xen notes, no digests: what is not in the pages stays in the
-// dump. A FILE appears only when complete (AtomicFile); '-' streams to
+// dump. For a PV guest, whose page tables hold machine frames, the vmcore
+// holds the pages but crash cannot walk them (a warning says so; crash reads
+// the dump itself). A FILE appears only when complete (AtomicFile); '-' streams to
 // standard output.
 #include <elf.h>
 #include <unistd.h>
@@ -205,6 +207,15 @@ int cmd_dump(Args args) {
         return usage_error("dump", "refusing to write a vmcore to a terminal (-o FILE, or a pipe)");
     const DumpReader reader = DumpReader::open(one_dump(a));
     write_vmcore(reader, *target);
+    // A PV guest's page tables hold machine frames, which a pfn-addressed
+    // vmcore cannot resolve (crash stops at the first page-table walk);
+    // crash reads the dump itself through its xendump support.
+    if (reader.type() == format::GuestType::pv)
+        std::fprintf(stderr,
+                     "xen-dumpctl dump: warning: %s is a PV guest's: its page tables hold machine frames that the "
+                     "vmcore's physical addresses do not resolve; give crash the dump itself "
+                     "(xen-dumpctl debug)\n",
+                     reader.path().c_str());
     return cli::kExitOk;
 }
 
