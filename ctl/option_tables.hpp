@@ -23,15 +23,13 @@ inline constexpr Option kTopOptions[] = {
     {"version", 0, Arg::none, "", "the version"},
 };
 
-// Where the dumps are (the file commands, list, vacuum).
-inline constexpr Option kDumpDirOptions[] = {
+// Where the dumps are and where the service listens, as xen-dumpd finds
+// them; every command but symbol takes all three (a script may pass the same
+// set to each), each uses what it needs.
+inline constexpr Option kServiceOptions[] = {
     {"dump-dir", 0, Arg::required, "DIR", "the dump directory (default: DumpDir= of the configuration)"},
     {"config", 0, Arg::required, "FILE", "the service's configuration file"},
-};
-// Where the service listens (status, cancel).
-inline constexpr Option kSocketOptions[] = {
-    {"config", 0, Arg::required, "FILE", "the service's configuration file"},
-    {"socket", 0, Arg::required, "PATH", "the service's control socket (default: ControlSocket=)"},
+    {"socket", 0, Arg::required, "PATH", "the service's control socket (default: ControlSocket=;\nstatus and cancel)"},
 };
 // Which dumps (dump_selection.hpp).
 inline constexpr Option kSelectionOptions[] = {
@@ -80,16 +78,16 @@ struct VerbTable {
 inline const std::vector<VerbTable>& verb_tables() {
     using cli::join;
     static const std::vector<VerbTable> tables = {
-        {"info", join({kJsonOption, kSelectionOptions, kDumpDirOptions})},
-        {"verify", join({kVerifyOwn, kSelectionOptions, kDumpDirOptions})},
+        {"info", join({kJsonOption, kSelectionOptions, kServiceOptions})},
+        {"verify", join({kVerifyOwn, kSelectionOptions, kServiceOptions})},
         {"symbol", join({kJsonOption, kSymbolOwn})},
-        {"dmesg", join({kJsonOption, kSelectionOptions, kDumpDirOptions})},
-        {"debug", join({kDebugOwn, kSelectionOptions, kDumpDirOptions})},
-        {"dump", join({kDumpOwn, kSelectionOptions, kDumpDirOptions})},
-        {"list", join({kJsonOption, kSelectionOptions, kDumpDirOptions})},
-        {"vacuum", join({kVacuumOwn, kDumpDirOptions})},
-        {"status", join({kJsonOption, kSocketOptions})},
-        {"cancel", join({kSocketOptions})},
+        {"dmesg", join({kJsonOption, kSelectionOptions, kServiceOptions})},
+        {"debug", join({kDebugOwn, kSelectionOptions, kServiceOptions})},
+        {"dump", join({kDumpOwn, kSelectionOptions, kServiceOptions})},
+        {"list", join({kJsonOption, kSelectionOptions, kServiceOptions})},
+        {"vacuum", join({kVacuumOwn, kServiceOptions})},
+        {"status", join({kJsonOption, kServiceOptions})},
+        {"cancel", join({kServiceOptions})},
     };
     return tables;
 }
