@@ -205,6 +205,9 @@ int cmd_dump(Args args) {
     if (!target || target->empty()) return usage_error("dump", "-o FILE is required");
     if (*target == "-" && isatty(STDOUT_FILENO))
         return usage_error("dump", "refusing to write a vmcore to a terminal (-o FILE, or a pipe)");
+    std::error_code ec;
+    if (*target != "-" && fs::symlink_status(*target, ec).type() != fs::file_type::not_found)
+        throw Error("exists; not replacing it", *target);  // before the pages are read (AtomicFile checks again)
     const DumpReader reader = DumpReader::open(one_dump(a));
     write_vmcore(reader, *target);
     // A PV guest's page tables hold machine frames, which a pfn-addressed
