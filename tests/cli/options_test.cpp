@@ -113,8 +113,9 @@ TEST(OptionTables, EveryRowIsInTheManPageAndTheCompletion) {
                 EXPECT_TRUE(documented.contains(s)) << t.man << " does not document " << s;
                 EXPECT_TRUE(offered.contains(s)) << "the completion of " << t.label() << " does not offer " << s;
                 // A value in the table is a value in the page (--json[=...] is optional: either).
-                if (documented.contains(s) && o.arg == Arg::required)
+                if (documented.contains(s) && o.arg == Arg::required) {
                     EXPECT_TRUE(documented.at(s)) << t.man << " shows " << s << " without its " << o.value;
+                }
             }
         }
     }
@@ -176,7 +177,9 @@ TEST(OptionTables, EveryRowParsesInEverySpelling) {
                 cli::Parsed p;
                 ASSERT_NO_THROW(p = parse_words(t.rows, f));
                 EXPECT_TRUE(p.has(id));
-                if (o.arg != Arg::none) EXPECT_EQ(p.value(id), "v-1");
+                if (o.arg != Arg::none) {
+                    EXPECT_EQ(p.value(id), "v-1");
+                }
                 EXPECT_EQ(p.operands, std::vector<std::string>{"operand"});
             }
         }
