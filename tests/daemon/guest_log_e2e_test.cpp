@@ -137,6 +137,16 @@ TEST(ServiceGuestLog, CrashDumpsRecordTheGuestsLogAndPanicLine) {
                                              daemon::kMessageDumpWritten);
     EXPECT_NE(std::find(items.begin(), items.end(), "GUEST_PANIC=" + std::string(kCrashedPanicLine)), items.end());
     EXPECT_NE(std::find(items.begin(), items.end(), "GUEST_DMESG_PATH=" + dmesg.string()), items.end());
+    // The vcpu that reported the crash (the guest's only one) and its top
+    // frames, in the sidecar, GUEST_BACKTRACE= and the message.
+    ASSERT_TRUE(sc.guest_backtrace.has_value()) << file_text(daemon::sidecar_path(dump));
+    EXPECT_EQ(sc.guest_backtrace->vcpu, 0u);
+    EXPECT_FALSE(sc.guest_backtrace->frames.empty());
+    EXPECT_LE(sc.guest_backtrace->frames.size(), daemon::kGuestBacktraceFrames + 1);
+    EXPECT_TRUE(raw.at("guest_backtrace").at("frames").is_array());
+    EXPECT_NE(std::find(items.begin(), items.end(), "GUEST_BACKTRACE=" + daemon::guest_backtrace_line(*sc.guest_backtrace)),
+              items.end());
+    EXPECT_NE(message.find("; backtrace: vcpu 0 ("), std::string::npos) << message;
 
     // A guest without a kernel: its dump, no .dmesg.txt, the error recorded.
     const fs::path plain = h.crash_and_wait(kPattern, "pattern");

@@ -280,6 +280,7 @@ def check_service(args, env, tools):
     # The crashed guest's own log, from the dump: its panic must be there.
     row["dmesg"] = check_dmesg("svc", dump.path, tools, out, problems, pv=True,
                                must_show="Kernel panic - not syncing")
+    row["bt"] = check_panic_backtrace("svc", dump.path, tools, out, problems)
     marker = dump.data.find(b"XENLAB-GUEST-MEMORY-MARKER") >= 0
     row["equal/compared"] = "marker found" if marker else "NO marker"
     if not marker:
@@ -373,6 +374,123 @@ def check_dmesg(name, path, tools, out, problems, pv=False, must_show=None):
     return f"= makedumpfile ({lines})"
 
 
+CRASH_FRAME = re.compile(r"^\s*#(\d+) \[([0-9a-f]+)\] (\S+) at ([0-9a-f]+)")
+
+
+def crash_bt(path, vmlinux, args, out_log):
+    """crash's `bt ARGS` on a dump: per task header, the list of function
+    names of its frames (#0 first)."""
+    cmds = out_log + ".cmds"
+    with open(cmds, "w") as f:
+        f.write(f"bt {args}\nquit\n")
+    r = subprocess.run(["crash", "-s", "-i", cmds, vmlinux, path], capture_output=True, text=True,
+                       timeout=600, errors="replace")
+    with open(out_log, "w") as f:
+        f.write(r.stdout + r.stderr)
+    traces, current = [], None
+    for line in r.stdout.splitlines():
+        if line.startswith("PID:"):
+            cpu = re.search(r"CPU: (\d+)", line)
+            current = {"cpu": int(cpu.group(1)) if cpu else None, "header": line.strip(), "functions": []}
+            traces.append(current)
+        elif current is not None and (m := CRASH_FRAME.match(line)):
+            current["functions"].append(m.group(3))
+    return traces
+
+
+def our_backtraces(tools, path):
+    """`xen-dumpctl backtrace --json`: the JSON object (None on failure)."""
+    import json
+    r = subprocess.run([tools["xen-dumpctl"], "backtrace", "--json", path], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip()[-300:]
+    return json.loads(r.stdout), ""
+
+
+def function_names(trace):
+    """Our reliable frames' function names, innermost first."""
+    return [f["symbol"].split("+")[0] for f in trace.get("frames", []) if f.get("reliable") and f.get("symbol")]
+
+
+def compare_bt(ours, theirs):
+    """How crash's frames line up with ours: crash's #0 is looked up in ours,
+    then each of crash's frames must follow in order (ours may have frames
+    crash does not show above its #0; crash may show stale frames ours, as
+    the kernel's unwinder, does not). Returns (crash frames matched in a row
+    from #0, where crash's #0 is in ours or None, the crash frames ours skips)."""
+    if not theirs or theirs[0] not in ours:
+        return 0, None, list(theirs)
+    start = ours.index(theirs[0])
+    i, matched_in_row, skipped = start, 0, []
+    in_row = True
+    for fn in theirs:
+        if fn in ours[i:]:
+            i = ours.index(fn, i) + 1
+            if in_row:
+                matched_in_row += 1
+        else:
+            in_row = False
+            skipped.append(fn)
+    return matched_in_row, start, skipped
+
+
+def check_panic_backtrace(name, path, tools, out, problems):
+    """Issue 20: the backtrace of the panicking vcpu (xen-dumpctl backtrace)
+    names the same functions, in the same order, as crash's `bt` on the dump,
+    at least from crash's #0 down to the caller of panic(); `xen-dumpctl
+    info` and the service's sidecar show its top frames."""
+    import json
+    if not shutil.which("crash"):
+        return "-"
+    info = subprocess.run([tools["xen-dumpctl"], "info", "--json", path], capture_output=True, text=True)
+    try:
+        k = json.loads(info.stdout)["kernel"]
+    except (ValueError, KeyError):
+        problems.append(f"{name}: xen-dumpctl info --json failed: {info.stderr.strip()[-300:]}")
+        return "FAIL"
+    vmlinux = os.environ.get("XENLAB_VMLINUX") or f"/usr/lib/debug/boot/vmlinux-{k.get('release', '')}"
+    if not os.path.exists(vmlinux):
+        return "-"
+    theirs_all = crash_bt(path, vmlinux, "", os.path.join(out, f"{name}-crash-bt.log"))
+    ours_all, err = our_backtraces(tools, path)
+    log = os.path.join(out, f"{name}-backtrace.txt")
+    if ours_all is None:
+        problems.append(f"{name}: xen-dumpctl backtrace failed: {err}")
+        return "FAIL"
+    if not theirs_all or not theirs_all[0]["functions"]:
+        problems.append(f"{name}: crash bt printed no frames (see {name}-crash-bt.log)")
+        return "FAIL"
+    theirs = theirs_all[0]["functions"]
+    vcpu = ours_all.get("panic_vcpu")
+    trace = next((v for v in ours_all["vcpus"] if v["vcpu"] == vcpu), None)
+    if trace is None:
+        problems.append(f"{name}: xen-dumpctl backtrace did not find the vcpu that panicked (panic_vcpu {vcpu})")
+        return "FAIL"
+    ours = function_names(trace)
+    in_row, start, skipped = compare_bt(ours, theirs)
+    # crash's #0 is panic (or the function that called into it); its caller follows.
+    need = theirs.index("panic") + 2 if "panic" in theirs else 2
+    with open(log, "w") as f:
+        f.write(f"crash bt ({theirs_all[0]['header']}):\n  " + "\n  ".join(theirs) + "\n")
+        f.write(f"ours (vcpu {vcpu}, {trace.get('method')}):\n  " + "\n  ".join(ours) + "\n")
+        f.write(f"crash's first {in_row} frames follow ours in order from our frame {start}; "
+                f"crash frames ours skips: {skipped}\n")
+    if in_row < min(need, len(theirs)):
+        problems.append(f"{name}: our backtrace of vcpu {vcpu} {ours[:12]} does not name crash's bt frames "
+                        f"{theirs[:need]} in order (see {log})")
+        return "FAIL"
+    bt = k.get("crash_backtrace") or {}
+    if bt.get("vcpu") != vcpu or function_names(bt)[:len(ours[:8])] != ours[:8]:
+        problems.append(f"{name}: xen-dumpctl info does not show vcpu {vcpu}'s top frames: {bt}")
+    sidecar = path + ".json"
+    if os.path.exists(sidecar):
+        with open(sidecar) as f:
+            frames = (json.load(f).get("guest_backtrace") or {}).get("frames") or []
+        if not any(fn.split("+")[0] == theirs[min(need, len(theirs)) - 1] for fn in frames):
+            problems.append(f"{name}: the sidecar's guest_backtrace {frames[:8]} lacks {theirs[need - 1]}")
+    return f"= crash bt ({in_row}/{len(theirs)})"
+
+
 def check_crash(name, path, vmlinux, release, out, problems):
     """crash opens our dump with the guest's vmlinux and runs sys, log and bt:
     PVH/HVM through its ELF reader (KASLR from VMCOREINFO, no flag), PV through its Xen
@@ -450,7 +568,7 @@ def _vmcoreinfo_text(dump):
 
 
 def print_table(rows):
-    columns = ["guest", "pages", "equal/compared", "verify", "convert", "ours s", "xl s", "xl/ours", "kernel", "dmesg", "drgn", "vs vmlinux", "crash"]
+    columns = ["guest", "pages", "equal/compared", "verify", "convert", "ours s", "xl s", "xl/ours", "kernel", "dmesg", "drgn", "vs vmlinux", "crash", "bt"]
     widths = {c: max(len(c), *(len(str(r.get(c, "-"))) for r in rows)) for c in columns}
     print(" | ".join(c.ljust(widths[c]) for c in columns))
     print("-+-".join("-" * widths[c] for c in columns))
