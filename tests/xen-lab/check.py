@@ -332,6 +332,8 @@ def check_kernel(name, path, tools, out, row, problems):
         row["vs vmlinux"] = compare_with_vmlinux(tools, path, vmlinux, int(k.get("kernel_offset") or "0", 16),
                                                  name, problems)
         row["crash"] = check_crash(name, path, vmlinux, k.get("release", ""), out, problems)
+        if shutil.which("crash"):
+            row["bt"] = check_idle_backtraces(name, path, tools, vmlinux, out, problems)
     if want is not None and subprocess.run([sys.executable, "-c", "import drgn"], capture_output=True).returncode == 0:
         d = subprocess.run([sys.executable, "-c", DRGN_READ, path, "%x" % want], capture_output=True, text=True)
         row["drgn"] = d.stdout.strip() or "FAIL"
@@ -413,25 +415,46 @@ def function_names(trace):
 
 
 def compare_bt(ours, theirs):
-    """How crash's frames line up with ours: crash's #0 is looked up in ours,
-    then each of crash's frames must follow in order (ours may have frames
-    crash does not show above its #0; crash may show stale frames ours, as
-    the kernel's unwinder, does not). Returns (crash frames matched in a row
-    from #0, where crash's #0 is in ours or None, the crash frames ours skips)."""
-    if not theirs or theirs[0] not in ours:
-        return 0, None, list(theirs)
-    start = ours.index(theirs[0])
-    i, matched_in_row, skipped = start, 0, []
-    in_row = True
-    for fn in theirs:
+    """How crash's frames line up with ours, in order (ours may have frames
+    above crash's #0, e.g. the hypercall a vcpu sat in; crash may show stale
+    frames that ours, like the kernel's own unwinder, does not). Returns (how
+    many of crash's frames from #0 on match in a row, where the first match
+    is in ours or None, crash's frames ours does not have in that order)."""
+    i, in_row, start, skipped = 0, 0, None, []
+    for k, fn in enumerate(theirs):
         if fn in ours[i:]:
-            i = ours.index(fn, i) + 1
-            if in_row:
-                matched_in_row += 1
+            j = ours.index(fn, i)
+            start = j if start is None else start
+            i = j + 1
+            in_row += in_row == k
         else:
-            in_row = False
             skipped.append(fn)
-    return matched_in_row, start, skipped
+    return in_row, start, skipped
+
+
+def check_idle_backtraces(name, path, tools, vmlinux, out, problems):
+    """Each vcpu's backtrace (xen-dumpctl backtrace) beside crash's `bt -a`
+    for the task on that cpu, written to NAME-backtrace.txt. crash's #0 of
+    an idle vcpu in a dump without a panic may be a stale frame (it cannot
+    take the vcpu's registers as the point it stopped), so only the frames
+    in common are counted: informational, a failure only when ours fails."""
+    ours_all, err = our_backtraces(tools, path)
+    if ours_all is None:
+        problems.append(f"{name}: xen-dumpctl backtrace failed: {err}")
+        return "FAIL"
+    theirs_all = crash_bt(path, vmlinux, "-a", os.path.join(out, f"{name}-crash-bt-a.log"))
+    common = total = 0
+    with open(os.path.join(out, f"{name}-backtrace.txt"), "w") as f:
+        for t in theirs_all:
+            v = next((x for x in ours_all["vcpus"] if x["vcpu"] == t["cpu"]), None)
+            ours = function_names(v) if v else []
+            _, start, skipped = compare_bt(ours, t["functions"])
+            common += len(t["functions"]) - len(skipped)
+            total += len(t["functions"])
+            f.write(f"cpu {t['cpu']}: crash: {' < '.join(t['functions'])}\n"
+                    f"       ours ({v.get('method') if v else '-'}): {' < '.join(ours)}\n"
+                    f"       crash frames not in ours in that order: {skipped}\n")
+    return f"{common}/{total} of crash's"
 
 
 def check_panic_backtrace(name, path, tools, out, problems):
@@ -486,8 +509,10 @@ def check_panic_backtrace(name, path, tools, out, problems):
     if os.path.exists(sidecar):
         with open(sidecar) as f:
             frames = (json.load(f).get("guest_backtrace") or {}).get("frames") or []
-        if not any(fn.split("+")[0] == theirs[min(need, len(theirs)) - 1] for fn in frames):
-            problems.append(f"{name}: the sidecar's guest_backtrace {frames[:8]} lacks {theirs[need - 1]}")
+        caller = theirs[min(need, len(theirs)) - 1]
+        if not any(fn.split("+")[0] == caller for fn in frames):
+            problems.append(f"{name}: the service's sidecar has no guest_backtrace naming {caller} "
+                            f"(frames: {frames[:8]})")
     return f"= crash bt ({in_row}/{len(theirs)})"
 
 
