@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "dump_job.hpp"
+#include "guest_log.hpp"
 #include "guest_ram.hpp"
 #include "journal_log.hpp"
 #include "service_harness.hpp"
@@ -41,9 +42,10 @@ struct GuestLogHost {
             const std::string ram = crashed_guest_ram();
             std::ofstream(image, std::ios::binary).write(ram.data(), static_cast<std::streamsize>(ram.size()));
         }
-        // As tests/dump/dump_support.cpp's hvm_domain and pv_domain write them.
+        // As tests/dump/dump_support.cpp's hvm_domain and pv_domain write them;
+        // one vcpu: the crash report names no CPU, so the only vcpu made it.
         json linux_guest = {{"domid", kLinux}, {"name", "linux"}, {"uuid", "0d5e9a3c-1f2b-4c6d-8e9f-000000000007"},
-                            {"type", "hvm"}, {"vcpus", 2}, {"p2m_size", kFixturePages},
+                            {"type", "hvm"}, {"vcpus", 1}, {"p2m_size", kFixturePages},
                             {"extents", json::array({json::array({0, 0x800000, kFixturePages})})},
                             {"memory", {{"image", image.string()}}}, {"state", "running"}};
         json pattern = {{"domid", kPattern}, {"name", "pattern"}, {"uuid", "0d5e9a3c-1f2b-4c6d-8e9f-000000000008"},

@@ -211,6 +211,20 @@ TEST(OrcEntry, DecodesEachVersionsBits) {
     EXPECT_TRUE(e.signal);
 }
 
+TEST(OrcWalk, AReturnAddressAtTheNextFunctionIsLookedUpAsItsCaller) {
+    // bottom_function ends with its call (a noreturn callee): the return
+    // address is entry_SYSCALL_64's first byte, but the frame is
+    // bottom_function's (ORC and the name are looked up at ip - 1, as %pB).
+    Guest g(syscall_orc(), OrcVersion::v1);
+    const UnwindStart start = build_syscall_stack(g);
+    g.memory.put<uint64_t>(start.regs.bp + 8, kEntry);
+    g.call_before(kEntry);
+    const Backtrace t = g.unwinder(OrcVersion::v1).unwind(start);
+    EXPECT_EQ(names(t), (std::vector<std::string>{"top_function+0x10", "middle_function+0x20",
+                                                  "bottom_function+0x1000", "entry_SYSCALL_64+0x40"}));
+    EXPECT_EQ(t.user_ip, kUserIp);
+}
+
 TEST(OrcWalkEnd, AKernelThreadEndsAtTheEndMarker) {
     Guest g(syscall_orc(), OrcVersion::v1);
     UnwindStart start = build_syscall_stack(g);
