@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "fake_kernel_memory.hpp"
+#include "guest_ram.hpp"
 #include "xendump/kernel/backtrace.hpp"
+#include "xendump/kernel/virtual_memory.hpp"
 
 namespace xendump::kernel {
 namespace {
@@ -451,6 +453,32 @@ TEST(HostileOrc, ImplausibleTablesAreNotUsedAndBadLookupsFallBackToTheWholeTable
     for (auto& s : symbols)
         if (s.name == "__stop_orc_unwind_ip") s.address = s.address - 4 * 6 + 4 * (OrcTable::kMaxEntries + 1);
     EXPECT_FALSE(OrcTable::locate(SymbolTable(symbols), OrcVersion::v1));
+}
+
+// The real guest kernel of the fixture (Debian 6.1, no KASLR): its ORC
+// tables are found through its kallsyms, and at the first byte of every
+// function they say what any function's entry is: the caller's frame is at
+// sp + 8 and the return address just below it (a call-type entry).
+TEST(OrcFixture, TheRealKernelsTablesDescribeFunctionEntries) {
+    auto k = find_kallsyms(test::ram_reader(test::guest_ram()));
+    ASSERT_TRUE(k);
+    auto orc = OrcTable::locate(k->table, orc_version_for_release("6.1.0-57-amd64"));
+    ASSERT_TRUE(orc);
+    EXPECT_GT(orc->entries(), 100000u);
+    PhysicalMemory physical(test::ram_reader(test::guest_ram()));
+    KernelPaging paging;
+    paging.phys_base = k->phys_base;
+    KernelVirtualMemory memory(physical, paging);
+    const VirtualReader read = [&memory](uint64_t va, std::span<std::byte> out) { return memory.read(va, out); };
+    for (const char* name : {"vfs_write", "ksys_write", "panic", "do_idle", "schedule", "kmem_cache_alloc"}) {
+        const auto at = k->table.address(name);
+        ASSERT_TRUE(at) << name;
+        const auto e = orc->find(*at, read);
+        ASSERT_TRUE(e) << name;
+        EXPECT_EQ(e->type, OrcType::call) << name;
+        EXPECT_EQ(e->sp_reg, orc_reg::sp) << name;
+        EXPECT_EQ(e->sp_offset, 8) << name;
+    }
 }
 
 }  // namespace
