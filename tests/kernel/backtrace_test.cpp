@@ -6,12 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "fake_kernel_memory.hpp"
 #include "guest_ram.hpp"
+#include "test_support.hpp"
 #include "xendump/kernel/backtrace.hpp"
 #include "xendump/kernel/virtual_memory.hpp"
 
@@ -479,6 +482,42 @@ TEST(OrcFixture, TheRealKernelsTablesDescribeFunctionEntries) {
         EXPECT_EQ(e->sp_reg, orc_reg::sp) << name;
         EXPECT_EQ(e->sp_offset, 8) << name;
     }
+}
+
+// xen-dumpctl backtrace on the real `xl dump-core` file of an idle PV
+// guest (no VMCOREINFO: symbols from kallsyms, the release from the
+// banner): its vcpu sits in a hypercall of the idle loop, and the frames
+// below are those crash's bt shows for the lab's idle PV guest of the same
+// kernel, ending at the ORC end marker of the boot stack.
+TEST(BacktraceDump, TheXlFixturesIdleVcpuUnwindsThroughItsOrcTables) {
+    test::TempDir dir;
+    const std::filesystem::path xl = dir / "xl-pv.core";
+    auto z = test::run({"zstd", "-q", "-d", "-o", xl.string(),
+                        (test::shared_dir() / "fixtures" / "xl-dump-core-pv-6.1-128m.core.zst").string()});
+    ASSERT_EQ(z.exit_code, 0) << z.err;
+    auto r = test::run({"xen-dumpctl", "backtrace", "--json", xl.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_TRUE(j.at("orc").get<bool>());
+    EXPECT_EQ(j.at("panic_vcpu"), nullptr);
+    ASSERT_EQ(j.at("vcpus").size(), 1u);
+    const auto& v = j.at("vcpus")[0];
+    EXPECT_EQ(v.at("method"), "orc");
+    EXPECT_FALSE(v.at("partial").get<bool>()) << v.at("stopped");
+    std::vector<std::string> functions;
+    for (const auto& f : v.at("frames")) {
+        EXPECT_TRUE(f.at("reliable").get<bool>());
+        functions.push_back(f.at("symbol").get<std::string>());
+    }
+    EXPECT_EQ(functions, (std::vector<std::string>{
+                             "xen_hypercall_pv+0x5", "xen_safe_halt+0x11", "default_idle+0xa",
+                             "default_idle_call+0x38", "do_idle+0x206", "cpu_startup_entry+0x26", "rest_init+0xca",
+                             "arch_call_rest_init+0xa", "start_kernel+0x6fb", "xen_start_kernel+0x640",
+                             "startup_xen+0x1f"}));
+    auto bt = test::run({"xen-dumpctl", "bt", xl.string()});
+    ASSERT_EQ(bt.exit_code, 0) << bt.err;
+    EXPECT_NE(bt.out.find("#10 [ffffffff82a03f50] startup_xen+0x1f at 0xffffffff830791df\n"), std::string::npos)
+        << bt.out;
 }
 
 }  // namespace
