@@ -286,6 +286,22 @@ TEST(FramePointerWalk, FollowsTheChainWithoutOrcTables) {
     EXPECT_FALSE(t.partial()) << t.stopped;
 }
 
+TEST(FramePointerWalk, TakesOverWhenOrcHasNoDataForTheFirstFrame) {
+    Guest g(syscall_orc(), OrcVersion::v1);
+    const uint64_t s0 = kStackTop - 0x800, b0 = s0 + 0x40;
+    g.memory.put<uint64_t>(b0, 0);
+    g.memory.put<uint64_t>(b0 + 8, kMid + 0x20);
+    UnwindStart start;
+    start.regs.ip = kNoData + 0x3;
+    start.regs.sp = s0;
+    start.regs.bp = b0;
+    const Backtrace t = g.unwinder(OrcVersion::v1).unwind(start);
+    EXPECT_EQ(t.method, UnwindMethod::frame_pointer);
+    EXPECT_EQ(names(t), (std::vector<std::string>{"no_orc_function+0x3", "middle_function+0x20"}));
+    EXPECT_NE(t.stopped.find("no ORC unwind (no unwind data for no_orc_function+0x3"), std::string::npos)
+        << t.stopped;
+}
+
 TEST(StackScan, MarksReturnAddressesFoundOnTheStackWhenNoWalkLeavesTheFirstFrame) {
     // No ORC data for the vcpu's function and no frame pointer: a scan of
     // the stack keeps only words after a call instruction, as "?" frames.
@@ -362,9 +378,9 @@ TEST(HostileStack, AReturnAddressPointingBackDownTheStackIsALoop) {
     EXPECT_TRUE(t.partial());
     EXPECT_NE(t.stopped.find("wrong way"), std::string::npos) << t.stopped;
     EXPECT_EQ(t.frames.size(), 1u);
-    // unwind() then scans the stack, saying why.
+    // unwind() then follows the frame pointers, saying why.
     const Backtrace scan = u.unwind(start);
-    EXPECT_EQ(scan.method, UnwindMethod::stack_scan);
+    EXPECT_EQ(scan.method, UnwindMethod::frame_pointer);
     EXPECT_NE(scan.stopped.find("wrong way"), std::string::npos) << scan.stopped;
 }
 

@@ -316,6 +316,16 @@ Backtrace KernelUnwinder::unwind(const UnwindStart& start, const BacktraceLimits
     }
     Backtrace t = orc_ ? unwind_orc(start, limits) : unwind_frame_pointer(start, limits);
     if (t.frames.size() > 1 || !t.partial()) return t;
+    // ORC could not leave the first frame (no data for that code): the
+    // frame pointers, when they lead anywhere.
+    if (orc_) {
+        Backtrace fp = unwind_frame_pointer(start, limits);
+        if (fp.frames.size() > 1) {
+            const std::string why = "no ORC unwind (" + t.stopped + "): the frame pointers were followed";
+            fp.stopped = fp.stopped.empty() ? why : why + "; " + fp.stopped;
+            return fp;
+        }
+    }
     Backtrace scan = scan_stack(start, limits);
     const std::string why = "no reliable unwind (" + std::string(to_string(t.method)) + ": " + t.stopped +
                             "): the stack was scanned for return addresses";

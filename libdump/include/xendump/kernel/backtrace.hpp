@@ -134,8 +134,8 @@ public:
     // `symbols` and `read` must outlive the unwinder; `orc` nullopt: no ORC.
     KernelUnwinder(const SymbolTable& symbols, VirtualReader read, std::optional<OrcTable> orc);
 
-    // ORC when there is a table, else frame pointers; a walk that cannot
-    // leave its first frame falls back to a stack scan.
+    // ORC when there is a table, else frame pointers; when ORC cannot leave
+    // the first frame, frame pointers, and when neither can, a stack scan.
     Backtrace unwind(const UnwindStart& start, const BacktraceLimits& limits = {}) const;
 
     Backtrace unwind_orc(const UnwindStart& start, const BacktraceLimits& limits = {}) const;
