@@ -90,6 +90,26 @@ nlohmann::json describe_log(const DumpReader& r, const DumpKernel& k) {
     return j;
 }
 
+// The vcpu that reported the crash and its top frames (backtrace.hpp):
+// null without a crash report naming its CPU, kallsyms or VMCOREINFO.
+nlohmann::json crash_backtrace(const DumpReader& r, const DumpKernel& k) {
+    constexpr size_t kTopFrames = 16;
+    if (!k.vmcoreinfo || !k.kallsyms) return nullptr;
+    try {
+        const kernel::PrintkLog log = read_dump_log(r, *k.vmcoreinfo);
+        const DumpBacktraces traces = dump_backtraces(r, &*k.vmcoreinfo, *k.kallsyms, k.release, &log);
+        for (const auto& v : traces.vcpus) {
+            if (traces.panic_vcpu != v.vcpu || !v.trace) continue;
+            nlohmann::json j = backtrace_json(*v.trace, kTopFrames);
+            j["vcpu"] = v.vcpu;
+            return j;
+        }
+    } catch (const Error&) {
+        // No log (describe_log says why): no crashed vcpu to show.
+    }
+    return nullptr;
+}
+
 nlohmann::json describe_kernel(const DumpReader& r) {
     const DumpKernel k = find_dump_kernel(r);
     nlohmann::json j;
@@ -106,6 +126,7 @@ nlohmann::json describe_kernel(const DumpReader& r) {
         j["image_segment"] = {{"vaddr", hex(m->vaddr)}, {"paddr", hex(m->paddr)}, {"size", m->size}};
     }
     j["log"] = describe_log(r, k);
+    j["crash_backtrace"] = crash_backtrace(r, k);
     return j;
 }
 
@@ -201,6 +222,15 @@ void print_text(const nlohmann::json& j) {
         if (log["crash_reports"].empty()) line("Crash report:", "none in the log");
         for (const auto& c : log["crash_reports"]) line("Crash report:", text_of(c["line"]));
     }
+    if (const auto& bt = k["crash_backtrace"]; !bt.is_null()) {
+        line("Crash VCPU:", bt["vcpu"].dump() + ", backtrace by " + text_of(bt["method"]) + " (xen-dumpctl backtrace):");
+        size_t i = 0;
+        for (const auto& f : bt["frames"])
+            std::printf("  #%-2zu %s%s\n", i++, f["reliable"].get<bool>() ? "" : "? ",
+                        f["symbol"].is_null() ? text_of(f["ip"]).c_str() : text_of(f["symbol"]).c_str());
+        if (!bt["user_ip"].is_null()) std::printf("      (user space at %s)\n", text_of(bt["user_ip"]).c_str());
+        if (bt["partial"].get<bool>()) std::printf("      (partial: %s)\n", text_of(bt["stopped"]).c_str());
+    }
 }
 
 }  // namespace
@@ -211,8 +241,9 @@ int cmd_info(Args args) {
     if (p.help) {
         std::printf("usage: %.*s\n\nShow the domain, pages, vcpus and metadata a dump file holds, and the\n"
                     "guest kernel found in its pages: release, banner, KASLR offset, the kernel\n"
-                    "image segment, each vcpu's instruction pointer as symbol+offset, and the\n"
-                    "crash reports (panic, Oops, BUG) of the kernel's log.\n"
+                    "image segment, each vcpu's instruction pointer as symbol+offset, the\n"
+                    "crash reports (panic, Oops, BUG) of the kernel's log, and the top frames\n"
+                    "of the backtrace of the vcpu that reported the crash.\n"
                     "Of the dumps MATCH selects, the latest one that has a file is shown.\n"
                     "With --json, one JSON object instead of text.\n%s\n%s",
                     static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp, options_help("info").c_str());

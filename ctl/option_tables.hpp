@@ -82,6 +82,8 @@ inline const std::vector<VerbTable>& verb_tables() {
         {"verify", join({kVerifyOwn, kSelectionOptions, kServiceOptions})},
         {"symbol", join({kJsonOption, kSymbolOwn})},
         {"dmesg", join({kJsonOption, kSelectionOptions, kServiceOptions})},
+        {"backtrace", join({kJsonOption, kSelectionOptions, kServiceOptions})},
+        {"bt", join({kJsonOption, kSelectionOptions, kServiceOptions})},
         {"debug", join({kDebugOwn, kSelectionOptions, kServiceOptions})},
         {"dump", join({kDumpOwn, kSelectionOptions, kServiceOptions})},
         {"list", join({kJsonOption, kSelectionOptions, kServiceOptions})},

@@ -87,6 +87,14 @@ std::string Sidecar::to_json() const {
         if (!guest_log->error.empty()) g["error"] = guest_log->error;
         j["guest_log"] = g;
         j["guest_panic"] = guest_panic ? nlohmann::ordered_json(*guest_panic) : nlohmann::ordered_json(nullptr);
+        if (guest_backtrace) {
+            nlohmann::ordered_json b;
+            b["vcpu"] = guest_backtrace->vcpu;
+            b["method"] = guest_backtrace->method;
+            b["frames"] = guest_backtrace->frames;
+            if (!guest_backtrace->stopped.empty()) b["stopped"] = guest_backtrace->stopped;
+            j["guest_backtrace"] = b;
+        }
     }
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
@@ -122,6 +130,15 @@ Sidecar Sidecar::from_json(const std::string& text, const std::string& origin) {
             s.guest_log = std::move(log);
         }
         if (j.contains("guest_panic") && j["guest_panic"].is_string()) s.guest_panic = j["guest_panic"].get<std::string>();
+        if (j.contains("guest_backtrace") && j["guest_backtrace"].is_object()) {
+            const auto& b = j["guest_backtrace"];
+            GuestBacktrace bt;
+            bt.vcpu = b.value("vcpu", uint32_t{0});
+            bt.method = b.value("method", "");
+            bt.frames = b.value("frames", std::vector<std::string>{});
+            bt.stopped = b.value("stopped", "");
+            s.guest_backtrace = std::move(bt);
+        }
     } catch (const nlohmann::json::exception& e) {
         throw Error(std::string("bad sidecar field: ") + e.what(), origin);
     } catch (const Error& e) {

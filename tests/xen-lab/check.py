@@ -280,6 +280,7 @@ def check_service(args, env, tools):
     # The crashed guest's own log, from the dump: its panic must be there.
     row["dmesg"] = check_dmesg("svc", dump.path, tools, out, problems, pv=True,
                                must_show="Kernel panic - not syncing")
+    row["bt"] = check_panic_backtrace("svc", dump.path, tools, out, problems)
     marker = dump.data.find(b"XENLAB-GUEST-MEMORY-MARKER") >= 0
     row["equal/compared"] = "marker found" if marker else "NO marker"
     if not marker:
@@ -331,6 +332,8 @@ def check_kernel(name, path, tools, out, row, problems):
         row["vs vmlinux"] = compare_with_vmlinux(tools, path, vmlinux, int(k.get("kernel_offset") or "0", 16),
                                                  name, problems)
         row["crash"] = check_crash(name, path, vmlinux, k.get("release", ""), out, problems)
+        if shutil.which("crash"):
+            row["bt"] = check_idle_backtraces(name, path, tools, vmlinux, out, problems)
     if want is not None and subprocess.run([sys.executable, "-c", "import drgn"], capture_output=True).returncode == 0:
         d = subprocess.run([sys.executable, "-c", DRGN_READ, path, "%x" % want], capture_output=True, text=True)
         row["drgn"] = d.stdout.strip() or "FAIL"
@@ -371,6 +374,146 @@ def check_dmesg(name, path, tools, out, problems, pv=False, must_show=None):
                         f"({len(a)} vs {len(b)} lines): {a[at:at + 1]} vs {b[at:at + 1]}")
         return "FAIL"
     return f"= makedumpfile ({lines})"
+
+
+CRASH_FRAME = re.compile(r"^\s*#(\d+) \[([0-9a-f]+)\] (\S+) at ([0-9a-f]+)")
+
+
+def crash_bt(path, vmlinux, args, out_log):
+    """crash's `bt ARGS` on a dump: per task header, the list of function
+    names of its frames (#0 first)."""
+    cmds = out_log + ".cmds"
+    with open(cmds, "w") as f:
+        f.write(f"bt {args}\nquit\n")
+    r = subprocess.run(["crash", "-s", "-i", cmds, vmlinux, path], capture_output=True, text=True,
+                       timeout=600, errors="replace")
+    with open(out_log, "w") as f:
+        f.write(r.stdout + r.stderr)
+    traces, current = [], None
+    for line in r.stdout.splitlines():
+        if line.startswith("PID:"):
+            cpu = re.search(r"CPU: (\d+)", line)
+            current = {"cpu": int(cpu.group(1)) if cpu else None, "header": line.strip(), "functions": []}
+            traces.append(current)
+        elif current is not None and (m := CRASH_FRAME.match(line)):
+            current["functions"].append(m.group(3))
+    return traces
+
+
+def our_backtraces(tools, path):
+    """`xen-dumpctl backtrace --json`: the JSON object (None on failure)."""
+    import json
+    r = subprocess.run([tools["xen-dumpctl"], "backtrace", "--json", path], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip()[-300:]
+    return json.loads(r.stdout), ""
+
+
+def function_names(trace):
+    """Our reliable frames' function names, innermost first."""
+    return [f["symbol"].split("+")[0] for f in trace.get("frames", []) if f.get("reliable") and f.get("symbol")]
+
+
+def compare_bt(ours, theirs):
+    """How crash's frames line up with ours, in order (ours may have frames
+    above crash's #0, e.g. the hypercall a vcpu sat in; crash may show stale
+    frames that ours, like the kernel's own unwinder, does not). Returns (how
+    many of crash's frames from #0 on match in a row, where the first match
+    is in ours or None, crash's frames ours does not have in that order)."""
+    i, in_row, start, skipped = 0, 0, None, []
+    for k, fn in enumerate(theirs):
+        if fn in ours[i:]:
+            j = ours.index(fn, i)
+            start = j if start is None else start
+            i = j + 1
+            in_row += in_row == k
+        else:
+            skipped.append(fn)
+    return in_row, start, skipped
+
+
+def check_idle_backtraces(name, path, tools, vmlinux, out, problems):
+    """Each vcpu's backtrace (xen-dumpctl backtrace) beside crash's `bt -a`
+    for the task on that cpu, written to NAME-backtrace.txt. crash's #0 of
+    an idle vcpu in a dump without a panic may be a stale frame (it cannot
+    take the vcpu's registers as the point it stopped), so only the frames
+    in common are counted: informational, a failure only when ours fails."""
+    ours_all, err = our_backtraces(tools, path)
+    if ours_all is None:
+        problems.append(f"{name}: xen-dumpctl backtrace failed: {err}")
+        return "FAIL"
+    theirs_all = crash_bt(path, vmlinux, "-a", os.path.join(out, f"{name}-crash-bt-a.log"))
+    common = total = 0
+    with open(os.path.join(out, f"{name}-backtrace.txt"), "w") as f:
+        for t in theirs_all:
+            v = next((x for x in ours_all["vcpus"] if x["vcpu"] == t["cpu"]), None)
+            ours = function_names(v) if v else []
+            _, start, skipped = compare_bt(ours, t["functions"])
+            common += len(t["functions"]) - len(skipped)
+            total += len(t["functions"])
+            f.write(f"cpu {t['cpu']}: crash: {' < '.join(t['functions'])}\n"
+                    f"       ours ({v.get('method') if v else '-'}): {' < '.join(ours)}\n"
+                    f"       crash frames not in ours in that order: {skipped}\n")
+    return f"{common}/{total} of crash's"
+
+
+def check_panic_backtrace(name, path, tools, out, problems):
+    """Issue 20: the backtrace of the panicking vcpu (xen-dumpctl backtrace)
+    names the same functions, in the same order, as crash's `bt` on the dump,
+    at least from crash's #0 down to the caller of panic(); `xen-dumpctl
+    info` and the service's sidecar show its top frames."""
+    import json
+    if not shutil.which("crash"):
+        return "-"
+    info = subprocess.run([tools["xen-dumpctl"], "info", "--json", path], capture_output=True, text=True)
+    try:
+        k = json.loads(info.stdout)["kernel"]
+    except (ValueError, KeyError):
+        problems.append(f"{name}: xen-dumpctl info --json failed: {info.stderr.strip()[-300:]}")
+        return "FAIL"
+    vmlinux = os.environ.get("XENLAB_VMLINUX") or f"/usr/lib/debug/boot/vmlinux-{k.get('release', '')}"
+    if not os.path.exists(vmlinux):
+        return "-"
+    theirs_all = crash_bt(path, vmlinux, "", os.path.join(out, f"{name}-crash-bt.log"))
+    ours_all, err = our_backtraces(tools, path)
+    log = os.path.join(out, f"{name}-backtrace.txt")
+    if ours_all is None:
+        problems.append(f"{name}: xen-dumpctl backtrace failed: {err}")
+        return "FAIL"
+    if not theirs_all or not theirs_all[0]["functions"]:
+        problems.append(f"{name}: crash bt printed no frames (see {name}-crash-bt.log)")
+        return "FAIL"
+    theirs = theirs_all[0]["functions"]
+    vcpu = ours_all.get("panic_vcpu")
+    trace = next((v for v in ours_all["vcpus"] if v["vcpu"] == vcpu), None)
+    if trace is None:
+        problems.append(f"{name}: xen-dumpctl backtrace did not find the vcpu that panicked (panic_vcpu {vcpu})")
+        return "FAIL"
+    ours = function_names(trace)
+    in_row, start, skipped = compare_bt(ours, theirs)
+    # crash's #0 is panic (or the function that called into it); its caller follows.
+    need = theirs.index("panic") + 2 if "panic" in theirs else 2
+    with open(log, "w") as f:
+        f.write(f"crash bt ({theirs_all[0]['header']}):\n  " + "\n  ".join(theirs) + "\n")
+        f.write(f"ours (vcpu {vcpu}, {trace.get('method')}):\n  " + "\n  ".join(ours) + "\n")
+        f.write(f"crash's first {in_row} frames follow ours in order from our frame {start}; "
+                f"crash frames ours skips: {skipped}\n")
+    if in_row < min(need, len(theirs)):
+        problems.append(f"{name}: our backtrace of vcpu {vcpu} {ours[:12]} does not name crash's bt frames "
+                        f"{theirs[:need]} in order (see {log})")
+        return "FAIL"
+    bt = k.get("crash_backtrace") or {}
+    if bt.get("vcpu") != vcpu or function_names(bt)[:len(ours[:8])] != ours[:8]:
+        problems.append(f"{name}: xen-dumpctl info does not show vcpu {vcpu}'s top frames: {bt}")
+    sidecar = path + ".json"
+    if os.path.exists(sidecar):
+        with open(sidecar) as f:
+            frames = (json.load(f).get("guest_backtrace") or {}).get("frames") or []
+        caller = theirs[min(need, len(theirs)) - 1]
+        if not any(fn.split("+")[0] == caller for fn in frames):
+            problems.append(f"{name}: the service's sidecar has no guest_backtrace naming {caller} "
+                            f"(frames: {frames[:8]})")
+    return f"= crash bt ({in_row}/{len(theirs)})"
 
 
 def check_crash(name, path, vmlinux, release, out, problems):
@@ -450,7 +593,7 @@ def _vmcoreinfo_text(dump):
 
 
 def print_table(rows):
-    columns = ["guest", "pages", "equal/compared", "verify", "convert", "ours s", "xl s", "xl/ours", "kernel", "dmesg", "drgn", "vs vmlinux", "crash"]
+    columns = ["guest", "pages", "equal/compared", "verify", "convert", "ours s", "xl s", "xl/ours", "kernel", "dmesg", "drgn", "vs vmlinux", "crash", "bt"]
     widths = {c: max(len(c), *(len(str(r.get(c, "-"))) for r in rows)) for c in columns}
     print(" | ".join(c.ljust(widths[c]) for c in columns))
     print("-+-".join("-" * widths[c] for c in columns))

@@ -1,6 +1,9 @@
 #include "xendump/dump_kernel_log.hpp"
 
+#include <charconv>
+
 #include "xendump/error.hpp"
+#include "xendump/kernel/prstatus.hpp"
 #include "xendump/kernel/virtual_memory.hpp"
 
 namespace xendump {
@@ -46,6 +49,69 @@ kernel::PrintkLog read_dump_log(const DumpReader& reader, bool scan_pages) {
         throw Error("no VMCOREINFO of a Linux kernel in the dump (not a Linux guest, or its kernel published none): "
                     "the kernel log cannot be found");
     return read_dump_log(reader, *info);
+}
+
+std::optional<uint32_t> panic_cpu(const kernel::PrintkLog& log) {
+    // Linux lib/dump_stack.c dump_stack_print_info: "CPU: %d PID: %d Comm: ..."
+    // a few records after the report (panic prints it through dump_stack).
+    constexpr std::string_view kCpu = "CPU: ";
+    constexpr size_t kLookAhead = 16;
+    const auto reports = kernel::crash_records(log);
+    if (reports.empty()) return std::nullopt;
+    const kernel::PrintkRecord* first = reports.front();
+    const size_t at = static_cast<size_t>(first - log.records.data());
+    for (size_t i = at; i < log.records.size() && i <= at + kLookAhead; ++i) {
+        const std::string& text = log.records[i].text;
+        if (!text.starts_with(kCpu)) continue;
+        uint32_t cpu = 0;
+        const char* p = text.data() + kCpu.size();
+        auto r = std::from_chars(p, text.data() + text.size(), cpu);
+        if (r.ec == std::errc() && r.ptr != p && std::string_view(r.ptr, text.data() + text.size()).starts_with(" PID: "))
+            return cpu;
+    }
+    constexpr uint32_t kCallerCpu = 0x80000000u;
+    if (first->caller_id && (*first->caller_id & kCallerCpu)) return *first->caller_id & ~kCallerCpu;
+    return std::nullopt;
+}
+
+DumpBacktraces dump_backtraces(const DumpReader& reader, const kernel::Vmcoreinfo* info,
+                               const kernel::Kallsyms& kallsyms, std::string_view release,
+                               const kernel::PrintkLog* log, const kernel::BacktraceLimits& limits) {
+    DumpBacktraces out;
+    const auto orc = kernel::OrcTable::locate(kallsyms.table, kernel::orc_version_for_release(release));
+    out.orc = orc.has_value();
+    if (log) out.panic_vcpu = panic_cpu(*log);
+    // A guest of one vcpu that reported a crash reported it there.
+    if (log && !out.panic_vcpu && kernel::first_crash_line(*log) && reader.vcpus().size() == 1)
+        out.panic_vcpu = reader.vcpus().front().id;
+    kernel::PhysicalMemory physical(dump_page_reader(reader));
+    const kernel::FrameToPfn frames = frame_to_pfn(reader);
+    for (const auto& v : reader.vcpus()) {
+        VcpuBacktrace b;
+        b.vcpu = v.id;
+        if (reader.guest_width() != 8 || v.bytes.size() < kernel::XenVcpuContextX86_64::kSize) {
+            b.error = "not a 64-bit vcpu context: only x86_64 guests are unwound";
+            out.vcpus.push_back(std::move(b));
+            continue;
+        }
+        const auto ctx = kernel::XenVcpuContextX86_64::decode(v.bytes);
+        kernel::KernelPaging paging;
+        if (info) {
+            paging = kernel::KernelPaging::from_vmcoreinfo(*info);
+        } else {
+            // The vcpu's own page tables (a PV guest's cr3 names a machine frame).
+            paging.phys_base = kallsyms.phys_base;
+            const uint64_t top = ctx.ctrlreg[3] >> 12;
+            if (auto pfn = frames ? frames(top) : std::optional<uint64_t>(top)) paging.top_table = *pfn << 12;
+        }
+        kernel::KernelVirtualMemory memory(physical, paging, frames);
+        const kernel::KernelUnwinder unwinder(
+            kallsyms.table, [&memory](uint64_t vaddr, std::span<std::byte> bytes) { return memory.read(vaddr, bytes); },
+            orc);
+        b.trace = unwinder.unwind(kernel::unwind_start(ctx, reader.type()), limits);
+        out.vcpus.push_back(std::move(b));
+    }
+    return out;
 }
 
 }  // namespace xendump
