@@ -14,6 +14,7 @@
 #include "dump_selection.hpp"
 #include "guest_kernel.hpp"
 #include "options.hpp"
+#include "util/util.hpp"
 #include "xendump/dump_kernel_log.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/printk_log.hpp"
@@ -40,11 +41,7 @@ nlohmann::json optional_key(const KeyValues& kv, const char* key) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
+using util::hex;
 
 // The instruction pointer of each vcpu (64-bit contexts only: a 32-bit PV
 // context has another layout), with its symbol when kallsyms was found.

@@ -18,6 +18,8 @@
 #include "dump_selection.hpp"
 #include "options.hpp"
 #include "service_options.hpp"
+#include "util/util.hpp"
+#include "util/vocabulary.hpp"
 #include "xendump/text.hpp"
 
 namespace xendump::ctl {
@@ -27,14 +29,7 @@ namespace {
 constexpr std::string_view kUsage =
     "xen-dumpctl list [--json[=short|pretty]] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--config FILE] [--dump-dir DIR] [MATCH...]";
 
-std::string utc_time(int64_t t) {
-    std::time_t tt = static_cast<std::time_t>(t);
-    std::tm tm{};
-    gmtime_r(&tt, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-    return buf;
-}
+std::string utc_time(int64_t t) { return util::utc_time(static_cast<std::time_t>(t), "%Y-%m-%d %H:%M:%S"); }
 
 // The panic line for the table: without its "[seconds.micros] " time,
 // escaped, cut to kPanicWidth bytes ("-" when the guest's log had none).
@@ -77,26 +72,26 @@ int cmd_list(Args args) {
         nlohmann::ordered_json out = nlohmann::ordered_json::array();
         for (const auto& e : entries) {
             nlohmann::ordered_json j;
-            j["path"] = e.dump.string();
+            j[vocab::kDumpPath.json] = e.dump.string();
             j["present"] = is_present(e);
             j["missing"] = is_missing(e);
             j["time"] = e.time;
-            j["bytes_on_disk"] = e.bytes_on_disk;
+            j[vocab::kSizeOnDisk.json] = e.bytes_on_disk;
             if (e.info) {
-                j["domain"] = e.info->domain_name;
-                j["domid"] = e.info->domid;
-                j["uuid"] = e.info->uuid;
-                j["type"] = e.info->type;
-                j["reason"] = e.info->reason;
-                j["result"] = daemon::to_string(e.info->result);
-                j["pages"] = e.info->pages;
-                j["digests"] = e.info->digests;
-                j["error"] = e.info->error;
-                j["guest_panic"] = e.info->guest_panic ? nlohmann::ordered_json(*e.info->guest_panic) : nullptr;
+                j[vocab::kDomainName.json] = e.info->domain_name;
+                j[vocab::kDomid.json] = e.info->domid;
+                j[vocab::kUuid.json] = e.info->uuid;
+                j[vocab::kGuestType.json] = e.info->type;
+                j[vocab::kReason.json] = e.info->reason;
+                j[vocab::kResult.json] = daemon::to_string(e.info->result);
+                j[vocab::kPages.json] = e.info->pages;
+                j[vocab::kDigests.json] = e.info->digests;
+                j[vocab::kError.json] = e.info->error;
+                j[vocab::kGuestPanic.json] = e.info->guest_panic ? nlohmann::ordered_json(*e.info->guest_panic) : nullptr;
                 const bool saved = e.info->guest_log && !e.info->guest_log->dmesg_file.empty();
-                j["dmesg_path"] = saved ? nlohmann::ordered_json(daemon::dmesg_path(e.dump).string()) : nullptr;
+                j[vocab::kDmesgPath.json] = saved ? nlohmann::ordered_json(daemon::dmesg_path(e.dump).string()) : nullptr;
             } else {
-                j["result"] = nullptr;
+                j[vocab::kResult.json] = nullptr;
                 j["sidecar_error"] = e.sidecar_error.empty() ? "no sidecar" : e.sidecar_error;
             }
             out.push_back(j);

@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "guest_kernel.hpp"
 #include "options.hpp"
+#include "util/util.hpp"
 #include "xendump/reader.hpp"
 
 namespace xendump::ctl {
@@ -30,11 +31,7 @@ std::optional<uint64_t> parse_address(std::string_view s) {
     return v;
 }
 
-std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
-    return buf;
-}
+std::string hex(uint64_t v) { return util::hex(v, 16); }
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include "guest_log.hpp"
 #include "journal_log.hpp"
 #include "retention.hpp"
+#include "util/vocabulary.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
 
@@ -112,13 +113,17 @@ std::string guest_backtrace_line(const GuestBacktrace& b) {
 }
 
 LogFields dump_journal_fields(const Sidecar& s, const fs::path& dump) {
-    LogFields fields{{"DOMID", std::to_string(s.domid)}, {"DOMAIN", s.domain_name},   {"DOMAIN_UUID", s.uuid},
-                     {"DUMP_PATH", dump.string()},       {"DUMP_REASON", s.reason},   {"DUMP_RESULT", to_string(s.result)},
-                     {"DUMP_SIZE", std::to_string(s.bytes_on_disk)}};
-    if (s.guest_panic) fields.emplace_back("GUEST_PANIC", *s.guest_panic);
-    if (s.guest_backtrace) fields.emplace_back("GUEST_BACKTRACE", guest_backtrace_line(*s.guest_backtrace));
+    LogFields fields{{vocab::kDomid.journal, std::to_string(s.domid)},
+                     {vocab::kDomainName.journal, s.domain_name},
+                     {vocab::kUuid.journal, s.uuid},
+                     {vocab::kDumpPath.journal, dump.string()},
+                     {vocab::kReason.journal, s.reason},
+                     {vocab::kResult.journal, to_string(s.result)},
+                     {vocab::kSizeOnDisk.journal, std::to_string(s.bytes_on_disk)}};
+    if (s.guest_panic) fields.emplace_back(vocab::kGuestPanic.journal, *s.guest_panic);
+    if (s.guest_backtrace) fields.emplace_back(vocab::kGuestBacktrace.journal, guest_backtrace_line(*s.guest_backtrace));
     if (s.guest_log && !s.guest_log->dmesg_file.empty())
-        fields.emplace_back("GUEST_DMESG_PATH", dmesg_path(dump).string());
+        fields.emplace_back(vocab::kDmesgPath.journal, dmesg_path(dump).string());
     return fields;
 }
 
@@ -153,7 +158,7 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     uint64_t expected = 0;
     if (info) {
         s.uuid = uuid_to_string(info->handle);
-        s.type = info->hvm ? (info->pvh ? "pvh" : "hvm") : "pv";
+        s.type = std::string(format::to_string(info->type()));
         s.pages = info->tot_pages;
         expected = estimate_dump_size(*info);
     }

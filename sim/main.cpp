@@ -1,6 +1,7 @@
 // xen-dump-sim: the simulated Xen host's own tool (simulated-host.md,
-// "xen-dump-sim: the host's own tool"). It drives the same SimHost code as
-// the "sim:DIR" hypervisor backend.
+// "xen-dump-sim: the host's own tool"): xendump::SimulatedHost of the public
+// API (xendump/simulated_host.hpp), the host the "sim:DIR" hypervisor backend
+// dumps from, and a command line.
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -10,10 +11,12 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli.hpp"
 #include "options_table.hpp"
-#include "sim/sim_host.hpp"
 #include "xendump/error.hpp"
+#include "xendump/simulated_host.hpp"
 #include "xendump_config.h"
 
 namespace {
@@ -61,14 +64,13 @@ uint64_t number_arg(const std::string& s, const char* what) {
     return v;
 }
 
-uint32_t resolve(const sim::SimHost& host, const std::string& id) {
+uint32_t resolve(const SimulatedHost& host, const std::string& id) {
     uint64_t v = 0;
     if (parse_u64(id, v)) {
         if (v > UINT32_MAX) throw UsageError{"domain id \"" + id + "\" is out of range"};
         return static_cast<uint32_t>(v);
     }
-    for (uint32_t domid : host.domids())
-        if (host.find(domid)->spec().name == id && !host.state(domid)->destroyed) return domid;
+    if (auto domid = host.find_domain(id)) return *domid;
     throw Error("no such domain", id);
 }
 
@@ -116,15 +118,14 @@ int run(int argc, char** argv) {
     if (json && cmd != "list" && cmd != "info") throw UsageError{"--json applies to list and info only"};
     if (cmd == "create") {
         want(3, "create DIR SPEC.json");
-        sim::SimHost::create(pos[1], pos[2]);
+        SimulatedHost::create(pos[1], pos[2]);
         return cli::kExitOk;
     }
     if (cmd == "list") {
         want(2, "list DIR [--json]");
-        sim::SimHost host(pos[1]);
-        auto list = host.list_json();
-        if (json) std::cout << list.dump(2) << "\n";
-        else print_list(list);
+        SimulatedHost host(pos[1]);
+        if (json) std::cout << host.list_json(2) << "\n";
+        else print_list(nlohmann::json::parse(host.list_json()));
         return cli::kExitOk;
     }
     static const std::vector<std::string> domain_cmds = {"info", "crash", "destroy", "pause", "unpause", "balloon"};
@@ -137,12 +138,11 @@ int run(int argc, char** argv) {
         pfn = number_arg(pos[3], "PFN");
         count = number_arg(pos[4], "COUNT");
     }
-    sim::SimHost host(pos[1]);
+    SimulatedHost host(pos[1]);
     const uint32_t domid = resolve(host, pos[2]);
     if (cmd == "info") {
-        auto info = host.info_json(domid);
-        if (json) std::cout << info.dump(2) << "\n";
-        else print_info(info);
+        if (json) std::cout << host.info_json(domid, 2) << "\n";
+        else print_info(nlohmann::json::parse(host.info_json(domid)));
     } else if (cmd == "crash") {
         host.crash(domid);
     } else if (cmd == "destroy") {

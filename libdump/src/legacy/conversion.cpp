@@ -12,13 +12,16 @@
 #include "legacy/legacy_page_source.hpp"
 #include "legacy/source_identity.hpp"
 #include "legacy/xc_core.hpp"
+#include "util/util.hpp"
 #include "writer/guest_kernel_notes.hpp"
 #include "xendump/error.hpp"
 #include "xendump/reader.hpp"
 #include "xendump_config.h"
 
-namespace xendump::legacy {
+namespace xendump {
 namespace fs = std::filesystem;
+using legacy::FileByteSource;
+using legacy::looks_like_xc_core;
 
 std::string_view to_string(InputFormat f) {
     switch (f) {
@@ -49,6 +52,9 @@ InputFormat sniff_format(const fs::path& path) {
     return InputFormat::unknown;
 }
 
+}  // namespace xendump
+
+namespace xendump::legacy {
 namespace {
 
 // Drops the entries of ~0 that Xen's writer leaves at the end of .xen_p2m /
@@ -75,13 +81,7 @@ private:
     std::span<const PageEntry> entries_;
 };
 
-std::string rfc3339(time_t t) {
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
+std::string rfc3339(time_t t) { return util::utc_time(t, "%Y-%m-%dT%H:%M:%SZ"); }
 
 void common_keys(KeyValues& kv, const fs::path& input, const std::string& source_kind, const std::string& layout,
                  const SourceIdentity& id, const ConvertOptions& opt) {
@@ -185,11 +185,16 @@ Plan run(const fs::path& input, const fs::path* output, const ConvertOptions& op
 }
 
 }  // namespace
+}  // namespace xendump::legacy
 
-Plan plan_conversion(const fs::path& input, const ConvertOptions& options) { return run(input, nullptr, options); }
+namespace xendump {
 
-Plan convert_file(const fs::path& input, const fs::path& output, const ConvertOptions& options) {
-    return run(input, &output, options);
+ConversionPlan plan_conversion(const fs::path& input, const ConvertOptions& options) {
+    return legacy::run(input, nullptr, options);
 }
 
-}  // namespace xendump::legacy
+ConversionPlan convert_file(const fs::path& input, const fs::path& output, const ConvertOptions& options) {
+    return legacy::run(input, &output, options);
+}
+
+}  // namespace xendump

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "util/util.hpp"
 #include "p2m/p2m.hpp"
 #include "xendump/hypervisor.hpp"
 
@@ -98,7 +99,7 @@ void read_p2m_entries(Walk& walk, std::span<const uint64_t> p2m_frames, const P2
 // HVM/PVH: probes gfns 0 … p2m_size-1 and fills map.pages.
 void probe_translated(Hypervisor& hv, const DomainInfo& info, uint64_t p2m_size, P2mMap& map);
 
-std::string hex(uint64_t value);
+using util::hex;
 // "N <what> (first: …); <consequence>"
 std::string counted(const AnomalyCount& a, const std::string& what, const std::string& consequence);
 

@@ -17,7 +17,9 @@
 
 namespace xendump {
 
-struct DumpReader::Impl {
+// Hidden: DumpReader declares it in the public header (so it would be
+// exported with DumpReader), but it is the reader's inside.
+struct __attribute__((visibility("hidden"))) DumpReader::Impl {
     std::filesystem::path path;
     std::shared_ptr<const reader::DumpFile> file;
     FileFormat format = FileFormat::v1;

@@ -14,7 +14,7 @@ namespace xendump::reader {
 
 namespace {
 
-constexpr uint64_t kPage = format::kPageSize;
+using util::kPage;
 
 class Checker {
 public:

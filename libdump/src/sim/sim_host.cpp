@@ -320,7 +320,7 @@ json SimHost::list_json() const {
         out.push_back({{"domid", id},
                        {"name", spec.name},
                        {"uuid", uuid_to_string(spec.uuid)},
-                       {"type", guest_type_name(spec.type)},
+                       {"type", std::string(format::to_string(spec.type))},
                        {"guest_width", spec.guest_width},
                        {"vcpus", spec.vcpus},
                        {"state", s->name()},
