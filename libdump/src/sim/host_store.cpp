@@ -76,12 +76,10 @@ DomainState read_state(const fs::path& path) {
     return s;
 }
 
-void write_file(const fs::path& path, const void* data, size_t size) {
-    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!fd) throw_errno("cannot create", path.string());
+void write_fully(int fd, const void* data, size_t size, const fs::path& path) {
     const char* p = static_cast<const char*>(data);
     while (size > 0) {
-        ssize_t n = ::write(fd.get(), p, size);
+        ssize_t n = ::write(fd, p, size);
         if (n < 0) {
             if (errno == EINTR) continue;
             throw_errno("cannot write", path.string());
@@ -89,6 +87,12 @@ void write_file(const fs::path& path, const void* data, size_t size) {
         p += n;
         size -= static_cast<size_t>(n);
     }
+}
+
+void write_file(const fs::path& path, const void* data, size_t size) {
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd) throw_errno("cannot create", path.string());
+    write_fully(fd.get(), data, size, path);
 }
 
 void write_state(const fs::path& path, const DomainState& s) {
