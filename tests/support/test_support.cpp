@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -102,7 +103,10 @@ RunResult run(const std::vector<std::string>& argv_in, const std::vector<std::st
         }
     }
     int status = 0;
-    waitpid(pid, &status, 0);
+    struct rusage ru {};
+    while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+    }
+    r.max_rss_kib = ru.ru_maxrss;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
     return r;
 }

@@ -30,6 +30,7 @@ struct RunResult {
     int exit_code = -1;       // -signal when killed by a signal
     std::string out;
     std::string err;
+    long max_rss_kib = -1;    // peak resident set of the program (wait4's rusage)
 };
 
 // Runs `argv` (argv[0] resolved via build_program() when it names one of the

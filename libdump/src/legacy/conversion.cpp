@@ -151,12 +151,15 @@ Plan legacy(const fs::path& input, const fs::path* output, const ConvertOptions&
 }
 
 Plan xen_elf(const fs::path& input, const fs::path* output, const ConvertOptions& opt) {
+    // The reader drops the table's trailing ~0 entries and does not load the
+    // table: planning (no output) costs no memory per page. The writer takes
+    // the whole list of entries (PageSource::entries()) until it takes windows.
     DumpReader reader = DumpReader::open(input);
-    TrimmedSource pages(reader.page_source());
     bool pv = reader.type() == format::GuestType::pv;
     std::string layout = std::string(pv ? "pfn-table" : "pfn-array") + ";decided-by=" + (pv ? ".xen_p2m" : ".xen_pfn");
-    Plan plan{InputFormat::xen_elf, layout, pages.entries().size(), false};
+    Plan plan{InputFormat::xen_elf, layout, reader.nr_pages(), false};
     if (!output) return plan;
+    TrimmedSource pages(reader.page_source());
 
     const SourceIdentity id = identify_source(input);
     DumpSpec spec;

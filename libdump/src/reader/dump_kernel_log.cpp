@@ -1,9 +1,13 @@
 #include "xendump/dump_kernel_log.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <vector>
 
 #include "xendump/error.hpp"
+#include "xendump/kernel/guest_memory.hpp"
 #include "xendump/kernel/prstatus.hpp"
+#include "xendump/kernel/vmcoreinfo.hpp"
 #include "xendump/kernel/virtual_memory.hpp"
 
 namespace xendump {
@@ -17,7 +21,7 @@ kernel::FrameToPfn frame_to_pfn(const DumpReader& reader) {
     return [&reader](uint64_t frame) -> std::optional<uint64_t> {
         auto index = reader.index_of_gmfn(frame);
         if (!index) return std::nullopt;
-        return reader.entries()[*index].pfn;
+        return reader.entry(*index).pfn;
     };
 }
 
@@ -30,8 +34,20 @@ kernel::PageReader dump_page_reader(const DumpReader& reader) {
 std::optional<kernel::Vmcoreinfo> dump_vmcoreinfo(const DumpReader& reader, bool scan_pages) {
     if (auto text = reader.vmcoreinfo()) return kernel::Vmcoreinfo::parse(*text);
     if (!scan_pages) return std::nullopt;
-    auto source = reader.page_source();
-    if (auto found = kernel::find_vmcoreinfo(*source)) return found->info;
+    // Every page, run by run, 8 MiB at a time (no copy of the table).
+    kernel::VmcoreinfoScanner scanner;
+    constexpr uint64_t kBatch = 2048;
+    std::vector<std::byte> buf(kBatch * format::kPageSize);
+    for (const PageRun& run : reader.runs())
+        for (uint64_t done = 0; done < run.count; done += kBatch) {
+            const uint64_t n = std::min(kBatch, run.count - done);
+            reader.read_pages(run.first_index + done, n, std::span(buf).first(n * format::kPageSize));
+            for (uint64_t i = 0; i < n; ++i)
+                scanner.observe(run.first_pfn + done + i,
+                                std::span<const std::byte>(buf).subspan(i * format::kPageSize, format::kPageSize));
+        }
+    kernel::PhysicalMemory memory(dump_page_reader(reader));
+    if (auto found = scanner.result(&memory)) return found->info;
     return std::nullopt;
 }
 

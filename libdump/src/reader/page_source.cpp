@@ -55,7 +55,7 @@ private:
 }  // namespace
 
 std::unique_ptr<PageSource> DumpReader::page_source() const {
-    return std::make_unique<FilePageSource>(impl_->file, impl_->entries, impl_->pages_offset, impl_->pages_size);
+    return std::make_unique<FilePageSource>(impl_->file, impl_->all_entries(), impl_->pages_offset, impl_->pages_size);
 }
 
 }  // namespace xendump

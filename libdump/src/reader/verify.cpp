@@ -103,35 +103,49 @@ void Checker::check_counts() {
     }
 }
 
+// One pass over the table, a window at a time; duplicate gmfns (PV) from
+// the gmfn extents (reader_impl.hpp), not from a copy of the table.
 void Checker::check_table() {
-    const auto& e = *d_.entries;
-    for (uint64_t i = 1; i < e.size(); ++i)
-        if (e[i].pfn <= e[i - 1].pfn) {
+    const bool pv = d_.type == format::GuestType::pv;
+    bool order_reported = false, identity_reported = false;
+    PageEntry prev{};
+    d_.table.scan([&](uint64_t i, const PageEntry& e) {
+        if (i > 0 && !order_reported && e.pfn <= prev.pfn) {
             add("table-order", d_.table_structure, table_entry_offset(i),
-                "entry " + std::to_string(i) + " has pfn " + hex(e[i].pfn) + ", not above the previous entry's " +
-                    hex(e[i - 1].pfn));
-            break;
+                "entry " + std::to_string(i) + " has pfn " + hex(e.pfn) + ", not above the previous entry's " +
+                    hex(prev.pfn));
+            order_reported = true;
         }
-    if (d_.type != format::GuestType::pv) {
-        for (uint64_t i = 0; i < e.size(); ++i)
-            if (e[i].gmfn != e[i].pfn) {
-                add("hvm-gmfn-identity", d_.table_structure, table_entry_offset(i),
-                    "entry " + std::to_string(i) + " has gmfn " + hex(e[i].gmfn) + " != pfn " + hex(e[i].pfn) +
-                        " in an HVM/PVH dump");
-                break;
-            }
-        return;
+        if (!pv && !identity_reported && e.gmfn != e.pfn) {
+            add("hvm-gmfn-identity", d_.table_structure, table_entry_offset(i),
+                "entry " + std::to_string(i) + " has gmfn " + hex(e.gmfn) + " != pfn " + hex(e.pfn) +
+                    " in an HVM/PVH dump");
+            identity_reported = true;
+        }
+        prev = e;
+        return !(order_reported && (pv || identity_reported));
+    });
+    if (!pv) return;
+    // Sorted by gmfn, extents are disjoint unless a gmfn repeats: the first
+    // extent that starts below the end of one before it holds the smallest
+    // repeated gmfn.
+    const auto& x = d_.gmfn_extents();
+    for (size_t k = 1; k < x.size(); ++k) {
+        if (x[k].gmfn >= x[k - 1].end_max) continue;
+        const uint64_t g = x[k].gmfn;
+        // The two lowest entry indices holding g, among the extents that reach it.
+        std::vector<uint64_t> holders;
+        for (size_t j = k + 1; j-- > 0;) {
+            if (g - x[j].gmfn < x[j].count) holders.push_back(x[j].index + (g - x[j].gmfn));
+            if (j > 0 && x[j - 1].end_max <= g) break;
+        }
+        std::sort(holders.begin(), holders.end());
+        const uint64_t first = holders[0], second = holders[1];
+        add("gmfn-duplicate", d_.table_structure, table_entry_offset(second),
+            "entry " + std::to_string(second) + " (pfn " + hex(d_.pfn_of_index(second)) + ") has gmfn " + hex(g) +
+                ", already used by entry " + std::to_string(first) + " (pfn " + hex(d_.pfn_of_index(first)) + ")");
+        break;
     }
-    if (gmfns_ascending(e)) return;  // no gmfn can repeat: no index needed
-    const auto& order = d_.gmfn_order();
-    for (uint64_t k = 1; k < order.size(); ++k)
-        if (e[order[k]].gmfn == e[order[k - 1]].gmfn) {
-            add("gmfn-duplicate", d_.table_structure, table_entry_offset(order[k]),
-                "entry " + std::to_string(order[k]) + " (pfn " + hex(e[order[k]].pfn) + ") has gmfn " +
-                    hex(e[order[k]].gmfn) + ", already used by entry " + std::to_string(order[k - 1]) + " (pfn " +
-                    hex(e[order[k - 1]].pfn) + ")");
-            break;
-        }
 }
 
 // Notes 2 and 5 carry the same header (spec §3); note 4 says version 1.
@@ -364,22 +378,28 @@ void Checker::check_trailer() {
 // Spec §4: HVM/PVH keep Xen's .xen_pfn array, the table's pfns in order.
 void Checker::check_pfn_array() {
     const Section* s = d_.elf.find(".xen_pfn");
-    const auto& e = *d_.entries;
-    if (!s || s->shdr.sh_size != e.size() * 8 || !s->in_file) {
+    const uint64_t n = d_.nr_entries();
+    if (!s || s->shdr.sh_size != n * 8 || !s->in_file) {
         add("section-placement", s ? s->structure() : "section headers", s ? s->header_offset : d_.elf.ehdr.e_shoff,
             s ? "sh_size " + hex(s->shdr.sh_size) + " is not 8 bytes per table entry" : "there is no .xen_pfn section");
         return;
     }
-    auto bytes = d_.file->read_bytes(s->shdr.sh_offset, s->shdr.sh_size, s->structure());
-    for (uint64_t i = 0; i < e.size(); ++i) {
-        uint64_t pfn;
-        std::memcpy(&pfn, bytes.data() + i * 8, 8);
-        if (pfn != e[i].pfn) {
-            add("pfn-array", s->structure(), s->shdr.sh_offset + i * 8,
-                "entry " + std::to_string(i) + " is pfn " + hex(pfn) + ", the table says " + hex(e[i].pfn));
-            return;
+    // Both arrays a window at a time.
+    std::vector<uint64_t> pfns(static_cast<size_t>(std::min<uint64_t>(n, TableOnDisk::kWindow)));
+    d_.table.scan([&](uint64_t i, const PageEntry& e) {
+        const uint64_t k = i % TableOnDisk::kWindow;
+        if (k == 0) {
+            const uint64_t count = std::min<uint64_t>(pfns.size(), n - i);
+            d_.file->read_exact(s->shdr.sh_offset + i * 8, std::as_writable_bytes(std::span(pfns).first(count)),
+                                s->structure());
         }
-    }
+        if (pfns[k] != e.pfn) {
+            add("pfn-array", s->structure(), s->shdr.sh_offset + i * 8,
+                "entry " + std::to_string(i) + " is pfn " + hex(pfns[k]) + ", the table says " + hex(e.pfn));
+            return false;
+        }
+        return true;
+    });
 }
 
 void Checker::check_vcpus() {

@@ -77,10 +77,14 @@ DomainState read_state(const fs::path& path) {
     return s;
 }
 
+void write_fully(int fd, const void* data, size_t size, const fs::path& path) {
+    util::write_all(fd, data, size, path.string());
+}
+
 void write_file(const fs::path& path, const void* data, size_t size) {
     UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (!fd) throw_errno("cannot create", path.string());
-    util::write_all(fd.get(), data, size, path.string());
+    write_fully(fd.get(), data, size, path);
 }
 
 void write_state(const fs::path& path, const DomainState& s) {
