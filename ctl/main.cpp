@@ -17,6 +17,7 @@ constexpr Command kCommands[] = {
     {"verify", "check a dump file against the format, digests included", cmd_verify},
     {"symbol", "look up a guest kernel symbol by name or address (kallsyms in the dump)", cmd_symbol},
     {"dmesg", "print the guest kernel's log (its printk buffer) from a dump", cmd_dmesg},
+    {"estimate", "show what each dump level (makedumpfile -d) would keep of a dump's guest", cmd_estimate},
     {"debug", "start crash (or gdb, drgn) on a dump with the guest kernel's debug vmlinux", cmd_debug},
     {"list", "list the dumps in the dump directory (time, domain, reason, size, result)", cmd_list},
     {"vacuum", "apply the storage limits to the dump directory now", cmd_vacuum},
