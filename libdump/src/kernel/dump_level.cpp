@@ -63,7 +63,9 @@ bool PageSelection::keep_page(uint64_t pfn, std::span<const std::byte> page) con
 
 namespace {
 
-constexpr uint64_t kKernelSpaceStart = 0xffff800000000000ULL;  // x86_64 kernel half (4 and 5 levels)
+// The lowest x86_64 kernel address (the canonical kernel half): 4-level and
+// 5-level paging (makedumpfile's is_kvaddr takes PAGE_OFFSET, above this).
+uint64_t kernel_space_start(const KernelPaging& p) { return p.five_level ? 0xff00000000000000ULL : 0xffff800000000000ULL; }
 constexpr uint64_t kPgmmCached = 512;     // makedumpfile reads struct pages 512 pfns at a time
 constexpr uint64_t kSectionMapMask = ~uint64_t{31};  // SECTION_MAP_LAST_BIT = 1 << 5
 constexpr uint64_t kSectionMarkedPresent = 1;
@@ -236,6 +238,7 @@ struct Section {
 // only) as a pointer to it. nullopt when neither reading yields a consistent map.
 std::optional<std::vector<Section>> find_sections(const Layout& l, uint64_t max_pfn, KernelVirtualMemory& kvm,
                                                   const std::atomic<bool>* cancel) {
+    const uint64_t kKernelSpaceStart = kernel_space_start(kvm.paging());
     const uint64_t pfn_shift = l.section_size_bits - 12;
     const uint64_t pages_per_section = uint64_t{1} << pfn_shift;
     const uint64_t nr_mem_sections = uint64_t{1} << (l.max_physmem_bits - l.section_size_bits);
@@ -418,7 +421,7 @@ private:
         TableWalk(memory_, kvm_.paging(), in_.frame_to_pfn, protect_, in_.cancel).run();
         protect_image();
         for (uint64_t sp : in_.stack_pointers)
-            if (sp >= kKernelSpaceStart) protect_virtual(kvm_, sp & ~(kThreadSize - 1), kThreadSize, protect_);
+            if (sp >= kernel_space_start(kvm_.paging())) protect_virtual(kvm_, sp & ~(kThreadSize - 1), kThreadSize, protect_);
         // The printk buffer: every page the log reader touches.
         if (printk_format(*in_.vmcoreinfo)) {
             try {
