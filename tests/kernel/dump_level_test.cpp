@@ -18,6 +18,7 @@
 #include "guest_ram.hpp"
 #include "xendump/dump_kernel_log.hpp"
 #include "xendump/dumper.hpp"
+#include "xendump/error.hpp"
 #include "xendump/kernel/dump_level.hpp"
 #include "xendump/kernel/virtual_memory.hpp"
 #include "xendump/reader.hpp"
@@ -150,6 +151,133 @@ void expect_equal_to_makedumpfile(LevelDump& d, const std::map<unsigned, uint64_
 TEST(DumpLevel, KaslrGuestKeepsWhatMakedumpfileKeeps) { expect_equal_to_makedumpfile(kaslr_dump(), kKaslrKept); }
 
 TEST(DumpLevel, PlainGuestKeepsWhatMakedumpfileKeeps) { expect_equal_to_makedumpfile(plain_dump(), kPlainKept); }
+
+// The plain fixture's RAM, straight (no dump): its VMCOREINFO found in it.
+const kernel::Vmcoreinfo& ram_vmcoreinfo() {
+    static const kernel::Vmcoreinfo info = [] {
+        RamPageSource source(guest_ram());
+        auto r = kernel::find_vmcoreinfo(source);
+        if (!r) throw std::runtime_error("no vmcoreinfo in the fixture");
+        return r->info;
+    }();
+    return info;
+}
+
+kernel::DumpLevelInput ram_input(RamPageSource& source, const kernel::Vmcoreinfo* info,
+                                 const std::map<uint64_t, std::vector<std::byte>>* overlay = nullptr) {
+    kernel::DumpLevelInput in;
+    in.present = source.entries();
+    in.reader = ram_reader(guest_ram(), overlay);
+    in.vmcoreinfo = info;
+    return in;
+}
+
+TEST(DumpLevel, WithoutVmcoreinfoOnlyZeroPagesGo) {
+    RamPageSource source(guest_ram());
+    kernel::PageSelection s = kernel::select_pages(ram_input(source, nullptr), 31);
+    EXPECT_EQ(s.requested_level, 31u);
+    EXPECT_EQ(s.level, 1u);
+    ASSERT_FALSE(s.limits.empty());
+    EXPECT_NE(s.limits[0].find("no VMCOREINFO"), std::string::npos) << s.limits[0];
+    EXPECT_EQ(s.keep.count(), kFixturePages);  // every page passes the struct page rules
+    const std::vector<std::byte> zero(4096);
+    std::vector<std::byte> data(4096, std::byte{1});
+    EXPECT_FALSE(s.keep_page(5, zero));
+    EXPECT_TRUE(s.keep_page(5, data));
+    // The same guest with its VMCOREINFO: level 31, fewer pages.
+    kernel::PageSelection full = kernel::select_pages(ram_input(source, &ram_vmcoreinfo()), 31);
+    EXPECT_EQ(full.level, 31u);
+    EXPECT_TRUE(full.limits.empty());
+    EXPECT_LT(full.keep.count(), kFixturePages);
+}
+
+TEST(DumpLevel, ImpossibleGeometryFallsBackToLevelOne) {
+    std::string text = ram_vmcoreinfo().text();
+    const std::string line = "SIZE(page)=64\n";
+    const size_t at = text.find(line);
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, line.size(), "SIZE(page)=99999\n");
+    auto info = kernel::Vmcoreinfo::parse(text);
+    ASSERT_TRUE(info);
+    RamPageSource source(guest_ram());
+    kernel::PageSelection s = kernel::select_pages(ram_input(source, &*info), 31);
+    EXPECT_EQ(s.level, 1u);
+    ASSERT_FALSE(s.limits.empty());
+    EXPECT_THROW(kernel::select_pages(ram_input(source, &*info), 32), xendump::Error);
+}
+
+// The guest's struct page of `pfn`, found as the classifier finds it
+// (SPARSEMEM_EXTREME root array, section_mem_map), as a guest-physical address.
+uint64_t struct_page_paddr(const kernel::Vmcoreinfo& info, uint64_t pfn) {
+    kernel::PhysicalMemory phys(ram_reader(guest_ram()));
+    kernel::KernelVirtualMemory kvm(phys, kernel::KernelPaging::from_vmcoreinfo(info));
+    auto u64 = [&](uint64_t vaddr) {
+        uint64_t v = 0;
+        EXPECT_TRUE(kvm.read(vaddr, std::as_writable_bytes(std::span(&v, 1))));
+        return v;
+    };
+    const uint64_t section = pfn >> (*info.number("SECTION_SIZE_BITS") - 12);
+    const uint64_t per_root = 4096 / 32;  // SIZE(mem_section) = 32 on this kernel
+    const uint64_t root = u64(*info.symbol("mem_section") + section / per_root * 8);
+    const uint64_t mem_map = u64(root + section % per_root * 32) & ~uint64_t{31};
+    auto paddr = kvm.translate(mem_map + pfn * 64);
+    EXPECT_TRUE(paddr.has_value());
+    return paddr.value_or(0);
+}
+
+// A guest whose struct page calls its own top page table a free page (a
+// corrupt or hostile struct page array) still has that table in the dump:
+// the free-page rule matched it (one more page protected), the walk kept it.
+TEST(DumpLevel, ALyingStructPageCannotHideThePageTables) {
+    const kernel::Vmcoreinfo& info = ram_vmcoreinfo();
+    const auto top = kernel::KernelPaging::from_vmcoreinfo(info).top_table;
+    ASSERT_TRUE(top);
+    const uint64_t table_pfn = *top / 4096;
+    const uint64_t at = struct_page_paddr(info, table_pfn);
+    std::map<uint64_t, std::vector<std::byte>> overlay;
+    std::vector<std::byte> page(guest_ram().begin() + static_cast<long>(at / 4096 * 4096),
+                                guest_ram().begin() + static_cast<long>(at / 4096 * 4096 + 4096));
+    std::byte* sp = page.data() + at % 4096;
+    const uint64_t zero = 0;
+    const int32_t buddy = static_cast<int32_t>(*info.number("PAGE_BUDDY_MAPCOUNT_VALUE"));
+    std::memcpy(sp + 0, &zero, 8);       // flags
+    std::memcpy(sp + 8, &zero, 8);       // compound_head
+    std::memcpy(sp + 40, &zero, 8);      // private: order 0
+    std::memcpy(sp + 48, &buddy, 4);     // _mapcount: PageBuddy
+    overlay[at / 4096] = page;
+
+    RamPageSource source(guest_ram());
+    kernel::PageSelection honest = kernel::select_pages(ram_input(source, &info), 31);
+    kernel::PageSelection lied = kernel::select_pages(ram_input(source, &info, &overlay), 31);
+    EXPECT_TRUE(honest.keep_pfn(table_pfn));
+    EXPECT_TRUE(lied.keep_pfn(table_pfn));
+    EXPECT_EQ(lied.protected_pages, honest.protected_pages + 1);
+    EXPECT_EQ(lied.excluded[static_cast<size_t>(kernel::PageClass::free)],
+              honest.excluded[static_cast<size_t>(kernel::PageClass::free)] + 1);
+    EXPECT_EQ(lied.keep.count(), honest.keep.count());
+}
+
+// xen-dumpctl estimate prints the classes and what each level keeps, the
+// same numbers as the library (and so as makedumpfile).
+TEST(DumpLevel, EstimatePrintsEveryLevel) {
+    LevelDump& d = plain_dump();
+    RunResult r = run({"xen-dumpctl", "estimate", "--json", d.dump.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j["max_level"], 31);
+    EXPECT_EQ(j["total_pages"], DumpReader::open(d.dump).nr_pages());
+    std::map<unsigned, uint64_t> printed;
+    for (const auto& l : j["levels"]) printed[l["level"].get<unsigned>()] = l["kept_pages"].get<uint64_t>();
+    EXPECT_EQ(printed, kPlainKept);
+    // Level 31 keeps what no class took.
+    uint64_t excluded = 0;
+    for (const auto& [name, n] : j["classes"].items()) excluded += n.get<uint64_t>();
+    EXPECT_EQ(j["total_pages"].get<uint64_t>() - excluded, kPlainKept.at(31));
+    RunResult text = run({"xen-dumpctl", "estimate", d.dump.string()});
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("\n31     " ), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("FREE "), std::string::npos) << text.out;
+}
 
 }  // namespace
 }  // namespace xendump::test
