@@ -152,17 +152,6 @@ TEST(DumpLevel, KaslrGuestKeepsWhatMakedumpfileKeeps) { expect_equal_to_makedump
 
 TEST(DumpLevel, PlainGuestKeepsWhatMakedumpfileKeeps) { expect_equal_to_makedumpfile(plain_dump(), kPlainKept); }
 
-// The plain fixture's RAM, straight (no dump): its VMCOREINFO found in it.
-const kernel::Vmcoreinfo& ram_vmcoreinfo() {
-    static const kernel::Vmcoreinfo info = [] {
-        RamPageSource source(guest_ram());
-        auto r = kernel::find_vmcoreinfo(source);
-        if (!r) throw std::runtime_error("no vmcoreinfo in the fixture");
-        return r->info;
-    }();
-    return info;
-}
-
 kernel::DumpLevelInput ram_input(RamPageSource& source, const kernel::Vmcoreinfo* info,
                                  const std::map<uint64_t, std::vector<std::byte>>* overlay = nullptr) {
     kernel::DumpLevelInput in;
@@ -185,14 +174,14 @@ TEST(DumpLevel, WithoutVmcoreinfoOnlyZeroPagesGo) {
     EXPECT_FALSE(s.keep_page(5, zero));
     EXPECT_TRUE(s.keep_page(5, data));
     // The same guest with its VMCOREINFO: level 31, fewer pages.
-    kernel::PageSelection full = kernel::select_pages(ram_input(source, &ram_vmcoreinfo()), 31);
+    kernel::PageSelection full = kernel::select_pages(ram_input(source, &fixture_vmcoreinfo()), 31);
     EXPECT_EQ(full.level, 31u);
     EXPECT_TRUE(full.limits.empty());
     EXPECT_LT(full.keep.count(), kFixturePages);
 }
 
 TEST(DumpLevel, ImpossibleGeometryFallsBackToLevelOne) {
-    std::string text = ram_vmcoreinfo().text();
+    std::string text = fixture_vmcoreinfo().text();
     const std::string line = "SIZE(page)=64\n";
     const size_t at = text.find(line);
     ASSERT_NE(at, std::string::npos);
@@ -229,7 +218,7 @@ uint64_t struct_page_paddr(const kernel::Vmcoreinfo& info, uint64_t pfn) {
 // corrupt or hostile struct page array) still has that table in the dump:
 // the free-page rule matched it (one more page protected), the walk kept it.
 TEST(DumpLevel, ALyingStructPageCannotHideThePageTables) {
-    const kernel::Vmcoreinfo& info = ram_vmcoreinfo();
+    const kernel::Vmcoreinfo& info = fixture_vmcoreinfo();
     const auto top = kernel::KernelPaging::from_vmcoreinfo(info).top_table;
     ASSERT_TRUE(top);
     const uint64_t table_pfn = *top / 4096;
