@@ -96,8 +96,9 @@ int cmd_estimate(Args args) {
     if (p.help) {
         std::printf("usage: %.*s\n\nShow what each dump level (makedumpfile -d: bit 1 zero pages, 2 cache, 4 private\n"
                     "cache, 8 user data, 16 free pages; 31 all) would keep of the dump's guest, and the pages\n"
-                    "and bytes of each class, as makedumpfile --mem-usage does. The classes come from the\n"
-                    "guest kernel's struct pages through its VMCOREINFO; without one only zero pages count.\n"
+                    "and bytes of each class, as makedumpfile's memory usage report does. The classes come\n"
+                    "from the guest kernel's struct pages through its VMCOREINFO; without one only zero pages\n"
+                    "count.\n"
                     "  --json   print one JSON object\n"
                     "Of the dumps MATCH selects, the latest one that has a file is read.\n%s",
                     static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp);
