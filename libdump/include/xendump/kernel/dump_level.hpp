@@ -18,23 +18,30 @@
 // Pages that analysis needs are never excluded as cache, user data, free,
 // offline or hwpoison pages, whatever their struct page says (a corrupt or
 // hostile guest cannot hide them): every page-table page reached from the
-// kernel's top table (init_top_pgt), the frames the kernel-image region
-// (__START_KERNEL_map .. + KERNEL_IMAGE_SIZE) maps, the pages of the struct
-// page array read, the pages the printk buffer occupies, each vcpu's kernel
-// stack (the 16 KiB THREAD_SIZE block around its stack pointer), and pfns the
-// caller names (a PV guest's p2m frames). Such a page that is all zero is
-// still a zero page under bit 1: a filtered format records it as a zero page
-// (makedumpfile's kdump format keeps it in its bitmap with the shared zero
-// page), nothing is lost.
+// kernel's top table (init_top_pgt), the kernel image's sections that stay in
+// use after boot, found by its kallsyms (text [_text, _etext), rodata
+// [__start_rodata, __end_rodata), data [_sdata, _edata), bss [__bss_start,
+// __bss_stop) less the unused decrypted tail; the gaps between them, the init
+// sections and the unused brk are freed at boot and reused like any page),
+// every kernel-image SYMBOL() of VMCOREINFO, the pages of the struct page
+// array read, the pages the printk buffer occupies (every page the log
+// reader touches), each vcpu's kernel stack (the 16 KiB THREAD_SIZE block
+// around its stack pointer), and pfns the caller names (a PV guest's p2m
+// frames). On a healthy guest none of them matches a rule (0 protected pages
+// on the fixtures' and the lab's PV, PVH and HVM guests). Such a page that is all
+// zero is still a zero page under bit 1: a filtered format records it as a
+// zero page (makedumpfile's kdump format keeps it in its bitmap with the
+// shared zero page), nothing is lost.
 //
 // A guest without a usable VMCOREINFO gets level 1 at most (only zero pages
 // can be recognised without the kernel's structures), and the result says so.
 //
 // Everything read from the guest is untrusted: every section, pointer and
 // order is bounds-checked, a page is examined at most once per pass, ranges
-// are clipped to the dump's pfns, the page-table walk visits each table page
-// once. Memory: one bit per pfn kept (plus one more while the tables are
-// walked).
+// are clipped to the dump's pfns, compound orders above 18 (1 GiB) are
+// invalid, the page-table walk visits each table page once. Memory: the
+// result is one bit per pfn; while classifying, four (present, protected,
+// struct-page pages, result; five during the table walk).
 #pragma once
 
 #include <array>
