@@ -20,6 +20,7 @@ constexpr Command kCommands[] = {
     {"verify", "check a dump file against the format, digests included", cmd_verify},
     {"symbol", "look up a guest kernel symbol by name or address (kallsyms in the dump)", cmd_symbol},
     {"dmesg", "print the guest kernel's log (its printk buffer) from a dump", cmd_dmesg},
+    {"estimate", "show what each dump level (makedumpfile -d) would keep of a dump's guest", cmd_estimate},
     {"backtrace", "print a backtrace of every vcpu of the guest kernel in a dump", cmd_backtrace},
     {"bt", "short for backtrace", cmd_backtrace},
     {"debug", "start crash (or gdb, drgn) on a dump with the guest kernel's debug vmlinux", cmd_debug},

@@ -82,6 +82,7 @@ inline const std::vector<VerbTable>& verb_tables() {
         {"verify", join({kVerifyOwn, kSelectionOptions, kServiceOptions})},
         {"symbol", join({kJsonOption, kSymbolOwn})},
         {"dmesg", join({kJsonOption, kSelectionOptions, kServiceOptions})},
+        {"estimate", join({kJsonOption, kSelectionOptions, kServiceOptions})},
         {"backtrace", join({kJsonOption, kSelectionOptions, kServiceOptions})},
         {"bt", join({kJsonOption, kSelectionOptions, kServiceOptions})},
         {"debug", join({kDebugOwn, kSelectionOptions, kServiceOptions})},

@@ -519,15 +519,6 @@ TEST(KernelVirtualMemory, PvTablesNameMachineFrames) {
 
 // The real guest: Debian's 6.1 kernel with 5-level paging (QEMU la57).
 
-const kernel::Vmcoreinfo& fixture_vmcoreinfo() {
-    static const kernel::Vmcoreinfo info = [] {
-        RamPageSource source(guest_ram());
-        auto r = kernel::find_vmcoreinfo(source);
-        if (!r) throw std::runtime_error("no vmcoreinfo in the fixture");
-        return r->info;
-    }();
-    return info;
-}
 
 TEST(PrintkFixture, DirectMapAddressesWalkTheGuestsTables) {
     const auto& info = fixture_vmcoreinfo();

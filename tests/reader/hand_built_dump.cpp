@@ -220,14 +220,7 @@ HandBuiltDump build_hand_dump(const HandBuildSpec& spec) {
     }
 
     // ELF header (§1) and program headers (§2), now that offsets are known.
-    Elf64_Ehdr eh{};
-    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-    eh.e_ident[EI_CLASS] = ELFCLASS64;
-    eh.e_ident[EI_DATA] = ELFDATA2LSB;
-    eh.e_ident[EI_VERSION] = EV_CURRENT;
-    eh.e_type = ET_CORE;
-    eh.e_machine = EM_X86_64;
-    eh.e_version = EV_CURRENT;
+    Elf64_Ehdr eh = core_elf_header(EM_X86_64);
     eh.e_phoff = out.phoff;
     eh.e_shoff = out.shoff;
     eh.e_ehsize = sizeof(Elf64_Ehdr);

@@ -16,7 +16,7 @@ constexpr uint64_t kTiBPages = uint64_t{1} << 28;
 // Measured at 1 TiB: create 70 MiB (the PV guest's list of 2^19 structure
 // pfns, as JSON), info 43 MiB; before, create held the PV guest's 2 GiB of
 // p2m structures twice (4.2 GiB).
-constexpr long kMaxRssKib = 96 * 1024;
+constexpr long kMaxRssKib = 128 * 1024;  // issue 19: at most 128 MiB whatever the guest size
 
 // The p2m entry of `pfn` through the linear list (4-level, 64-bit guest).
 uint64_t linear_entry(Hypervisor& hv, uint32_t domid, const ArchSharedInfo& a, uint64_t pfn) {

@@ -18,6 +18,21 @@ extern char** environ;
 
 namespace xendump::test {
 
+Elf64_Ehdr core_elf_header(uint16_t machine) {
+    Elf64_Ehdr eh{};
+    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+    eh.e_ident[EI_CLASS] = ELFCLASS64;
+    eh.e_ident[EI_DATA] = ELFDATA2LSB;
+    eh.e_ident[EI_VERSION] = EV_CURRENT;
+    eh.e_type = ET_CORE;
+    eh.e_machine = machine;
+    eh.e_version = EV_CURRENT;
+    eh.e_ehsize = sizeof(Elf64_Ehdr);
+    eh.e_phentsize = sizeof(Elf64_Phdr);
+    eh.e_shentsize = sizeof(Elf64_Shdr);
+    return eh;
+}
+
 namespace fs = std::filesystem;
 
 TempDir::TempDir() : TempDir([] {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "xendump/kernel/backtrace.hpp"
+#include "xendump/kernel/dump_level.hpp"
 #include "xendump/kernel/guest_memory.hpp"
 #include "xendump/kernel/kallsyms.hpp"
 #include "xendump/kernel/printk_log.hpp"
@@ -22,6 +23,16 @@ namespace xendump {
 // The dump's pages by pfn (DumpReader::read_page_by_pfn); `reader` must
 // outlive the result.
 kernel::PageReader dump_page_reader(const DumpReader& reader);
+
+// The frame a page-table entry of the dump's guest names, as a pfn: a PV
+// guest's tables hold machine frames (back through the pfn->gmfn table);
+// empty (identity) for HVM/PVH. `reader` must outlive the result.
+kernel::FrameToPfn dump_frame_to_pfn(const DumpReader& reader);
+
+// What the dump-level classifier (kernel/dump_level.hpp) reads from a dump
+// file: its pages, `info` (may be null), the PV translation and the vcpus'
+// stack pointers (64-bit guests). `reader` and `info` must outlive the result.
+kernel::DumpLevelInput dump_level_input(const DumpReader& reader, const kernel::Vmcoreinfo* info);
 
 // The dump's VMCOREINFO note; with `scan_pages`, when the file has none (an
 // unconverted `xl dump-core` file), a copy found in its pages (reads them all).

@@ -12,11 +12,9 @@
 
 namespace xendump {
 
-namespace {
-
 // PV guests' page tables hold machine frames: back to pfns through the
 // dump's pfn->gmfn table. HVM/PVH: frames are pfns.
-kernel::FrameToPfn frame_to_pfn(const DumpReader& reader) {
+kernel::FrameToPfn dump_frame_to_pfn(const DumpReader& reader) {
     if (reader.type() != format::GuestType::pv) return {};
     return [&reader](uint64_t frame) -> std::optional<uint64_t> {
         auto index = reader.index_of_gmfn(frame);
@@ -25,7 +23,18 @@ kernel::FrameToPfn frame_to_pfn(const DumpReader& reader) {
     };
 }
 
-}  // namespace
+kernel::DumpLevelInput dump_level_input(const DumpReader& reader, const kernel::Vmcoreinfo* info) {
+    kernel::DumpLevelInput in;
+    in.present = reader.entries();
+    in.reader = dump_page_reader(reader);
+    in.vmcoreinfo = reader.guest_width() == 8 ? info : nullptr;  // x86_64 kernels only
+    in.frame_to_pfn = dump_frame_to_pfn(reader);
+    if (reader.guest_width() == 8)
+        for (const auto& v : reader.vcpus())
+            if (v.bytes.size() >= kernel::XenVcpuContextX86_64::kSize)
+                in.stack_pointers.push_back(kernel::XenVcpuContextX86_64::decode(v.bytes).rsp);
+    return in;
+}
 
 kernel::PageReader dump_page_reader(const DumpReader& reader) {
     return [&reader](uint64_t pfn, kernel::PageSpan out) { return reader.read_page_by_pfn(pfn, out); };
@@ -54,7 +63,7 @@ std::optional<kernel::Vmcoreinfo> dump_vmcoreinfo(const DumpReader& reader, bool
 kernel::PrintkLog read_dump_log(const DumpReader& reader, const kernel::Vmcoreinfo& info) {
     if (reader.guest_width() != 8) throw Error("a 32-bit guest: only x86_64 guest kernels are read");
     kernel::PhysicalMemory physical(dump_page_reader(reader));
-    kernel::KernelVirtualMemory memory(physical, kernel::KernelPaging::from_vmcoreinfo(info), frame_to_pfn(reader));
+    kernel::KernelVirtualMemory memory(physical, kernel::KernelPaging::from_vmcoreinfo(info), dump_frame_to_pfn(reader));
     return kernel::read_printk_log(
         info, [&memory](uint64_t vaddr, std::span<std::byte> out) { return memory.read(vaddr, out); });
 }
@@ -101,7 +110,7 @@ DumpBacktraces dump_backtraces(const DumpReader& reader, const kernel::Vmcoreinf
     if (log && !out.panic_vcpu && kernel::first_crash_line(*log) && reader.vcpus().size() == 1)
         out.panic_vcpu = reader.vcpus().front().id;
     kernel::PhysicalMemory physical(dump_page_reader(reader));
-    const kernel::FrameToPfn frames = frame_to_pfn(reader);
+    const kernel::FrameToPfn frames = dump_frame_to_pfn(reader);
     for (const auto& v : reader.vcpus()) {
         VcpuBacktrace b;
         b.vcpu = v.id;
