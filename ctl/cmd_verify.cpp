@@ -1,5 +1,5 @@
 // xen-dumpctl verify FILE|MATCH...: every conformance check of the format
-// (spec §8), digests included, of each FILE, or of every dump MATCH selects
+// (xen-dump-core(5) "Conformance"), digests included, of each FILE, or of every dump MATCH selects
 // (dump_selection.hpp; -1 for the latest only). Exit 0 only when every file
 // passes; otherwise one line per failed check: "FILE: check: structure at
 // offset 0x…: message", and one per selected dump whose file is gone.

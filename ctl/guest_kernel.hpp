@@ -1,5 +1,5 @@
 // The guest kernel inside a dump file, as `info` and `symbol` show it: the
-// VMCOREINFO note (spec §3 note 7) and the kallsyms tables found in the
+// VMCOREINFO note (xen-dump-core(5) "Notes" note 7) and the kallsyms tables found in the
 // dump's pages by their shape (libdump kernel/kallsyms.hpp), read through
 // DumpReader. No vmlinux or System.map is needed.
 #pragma once

@@ -2,7 +2,7 @@
 """The lab's verdict: compares what dom0 sent back and prints the summary.
 
 For each guest, xl's `xl dump-core` file and our xen-dumpd file are read
-through their Xen dump-core sections (both formats have them: spec §6), and
+through their Xen dump-core sections (both formats have them: xen-dump-core(5) "Sections"), and
 must hold the same pfns, the same gmfns (PV), byte-identical pages and equal
 vcpu contexts. Our file must pass `xen-dumpctl verify`; xl's file converted by
 `xen-dump-convert` must verify and hold the same pages. The crash guest must

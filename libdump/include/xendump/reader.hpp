@@ -57,7 +57,7 @@ struct KernelImageMapping {
     uint64_t file_offset;
 };
 
-// One failed conformance check (spec §8).
+// One failed conformance check (xen-dump-core(5) "Conformance").
 struct Finding {
     std::string check;      // short stable name, e.g. "phdr-run-mismatch"
     std::string structure;  // e.g. "program header [3]"
@@ -145,7 +145,7 @@ public:
     // with one read: count * 4096 bytes.
     void read_pages(uint64_t first, uint64_t count, std::span<std::byte> out) const;
 
-    // Every conformance check of spec §8; empty when the file conforms.
+    // Every conformance check of xen-dump-core(5) "Conformance"; empty when the file conforms.
     std::vector<Finding> verify(const VerifyOptions& options = {}) const;
     // Opens `path` and verifies it; a file that cannot even be opened as a
     // dump yields the one Finding that stopped open() instead of an Error.

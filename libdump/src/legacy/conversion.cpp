@@ -41,7 +41,7 @@ InputFormat sniff_format(const fs::path& path) {
     if (looks_like_xc_core(std::span(head, n))) return InputFormat::xc_core;
     if (n >= EI_NIDENT && std::memcmp(head, ELFMAG, SELFMAG) == 0) {
         // Xen's own dump-core has sections only; v1 adds program headers
-        // (spec xen-core-format.md §1-2). e_phnum sits at the same offset
+        // (spec xen-core-format.md xen-dump-core(5) "ELF header"-2). e_phnum sits at the same offset
         // for both ELF classes' headers only in ELF64, the only class used.
         if (n < sizeof(Elf64_Ehdr)) return InputFormat::unknown;
         Elf64_Ehdr eh;

@@ -1,4 +1,4 @@
-// NT_XEN_DIGEST (spec §5): XXH3-128 of every 256-page chunk of .xen_pages,
+// NT_XEN_DIGEST (xen-dump-core(5) "Trailer notes"): XXH3-128 of every 256-page chunk of .xen_pages,
 // of the note segment and of the table's descriptor, recomputed in one
 // sequential pass. Reads are small enough (256 KiB) that the hash finds the
 // bytes the kernel just copied still in the CPU cache (hashing from memory

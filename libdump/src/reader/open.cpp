@@ -15,7 +15,7 @@ using namespace reader;
 
 namespace {
 
-// The note segment is read whole at open (spec §3: kilobytes in practice).
+// The note segment is read whole at open (xen-dump-core(5) "Notes": kilobytes in practice).
 constexpr uint64_t kMaxNoteSegment = 256ull << 20;
 // The trailer holds NT_XEN_DIGEST, NT_XEN_UNREADABLE and one padding note.
 constexpr size_t kMaxTrailerNotes = 16;
@@ -175,7 +175,7 @@ void Loader::load_xen_elf() {
     build_runs();
 }
 
-// v1 (spec §3.2): .note.xen_p2m is one note whose descriptor is the table.
+// v1 (xen-dump-core(5) "The PFN->GMFN table"): .note.xen_p2m is one note whose descriptor is the table.
 void Loader::load_v1_table() {
     const Section& s = required_section(".note.xen_p2m");
     const std::string st = s.structure();

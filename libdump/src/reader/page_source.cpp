@@ -1,5 +1,5 @@
 // DumpReader::page_source: the file's pages as a PageSource. Slot i of
-// .xen_pages is entry i (spec §4), so any run of entries is one contiguous
+// .xen_pages is entry i (xen-dump-core(5) "Page data"), so any run of entries is one contiguous
 // range of the file: one pread, and file_range() for copy_file_range.
 #include "reader/checked.hpp"
 #include "xendump/error.hpp"

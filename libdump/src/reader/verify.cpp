@@ -1,4 +1,4 @@
-// The structural conformance checks of spec §8 (digests: digest.cpp). Each
+// The structural conformance checks of xen-dump-core(5) "Conformance" (digests: digest.cpp). Each
 // Finding carries a short stable check name, the structure and its offset.
 #include <algorithm>
 #include <cstring>
@@ -48,7 +48,7 @@ private:
     FindingList list_{out_};  // a bounded number of findings per check
 };
 
-// Spec §1 puts the program headers right after the ELF header;
+// xen-dump-core(5) "ELF header" puts the program headers right after the ELF header;
 // xen-dump-core(5) also allows a PV guest's right after the section header
 // table, where the writer puts them so that crash reads the file through its
 // Xen dump reader (see writer::program_headers_at_end).
@@ -148,7 +148,7 @@ void Checker::check_table() {
     }
 }
 
-// Notes 2 and 5 carry the same header (spec §3); note 4 says version 1.
+// Notes 2 and 5 carry the same header (xen-dump-core(5) "Notes"); note 4 says version 1.
 void Checker::check_header_notes() {
     const Note* core = header_note();
     const Note* xen = d_.notes.find(format::kNameXen, format::kNoteDumpcoreHeader);
@@ -168,7 +168,7 @@ void Checker::check_header_notes() {
         add("notes-parse", "note segment", d_.notes_offset, "there is no NT_XEN_DOMAIN note");
 }
 
-// Spec §2: PT_NOTE first and alone; then one PT_LOAD per maximal run
+// xen-dump-core(5) "Program headers": PT_NOTE first and alone; then one PT_LOAD per maximal run
 // (p_vaddr 0); xen-dump-core(5) lets the last one be the guest kernel's image
 // mapping instead (p_vaddr in the kernel image region), over bytes of a run.
 void Checker::check_segments() {
@@ -256,7 +256,7 @@ void Checker::check_section(const char* name, uint64_t offset, uint64_t size, ui
                 ", expected " + std::to_string(type) + " and " + std::to_string(entsize));
 }
 
-// Spec §6/§7: the sections point into the notes, the pages and the table.
+// xen-dump-core(5) "Sections"/xen-dump-core(5) "Layout": the sections point into the notes, the pages and the table.
 void Checker::check_sections_v1() {
     const auto& n = d_.notes.notes;
     static constexpr uint32_t kXenTypes[4] = {format::kNoteDumpcoreNone, format::kNoteDumpcoreHeader,
@@ -281,7 +281,7 @@ void Checker::check_sections_v1() {
                 hex(notes_end) + ")");
     const Section* ts = d_.elf.find(".note.xen_p2m");
     const uint64_t pages_end = d_.pages_offset + d_.pages_size;
-    // §3.2/§7: the note follows the pages and its descriptor is page-aligned,
+    // xen-dump-core(5) "The PFN->GMFN table"/xen-dump-core(5) "Layout": the note follows the pages and its descriptor is page-aligned,
     // so its header sits at the end of the padding page after the page data.
     if (ts->shdr.sh_offset < pages_end || d_.table_offset % kPage != 0 || d_.table_offset - pages_end > kPage)
         add("section-placement", ts->structure(), ts->header_offset,
@@ -295,7 +295,7 @@ void Checker::check_sections_v1() {
         add("section-placement", tr->structure(), tr->header_offset, "sh_type is not SHT_NOTE");
 }
 
-// Spec §6: v1 has exactly the sections of the table, each once. A section
+// xen-dump-core(5) "Sections": v1 has exactly the sections of the table, each once. A section
 // whose name was changed hides what it holds from a reader that looks it up
 // by name (a renamed .note.xen_trailer hides the digests), so every other
 // name is reported. Xen's own files have no such list, but a v1 section in
@@ -375,7 +375,7 @@ void Checker::check_trailer() {
     }
 }
 
-// Spec §4: HVM/PVH keep Xen's .xen_pfn array, the table's pfns in order.
+// xen-dump-core(5) "Page data": HVM/PVH keep Xen's .xen_pfn array, the table's pfns in order.
 void Checker::check_pfn_array() {
     const Section* s = d_.elf.find(".xen_pfn");
     const uint64_t n = d_.nr_entries();
