@@ -149,7 +149,7 @@ void check_dump(const std::filesystem::path& path, const DumpSpec& spec, Pattern
     const uint64_t n = entries.size();
     const bool pv = spec.type == format::GuestType::pv;
 
-    // xen-dump-core(5) "ELF header" ELF header.
+    // xen-dump-core(5) "ELF header".
     EXPECT_EQ(std::memcmp(d.eh.e_ident, ELFMAG, SELFMAG), 0);
     EXPECT_EQ(d.eh.e_ident[EI_CLASS], ELFCLASS64);
     EXPECT_EQ(d.eh.e_ident[EI_DATA], ELFDATA2LSB);
@@ -175,7 +175,7 @@ void check_dump(const std::filesystem::path& path, const DumpSpec& spec, Pattern
         EXPECT_EQ(d.ph[0].p_offset, 64 + d.phnum * sizeof(Elf64_Phdr)) << "the notes follow the program headers";
     }
 
-    // xen-dump-core(5) "Program headers" program headers: PT_NOTE, then the maximal runs.
+    // xen-dump-core(5) "Program headers": PT_NOTE, then the maximal runs.
     std::vector<std::pair<uint64_t, uint64_t>> runs;  // first index, length
     for (uint64_t i = 0; i < n; ++i) {
         if (i == 0 || entries[i].pfn != entries[i - 1].pfn + 1)

@@ -234,7 +234,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     }
     if (L.phnum > UINT32_MAX) throw Error("too many program headers");
 
-    // xen-dump-core(5) "ELF header": ELF header, then (HVM/PVH) xen-dump-core(5) "Program headers" program headers, then the notes.
+    // xen-dump-core(5) "ELF header": the ELF header, then (HVM/PVH) the program headers, then the notes.
     Elf64_Ehdr eh{};
     std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
     eh.e_ident[EI_CLASS] = ELFCLASS64;
