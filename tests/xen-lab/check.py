@@ -324,6 +324,8 @@ def check_systemd(args, env, dump_name, problems):
     SYSTEMD["security"] = security or "(not recorded)"
     if not re.match(r"^\d+(\.\d+)? ", security):
         problems.append(f"systemd-analyze security gave no score: {tail(os.path.join(out, 'svc-security.txt'))}")
+    if env.get("svc.active") != "active":
+        return  # dom0 went no further with the service
     if dump_name:
         entry = journal_dump_entry(out, dump_name, env.get("crash.domid"), problems)
         SYSTEMD["journal"] = entry or "(none)"
