@@ -198,6 +198,18 @@ TEST_F(Installed, UnitCarriesTheInstallPaths) {
     EXPECT_FALSE(std::regex_search(unit, m, std::regex("@[a-z_]+@"))) << "unsubstituted " << m.str();
 }
 
+// Debian has no xenstored.service: its /etc/init.d/xen runs as xen.service,
+// and without this order the service started before xenstored, /proc/xen and
+// /dev/xen/privcmd existed (seen in tests/xen-lab with dom0 under systemd).
+TEST_F(Installed, UnitStartsAfterDebiansXenService) {
+    const std::string unit = read_text(at(INSTALL_UNITDIR) / "xen-dumpd.service");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(unit, m, std::regex("\nAfter=([^\n]*)\n"))) << "no After= line";
+    const std::string after = " " + m[1].str() + " ";
+    EXPECT_NE(after.find(" xen.service "), std::string::npos) << "After=" << m[1];
+    EXPECT_NE(after.find(" xenstored.service "), std::string::npos) << "After=" << m[1];
+}
+
 TEST_F(Installed, UnitPassesSystemdAnalyzeVerify) {
     ASSERT_STRNE(TOOL_SYSTEMD_ANALYZE, "") << "systemd-analyze not found";
     // verify checks that ExecStart= exists; the binary is in the DESTDIR, so a

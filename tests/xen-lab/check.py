@@ -254,18 +254,108 @@ def check_guest(name, args, env, tools):
     return row, problems
 
 
+# xen-dumpd's MESSAGE_ID for a dump it wrote (daemon/journal_log.hpp).
+MESSAGE_DUMP_WRITTEN = "a87f8b9b9bce4231b361f9bcb5a18f16"
+SYSTEMD = {}  # what the systemd checks found, printed under the table
+
+
+def read_text(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def journal_dump_entry(out, dump_name, domid, problems):
+    """The journal entry xen-dumpd wrote for the crash dump (journalctl -o
+    json, one object per line): MESSAGE_ID, unit, DOMID, DUMP_PATH,
+    DUMP_RESULT, GUEST_PANIC."""
+    import json
+    entries = []
+    for line in read_text(os.path.join(out, "svc-journal.json")).splitlines():
+        try:
+            entries.append(json.loads(line))
+        except ValueError:
+            continue
+    written = [e for e in entries if e.get("MESSAGE_ID") == MESSAGE_DUMP_WRITTEN]
+    if not written:
+        problems.append(f"no journal entry with MESSAGE_ID={MESSAGE_DUMP_WRITTEN} among the "
+                        f"{len(entries)} entries of xen-dumpd.service (svc-journal.json)")
+        return None
+    e = written[-1]
+    want = {"_SYSTEMD_UNIT": "xen-dumpd.service", "DOMID": domid, "DUMP_RESULT": "ok",
+            "DUMP_PATH": f"/var/lib/xen/dump/{dump_name}", "DOMAIN": "crash"}
+    for key, value in want.items():
+        if e.get(key) != value:
+            problems.append(f"journal entry: {key}={e.get(key)!r}, expected {value!r}")
+    if "Kernel panic - not syncing" not in str(e.get("GUEST_PANIC", "")):
+        problems.append(f"journal entry: GUEST_PANIC={e.get('GUEST_PANIC')!r} lacks the guest's panic")
+    keep = ("MESSAGE_ID", "MESSAGE", "PRIORITY", "_SYSTEMD_UNIT", "DOMID", "DOMAIN", "DUMP_PATH", "DUMP_REASON",
+            "DUMP_RESULT", "DUMP_SIZE", "GUEST_PANIC", "GUEST_DMESG_PATH")
+    return json.dumps({k: e[k] for k in keep if k in e}, indent=1)
+
+
+def check_systemd(args, env, dump_name, problems):
+    """Issue 22: the packaged unit under Debian's systemd as PID 1."""
+    out = args.out
+    if env.get("dom0.pid1") != "systemd":
+        problems.append(f"dom0's PID 1 is {env.get('dom0.pid1')!r}, not systemd")
+    SYSTEMD["dom0"] = (f"PID 1 {env.get('dom0.pid1', '?')} {env.get('dom0.systemd', '')}, "
+                       f"system {env.get('dom0.system_state', '?')}; {env.get('dom0.boot_time', '?')}")
+    if env.get("dom0.failed_units", "").strip():
+        NOTES.append(f"dom0: failed units: {env['dom0.failed_units'].strip()}")
+    if env.get("xen.service") != "active":
+        problems.append(f"Debian's xen.service is {env.get('xen.service')!r}")
+    if env.get("svc.enabled") != "enabled":
+        problems.append(f"xen-dumpd.service is {env.get('svc.enabled')!r}, not enabled by its package")
+    show = read_env(os.path.join(out, "svc-show-start.txt"))
+    status_text = show.get("StatusText", "")
+    status = read_text(os.path.join(out, "svc-status-start.txt"))
+    status_line = next((l.strip() for l in status.splitlines() if l.strip().startswith("Status:")), "")
+    SYSTEMD["unit"] = (f"{env.get('svc.enabled', '?')}, {env.get('svc.active', '?')} "
+                       f"(Type={show.get('Type', '?')}, {show.get('SubState', '?')}); {status_line or 'no Status: line'}")
+    if env.get("svc.active") != "active" or show.get("Type") != "notify":
+        problems.append(f"xen-dumpd.service is {env.get('svc.active')!r} (Type={show.get('Type')}): "
+                        f"{tail(os.path.join(out, 'svc-status-start.txt'), 8)}")
+    if not status_text or f'Status: "{status_text}"' not in status:
+        problems.append(f"systemctl status shows no notify STATUS (StatusText={status_text!r})")
+    security = env.get("svc.security", "")
+    SYSTEMD["security"] = security or "(not recorded)"
+    if not re.match(r"^\d+(\.\d+)? ", security):
+        problems.append(f"systemd-analyze security gave no score: {tail(os.path.join(out, 'svc-security.txt'))}")
+    if env.get("svc.active") != "active":
+        return  # dom0 went no further with the service
+    if dump_name:
+        entry = journal_dump_entry(out, dump_name, env.get("crash.domid"), problems)
+        SYSTEMD["journal"] = entry or "(none)"
+    if env.get("svc.list.rc") != "0":
+        problems.append(f"xen-dumpctl list as root failed (rc {env.get('svc.list.rc')})")
+    refused = read_text(os.path.join(out, "svc-list-unprivileged.txt")).strip()
+    SYSTEMD["unprivileged"] = f"exit {env.get('svc.list_unprivileged.rc')}: {refused[:200]}"
+    if env.get("svc.list_unprivileged.rc") in (None, "0") or "ermission denied" not in refused:
+        problems.append(f"xen-dumpctl list as nobody was not refused: {SYSTEMD['unprivileged']}")
+    if env.get("svc.dump_dir_mode") != "700 root:root":
+        problems.append(f"the dump directory is {env.get('svc.dump_dir_mode')}, not 700 root:root")
+    if env.get("svc.stop.rc") != "0" or env.get("svc.result") != "success" or env.get("svc.nrestarts") != "0":
+        problems.append(f"systemctl stop rc {env.get('svc.stop.rc')}, Result={env.get('svc.result')}, "
+                        f"NRestarts={env.get('svc.nrestarts')}: {tail(os.path.join(out, 'svc-journal.txt'))}")
+
+
 def check_service(args, env, tools):
     out = args.out
     problems = []
     row = {"guest": "crash (service)"}
-    if env.get("svc.started") != "yes":
-        return row, [f"service did not start: {tail(os.path.join(out, 'service.log'))}"]
+    if env.get("svc.active") != "active":
+        check_systemd(args, env, None, problems)
+        return row, problems or [f"xen-dumpd.service is not active: {tail(os.path.join(out, 'svc-journal.txt'))}"]
     if "crash.ready.secs" not in env:
         return row, ["the crash guest did not boot"]
     svc = os.path.join(out, "svc")
     dumps = sorted(f for f in os.listdir(svc) if f.endswith(".core")) if os.path.isdir(svc) else []
     if not dumps:
-        return row, [f"the service did not dump the crashed guest: {tail(os.path.join(out, 'service.log'))}"]
+        return row, [f"the service did not dump the crashed guest: {tail(os.path.join(out, 'svc-journal.txt'))}"]
+    check_systemd(args, env, dumps[0], problems)
     row["ours s"] = env.get("svc.dump_seen_after_crash.secs", "-") + " after crash"
     dump = DumpFile(os.path.join(svc, dumps[0]))
     row["pages"] = str(len(dump.pfns))
@@ -273,9 +363,8 @@ def check_service(args, env, tools):
     row["verify"] = "ok" if rc == 0 else f"FAIL({rc})"
     if rc != 0:
         problems.append(f"service dump does not verify: {tail(os.path.join(out, 'svc-verify.log'))}")
-    listing = open(os.path.join(out, "svc-list.txt"), errors="replace").read() if os.path.exists(
-        os.path.join(out, "svc-list.txt")) else ""
-    if env.get("svc.list.rc") != "0" or "crash" not in listing:
+    listing = read_text(os.path.join(out, "svc-list.txt"))
+    if env.get("svc.list.rc") != "0" or dumps[0] not in listing:
         problems.append(f"xen-dumpctl list (rc {env.get('svc.list.rc')}) does not show the dump: {listing.strip()[:300]}")
     # The crashed guest's own log, from the dump: its panic must be there.
     row["dmesg"] = check_dmesg("svc", dump.path, tools, out, problems, pv=True,
@@ -604,7 +693,7 @@ def print_table(rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True, help="what dom0 sent back")
-    parser.add_argument("--build", required=True, help="the project's build directory")
+    parser.add_argument("--bin", required=True, help="where xen-dumpctl and xen-dump-convert are")
     parser.add_argument("--work", required=True)
     parser.add_argument("--guests", default="pv pvh hvm")
     parser.add_argument("--xl", default="1")
@@ -613,8 +702,8 @@ def main():
     parser.add_argument("--summary", default="", help="write passed=N failed=N (one per table row) here")
     args = parser.parse_args()
     env = read_env(os.path.join(args.out, "results.env"))
-    tools = {"xen-dumpctl": os.path.join(args.build, "ctl", "xen-dumpctl"),
-             "xen-dump-convert": os.path.join(args.build, "convert", "xen-dump-convert")}
+    tools = {"xen-dumpctl": os.path.join(args.bin, "xen-dumpctl"),
+             "xen-dump-convert": os.path.join(args.bin, "xen-dump-convert")}
     rows, problems = [], []
     passed = failed = 0
     for name in args.guests.split():
@@ -638,6 +727,15 @@ def main():
     print("dom0 /init at uptime {} s, toolstack ready at {} s; VM run {} s in all".format(
         env.get("dom0.uptime_at_init", "?"), env.get("dom0.toolstack_ready", "?"), times.get("vm.secs", "?")))
     print("stages: " + ", ".join(f"{k[6:-5]} {v} s" for k, v in times.items() if k.startswith("stage.")))
+    if SYSTEMD:
+        print()
+        print("systemd (dom0): " + SYSTEMD.get("dom0", "?"))
+        print("xen-dumpd.service: " + SYSTEMD.get("unit", "?"))
+        print("systemd-analyze security xen-dumpd: " + SYSTEMD.get("security", "?"))
+        print("xen-dumpctl list as nobody: " + SYSTEMD.get("unprivileged", "?"))
+        if "journal" in SYSTEMD:
+            print("journal entry of the crash dump (journalctl -o json, selected fields):")
+            print(SYSTEMD["journal"])
     for note in NOTES:
         print("note: " + note)
     print()
