@@ -3,10 +3,8 @@
 // The program xen-dump-convert adds batches, reports and the command line.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <optional>
 #include <string>
 
@@ -29,12 +27,10 @@ InputFormat sniff_format(const std::filesystem::path& path);
 struct ConvertOptions {
     std::optional<std::string> system_map;
     bool allow_inferred = false;
-    bool digests = true;
-    std::function<void(const WriteProgress&)> on_progress;
-    // WriteOptions::check_before_publish: an output it rejects never appears.
-    std::function<void(const std::filesystem::path& unpublished, const PagesReadBack& read_back)> check_output;
-    const std::atomic<bool>* cancel = nullptr;
     std::string writer_name = "xen-dump-convert";
+    // Handed to the writer as they are (the guest kernel is always looked
+    // for); an output check_before_publish rejects never appears.
+    WriteOptions write;
 };
 
 struct Plan {
