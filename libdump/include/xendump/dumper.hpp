@@ -23,7 +23,11 @@ struct DumpOptions {
     format::Reason reason = format::Reason::request;
     // Digests, threads, the guest kernel (on by default for dumps), progress,
     // warnings, cancel: handed to the writer as they are.
-    WriteOptions write{.guest_kernel = true};
+    WriteOptions write = [] {
+        WriteOptions w;
+        w.guest_kernel = true;
+        return w;
+    }();
 };
 
 struct DumpResult {

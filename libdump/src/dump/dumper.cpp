@@ -159,7 +159,9 @@ DumpResult run_dump(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt,
 
     // Guest kernel (issue 9, WriteOptions::guest_kernel): NT_PRSTATUS up
     // front, VMCOREINFO and the KERNEL=/KERNELOFFSET= keys of NT_XEN_DOMAIN
-    // found by the pipeline's kernel observer during the single pass.
+    // found by the pipeline's kernel observer during the single pass
+    // (xen-dump-core(5) "NT_XEN_DOMAIN keys" lets writers add keys; "Notes"
+    // has readers skip the padding note a pipe keeps in their place).
     WriteResult wr = write(p.spec, *p.source, wo);
     for (auto& w : wr.warnings) p.warnings.push_back(std::move(w));
 

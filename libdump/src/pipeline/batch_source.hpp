@@ -10,7 +10,7 @@ namespace xendump::pipeline {
 
 // Fills batch.page/unreadable for entries [batch.first, batch.first +
 // batch.count). `positional`: the sink can take a FileRange (a seekable
-// output). An unreadable page points at zeros afterwards (spec §5), whatever
+// output). An unreadable page points at zeros afterwards (xen-dump-core(5) "Trailer notes"), whatever
 // the source left; keep[] is reset to all pages.
 void fill_batch(PageBatch& batch, PageSource& source, bool positional);
 

@@ -1,5 +1,6 @@
-// What observers found in the pages (the guest kernel: spec §3 note 7,
-// §3.1 keys, §2 the kernel image program header), handed to the encoder
+// What observers found in the pages (the guest kernel: xen-dump-core(5)
+// "Notes" note 7, "NT_XEN_DOMAIN keys", "Program headers" the kernel image
+// program header), handed to the encoder
 // before it finishes the file's head.
 #pragma once
 

@@ -31,7 +31,7 @@ private:
     PageSource& source_;
 };
 
-// NT_PRSTATUS (spec §3 note 8) for every vcpu of a 64-bit guest (not 32-bit
+// NT_PRSTATUS (xen-dump-core(5) "Notes" note 8) for every vcpu of a 64-bit guest (not 32-bit
 // PV, whose contexts have another layout), unless the spec has them; a
 // context that cannot be decoded leaves all of them out, with a warning.
 void add_prstatus(DumpSpec& spec, std::vector<std::string>& warnings);

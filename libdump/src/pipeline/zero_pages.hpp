@@ -9,7 +9,7 @@
 
 namespace xendump::pipeline {
 
-// 4096 zero bytes, for unreadable pages (stored as zeros, spec §5).
+// 4096 zero bytes, for unreadable pages (stored as zeros, xen-dump-core(5) "Trailer notes").
 const std::byte* zero_page();
 
 bool is_zero_page(const std::byte* page);

@@ -1,4 +1,4 @@
-// ELF note iteration over bytes read from a dump (spec §3): namesz, descsz,
+// ELF note iteration over bytes read from a dump (xen-dump-core(5) "Notes"): namesz, descsz,
 // type, name padded to 4, descriptor padded to 4. Parsing can fail; the
 // failure is returned as a Finding so callers choose strict or lenient.
 #pragma once

@@ -15,7 +15,7 @@ using namespace reader;
 
 namespace {
 
-// The note segment is read whole at open (spec §3: kilobytes in practice).
+// The note segment is read whole at open (xen-dump-core(5) "Notes": kilobytes in practice).
 constexpr uint64_t kMaxNoteSegment = 256ull << 20;
 // The trailer holds NT_XEN_DIGEST, NT_XEN_UNREADABLE and one padding note.
 constexpr size_t kMaxTrailerNotes = 16;
@@ -175,7 +175,7 @@ void Loader::load_xen_elf() {
     build_runs();
 }
 
-// v1 (spec §3.2): .note.xen_p2m is one note whose descriptor is the table.
+// v1 (xen-dump-core(5) "The PFN->GMFN table"): .note.xen_p2m is one note whose descriptor is the table.
 void Loader::load_v1_table() {
     const Section& s = required_section(".note.xen_p2m");
     const std::string st = s.structure();
@@ -203,10 +203,8 @@ void Loader::load_v1_table() {
     d_.table_offset = s.shdr.sh_offset + desc_rel;
     d_.table_size = head[1];
     d_.table_structure = "PFN->GMFN table (" + st + ")";
-    auto v = std::make_shared<reader::EntryTable>(d_.table_size / sizeof(PageEntry));
-    d_.file->read_exact(d_.table_offset, std::as_writable_bytes(std::span(*v)), d_.table_structure);
-    d_.table_raw_count = v->size();
-    d_.entries = std::move(v);
+    d_.table_raw_count = d_.table_size / sizeof(PageEntry);
+    d_.table = TableOnDisk(d_.file, d_.table_offset, d_.table_raw_count, sizeof(PageEntry), d_.table_structure);
 }
 
 // xen_elf (legacy §B): .xen_p2m {pfn, gmfn} pairs or .xen_pfn u64 pfns;
@@ -221,23 +219,21 @@ void Loader::load_table_array(const Section& s, bool pairs) {
     d_.table_entry_size = esize;
     d_.table_structure = "PFN->GMFN table (" + s.structure() + ")";
     const uint64_t n = s.shdr.sh_size / esize;
-    auto v = std::make_shared<reader::EntryTable>(n);
-    auto table = std::as_writable_bytes(std::span(*v));
-    if (pairs) {
-        d_.file->read_exact(d_.table_offset, table, d_.table_structure);
-    } else {
-        // The pfns into the table's first half, then spread in place from the
-        // end ({pfn, pfn}): no second copy of a table the file sized.
-        d_.file->read_exact(d_.table_offset, table.first(n * 8), d_.table_structure);
-        for (uint64_t i = n; i-- > 0;) {
-            uint64_t pfn;
-            std::memcpy(&pfn, table.data() + i * 8, 8);
-            (*v)[i] = {pfn, pfn};
-        }
-    }
     d_.table_raw_count = n;
-    while (!v->empty() && v->back().pfn == kAllOnes) v->pop_back();
-    d_.entries = std::move(v);
+    d_.table = TableOnDisk(d_.file, d_.table_offset, n, esize, d_.table_structure);
+    // Trailing all-ones entries: found from the end, one window at a time.
+    uint64_t end = n;
+    std::vector<PageEntry> w;
+    while (end > 0) {
+        const uint64_t from = end - std::min(end, TableOnDisk::kWindow);
+        w.resize(static_cast<size_t>(end - from));
+        d_.table.read(from, w);
+        size_t k = w.size();
+        while (k > 0 && w[k - 1].pfn == kAllOnes) --k;
+        end = from + k;
+        if (k > 0) break;
+    }
+    d_.table.truncate(end);
 }
 
 void Loader::load_pages() {
@@ -312,7 +308,7 @@ void Loader::load_trailer() {
     // Only the two notes a reader uses are read, each at most as large as it
     // can be for this many pages; the reserved area's padding note (8 bytes a
     // page of zeros) and anything else stay unread.
-    const uint64_t pages = d_.entries->size();
+    const uint64_t pages = d_.nr_entries();
     auto limit = [pages](std::string_view name, uint32_t type) -> uint64_t {
         if (name != format::kNameXenCore) return 0;
         if (type == format::kNtXenDigest) return sizeof(format::DigestDescHead) + 16 * (pages + 2);
@@ -337,15 +333,17 @@ void Loader::load_trailer() {
     }
 }
 
+// One pass over the table, a window at a time.
 void Loader::build_runs() {
-    const auto& e = *d_.entries;
-    for (uint64_t i = 0; i < e.size(); ++i) {
-        if (!d_.runs.empty() && i > 0 && e[i - 1].pfn != kAllOnes && e[i].pfn == e[i - 1].pfn + 1) {
+    uint64_t prev = kAllOnes;
+    d_.table.scan([&](uint64_t i, const PageEntry& e) {
+        if (!d_.runs.empty() && i > 0 && prev != kAllOnes && e.pfn == prev + 1)
             ++d_.runs.back().count;
-            continue;
-        }
-        d_.runs.push_back({e[i].pfn, 1, d_.pages_offset + i * format::kPageSize, i});
-    }
+        else
+            d_.runs.push_back({e.pfn, 1, d_.pages_offset + i * format::kPageSize, i});
+        prev = e.pfn;
+        return true;
+    });
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // DumpReader::page_source: the file's pages as a PageSource. Slot i of
-// .xen_pages is entry i (spec §4), so any run of entries is one contiguous
+// .xen_pages is entry i (xen-dump-core(5) "Page data"), so any run of entries is one contiguous
 // range of the file: one pread, and file_range() for copy_file_range.
 #include "pipeline/zero_copy_source.hpp"
 #include "reader/checked.hpp"
@@ -56,7 +56,7 @@ private:
 }  // namespace
 
 std::unique_ptr<PageSource> DumpReader::page_source() const {
-    return std::make_unique<FilePageSource>(impl_->file, impl_->entries, impl_->pages_offset, impl_->pages_size);
+    return std::make_unique<FilePageSource>(impl_->file, impl_->all_entries(), impl_->pages_offset, impl_->pages_size);
 }
 
 }  // namespace xendump

@@ -13,11 +13,21 @@
 #include "reader/elf_layout.hpp"
 #include "reader/entry_table.hpp"
 #include "reader/notes.hpp"
+#include "reader/table_on_disk.hpp"
 #include "xendump/reader.hpp"
 
 namespace xendump {
 
-struct DumpReader::Impl {
+// Hidden: DumpReader declares it in the public header (so it would be
+// exported with DumpReader), but it is the reader's inside. clang refuses a
+// visibility that differs from the declaration's; its builds (the fuzz
+// targets) are not shipped, and the exports test runs on GCC's build.
+#if defined(__clang__)
+#define XENDUMP_READER_IMPL_VISIBILITY
+#else
+#define XENDUMP_READER_IMPL_VISIBILITY __attribute__((visibility("hidden")))
+#endif
+struct XENDUMP_READER_IMPL_VISIBILITY DumpReader::Impl {
     std::filesystem::path path;
     std::shared_ptr<const reader::DumpFile> file;
     FileFormat format = FileFormat::v1;
@@ -35,9 +45,10 @@ struct DumpReader::Impl {
     format::GuestType type = format::GuestType::pv;
     unsigned guest_width = 8;
 
-    // The PFN->GMFN table: descriptor location and the entries it holds
-    // (xen_elf: trailing ~0 entries dropped).
-    std::shared_ptr<const reader::EntryTable> entries;
+    // The PFN->GMFN table, read where it lies (xen_elf: trailing ~0 entries
+    // dropped): open, lookups and verify stream it or go through a bounded
+    // cache; only entries()/page_source() load it whole, on first use.
+    reader::TableOnDisk table;
     uint64_t table_offset = 0, table_size = 0, table_entry_size = 16;
     uint64_t table_raw_count = 0;  // entries in the file, ~0 ones included
     std::string table_structure;
@@ -52,10 +63,26 @@ struct DumpReader::Impl {
 
     std::vector<Finding> open_findings;  // problems found at open that did not stop it
 
+    // Stretches of entries whose gmfns rise by one from entry to entry,
+    // sorted by gmfn (PV): the gmfn index, built by one pass over the table
+    // on first use. 32 bytes a stretch (a guest's frames come in long ones).
+    struct GmfnExtent {
+        uint64_t gmfn, index, count;
+        uint64_t end_max;  // the highest gmfn + count of this and every extent before it
+    };
     mutable std::once_flag gmfn_once;
-    mutable std::vector<uint64_t> by_gmfn;  // entry indices sorted by gmfn (PV)
+    mutable std::vector<GmfnExtent> by_gmfn;
+    const std::vector<GmfnExtent>& gmfn_extents() const;
 
-    const std::vector<uint64_t>& gmfn_order() const;
+    // The whole table in memory (16 bytes a page): for the span-returning
+    // API only (entries(), page_source()).
+    mutable std::once_flag all_once;
+    mutable std::shared_ptr<const reader::EntryTable> all;
+    const std::shared_ptr<const reader::EntryTable>& all_entries() const;
+
+    uint64_t nr_entries() const { return table.size(); }
+    // The pfn of entry `index` (< nr_entries()), through the runs.
+    uint64_t pfn_of_index(uint64_t index) const;
     std::string file_name() const { return path.string(); }
 };
 

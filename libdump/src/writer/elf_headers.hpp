@@ -1,4 +1,5 @@
-// The v1 ELF header (spec §1) and program header table (§2): PT_NOTE over
+// The v1 ELF header (xen-dump-core(5) "ELF header") and program header
+// table ("Program headers"): PT_NOTE over
 // the note segment, one PT_LOAD per run of consecutive pfns, and zeros for
 // the kernel image segment's room.
 #pragma once

@@ -1,4 +1,4 @@
-// The v1 note segment (spec §3), in the order of the notes: .note.Xen (notes
+// The v1 note segment (xen-dump-core(5) "Notes"), in the order of the notes: .note.Xen (notes
 // 1-4), the header, NT_XEN_DOMAIN, VMCOREINFO or the room kept for it,
 // NT_PRSTATUS, the vcpu context slots, shared_info; with the offsets inside
 // the segment that the section table and the late notes need.

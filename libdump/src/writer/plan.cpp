@@ -20,7 +20,7 @@ constexpr uint64_t kPage = format::kPageSize;
 // A "XEN CORE" note header: 12 bytes plus the 9-byte name padded to 12.
 const uint64_t kXenCoreHeader = note_header_size(format::kNameXenCore);
 
-// §7 offsets of the note segment, the pages, the table note and .xen_pfn,
+// xen-dump-core(5) "Layout": the offsets of the note segment, the pages, the table note and .xen_pfn,
 // the trailer; the program header table precedes the notes unless it goes
 // at the end (PV).
 Layout layout_of(const DumpSpec& spec, uint64_t n, uint64_t phnum, uint64_t notes_size, uint64_t phdrs_size,
@@ -31,7 +31,7 @@ Layout layout_of(const DumpSpec& spec, uint64_t n, uint64_t phnum, uint64_t note
     L.notes_size = notes_size;
     L.pages_offset = align_up(L.notes_offset + L.notes_size, kPage);
     L.pages_size = n * kPage;
-    // §3.2: the table note's descriptor starts on a page boundary.
+    // xen-dump-core(5) "The PFN->GMFN table": the table note's descriptor starts on a page boundary.
     L.p2m_desc_offset = align_up(L.pages_offset + L.pages_size + kXenCoreHeader, kPage);
     L.p2m_note_offset = L.p2m_desc_offset - kXenCoreHeader;
     L.p2m_desc_size = n * sizeof(PageEntry);
@@ -59,7 +59,7 @@ uint64_t vmcoreinfo_room_size() {
 
 uint64_t unreadable_area_size(uint64_t nr_pages) {
     // NT_XEN_UNREADABLE for every page (count + pfns) plus room for the header
-    // of the padding note that fills whatever is left (spec §5).
+    // of the padding note that fills whatever is left (xen-dump-core(5) "Trailer notes").
     return kXenCoreHeader + 8 + 8 * nr_pages + kXenCoreHeader;
 }
 
@@ -71,7 +71,8 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     const uint64_t n = entries.size();
     const bool pv = spec.type == format::GuestType::pv;
 
-    // §2: one PT_LOAD per maximal run of consecutive pfns; §3: the notes.
+    // xen-dump-core(5) "Program headers": one PT_LOAD per maximal run of
+    // consecutive pfns; "Notes": the note segment.
     plan.nr_runs = count_runs(entries);
     const uint64_t phnum = 1 + plan.nr_runs;
     NoteSegment seg = note_segment(spec, n, kernel_room);
@@ -82,7 +83,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     plan.vmcoreinfo_room_offset = seg.vmcoreinfo_room_offset;
     plan.vmcoreinfo_room_size = seg.vmcoreinfo_room_size;
 
-    // §7 layout. One program header of room after the PT_LOADs when the
+    // xen-dump-core(5) "Layout". One program header of room after the PT_LOADs when the
     // guest kernel may be found (FoundNotes::kernel_image), whatever is found.
     const bool elf64_guest = !(pv && spec.guest_width == 4);
     const bool kernel_phdr_room = kernel_room && elf64_guest && phnum + 1 < PN_XNUM;
@@ -91,7 +92,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     plan.layout = layout_of(spec, n, phnum, seg.notes.size(), phdrs_size, phdrs_at_end);
     const Layout& L = plan.layout;
 
-    // §5: the trailer, NT_XEN_DIGEST then the unreadable area.
+    // xen-dump-core(5) "Trailer notes": the trailer, NT_XEN_DIGEST then the unreadable area.
     plan.nr_chunks = (n + format::kDigestChunkPages - 1) / format::kDigestChunkPages;
     if (digests)
         plan.digest_note_size = kXenCoreHeader + sizeof(format::DigestDescHead) +
@@ -102,7 +103,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     if (plan.unreadable_area_size - kXenCoreHeader > UINT32_MAX)
         throw Error("too many pages for the NT_XEN_UNREADABLE reservation (" + std::to_string(n) + ")");
 
-    // The table descriptor: for HVM/PVH gmfn = pfn (§3.2).
+    // The table descriptor: for HVM/PVH gmfn = pfn (xen-dump-core(5) "The PFN->GMFN table").
     plan.p2m = entries;
     if (!pv) {
         bool identity = true;
@@ -115,7 +116,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     }
     plan.p2m_note_header = note_header(format::kNameXenCore, format::kNtXenP2m, L.p2m_desc_size);
 
-    // §6: sections, after the trailer; the program headers last for PV.
+    // xen-dump-core(5) "Sections": sections, after the trailer; the program headers last for PV.
     plan.shstrtab_offset = L.trailer_offset + trailer_size;
     SectionTable sections = section_table(spec, L, seg, trailer_size, plan.shstrtab_offset);
     plan.shstrtab = std::move(sections.shstrtab);
@@ -127,7 +128,8 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     if (kernel_phdr_room) plan.kernel_phdr_offset = plan.phdr_offset + L.phnum * sizeof(Elf64_Phdr);
     if (L.phnum > UINT32_MAX) throw Error("too many program headers");
 
-    // §1: ELF header, then (HVM/PVH) §2 program headers, then the notes.
+    // xen-dump-core(5) "ELF header": the ELF header, then (HVM/PVH) the
+    // program headers, then the notes.
     plan.head = elf_header(spec, L, plan.phdr_offset, plan.shdr_offset, sections.count);
     plan.phdrs = program_headers(entries, L, phdrs_size);
     plan.head.reserve(L.pages_offset);

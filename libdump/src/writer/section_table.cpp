@@ -64,7 +64,7 @@ SectionTable section_table(const DumpSpec& spec, const Layout& L, const NoteSegm
         sh.sh_size = sections[i].size;
         sh.sh_entsize = sections[i].entsize;
         sh.sh_addralign = sections[i].addralign;
-        // §1: under PN_XNUM the real program header count lives here.
+        // xen-dump-core(5) "ELF header": under PN_XNUM the real program header count lives here.
         if (i == 0 && L.phnum >= PN_XNUM) sh.sh_info = static_cast<Elf64_Word>(L.phnum);
         auto b = bytes_of(sh);
         t.shdrs.insert(t.shdrs.end(), b.begin(), b.end());

@@ -1,4 +1,4 @@
-// The v1 section header table and its string table (spec §6), in the order
+// The v1 section header table and its string table (xen-dump-core(5) "Sections"), in the order
 // of the table: NULL, .shstrtab, .note.Xen, .xen_prstatus, .xen_shared_info,
 // .xen_pages, .note.xen_p2m, .xen_p2m or .xen_pfn, .note.xen_trailer.
 #pragma once

@@ -15,7 +15,7 @@ namespace {
 
 constexpr uint64_t kPage = format::kPageSize;
 
-// The digests of a batch's 256-page chunks (spec §5), computed in
+// The digests of a batch's 256-page chunks (xen-dump-core(5) "Trailer notes"), computed in
 // Encoder::prepare on any thread: batches start on chunk boundaries
 // (batch_alignment), so no chunk spans two batches.
 class ChunkDigests final : public pipeline::BatchWork {

@@ -1,0 +1,85 @@
+// Converting old Xen dump files (legacy xc_core, Xen's section-only ELF of
+// `xl dump-core`) into xen-dump-core v1 files: sniff the format from the bytes
+// (never the name), decide the layout, write through the v1 writer, and
+// record which source an output came from (SOURCE_ID=, xen-dump-core(5)).
+// The program xen-dump-convert adds batches, reports and the command line.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "xendump/writer.hpp"
+
+namespace xendump {
+
+enum class InputFormat {
+    xc_core,   // legacy xc_core (Xen <= 3.0.4)
+    xen_elf,   // Xen's section-only ELF dump-core (xl dump-core)
+    v1,        // already current
+    unknown,
+};
+// "xc_core", "xen-elf", "v1", "unknown"
+std::string_view to_string(InputFormat f);
+
+// Reads the first bytes (and for ELF, the program header count). Throws
+// Error when the file cannot be read (regular files only).
+InputFormat sniff_format(const std::filesystem::path& path);
+
+struct ConvertOptions {
+    std::optional<std::string> system_map;  // a System.map for the guest's p2m symbols
+    bool allow_inferred = false;            // accept a layout decided without a symbol
+    std::string writer_name = "xen-dump-convert";  // WRITER= of the output
+    // Handed to the writer as they are (digests, threads, progress, warnings,
+    // cancel; the guest kernel is always looked for). An output that
+    // write.check_before_publish rejects (by throwing) never appears.
+    WriteOptions write;
+};
+
+struct ConversionPlan {
+    InputFormat format = InputFormat::unknown;
+    std::string layout;      // LAYOUT= value
+    uint64_t pages = 0;      // pages the output will hold
+    bool inferred = false;   // the layout was inferred (see allow_inferred)
+};
+
+// Everything but the writing (for a dry run and reports). Throws Error
+// naming the file and offset; a v1 input plans nothing (format v1, 0 pages).
+ConversionPlan plan_conversion(const std::filesystem::path& input, const ConvertOptions& options = {});
+
+// Writes `output` atomically (never replacing a file). Throws Error; on error
+// nothing appears under `output`.
+ConversionPlan convert_file(const std::filesystem::path& input, const std::filesystem::path& output,
+                            const ConvertOptions& options = {});
+
+// Which source file an output was converted from: SOURCE_ID= of the output's
+// NT_XEN_DOMAIN. A converter compares it with the file at hand before it
+// calls an output "already converted" or deletes a source: a file of the
+// same name, another dump of the same guest or a copy that changed is not
+// the source. The size and modification time, and an XXH3-128 digest of
+// everything but the page data.
+struct SourceIdentity {
+    uint64_t size = 0;
+    int64_t mtime_sec = 0;
+    uint32_t mtime_nsec = 0;
+    std::string digest;  // "xxh3-128:" and 32 hex digits
+
+    // "size=N;mtime=SECONDS.NANOSECONDS;digest=xxh3-128:HEX"
+    std::string value() const;
+    std::string mtime_text() const;  // "SECONDS.NANOSECONDS"
+    // Nullopt when `value` is not of that form.
+    static std::optional<SourceIdentity> parse(std::string_view value);
+    // Empty when they are the same file; else what differs, this file's
+    // value first ("size 4096, recorded 8192").
+    std::string difference_from(const SourceIdentity& recorded) const;
+    bool operator==(const SourceIdentity&) const = default;
+};
+
+// Opens `path` (regular files only) and identifies it. Throws Error (naming
+// the file and offset) when the parts it covers cannot be read or the file
+// is neither an xc_core nor an ELF file.
+SourceIdentity identify_source(const std::filesystem::path& path);
+
+}  // namespace xendump
