@@ -4,7 +4,8 @@
 //
 //   source   a PageSource (hypervisor, legacy file, xl file, v1 file), read
 //            in batches by batch_source.hpp
-//   select   selector.hpp: which of its pages are written
+//   select   selector.hpp: which of its pages are written (zero pages,
+//            a set of pfns, dump levels: dump_level_selector.hpp)
 //   observe  observer.hpp: sees every kept page once, in pfn order
 //            (kernel_observer.hpp), and adds notes after the pass
 //   encode   encoder.hpp: the file format (writer/v1_encoder.hpp)
