@@ -37,9 +37,9 @@ struct DumpJobResult {
 
 struct DumpJobHooks {
     std::function<void(const std::filesystem::path&)> on_start;  // the name chosen
-    std::function<void(const WriteProgress&)> on_progress;
-    std::function<void(const std::string&)> on_warning;
-    const std::atomic<bool>* cancel = nullptr;
+    // Progress, warnings, cancel (dump.write) go to the dumper as they are;
+    // the request's live, reason and digests replace dump's own.
+    DumpOptions dump;
 };
 
 // The journal entry of a dump (or of its failure): DOMID=, DOMAIN=,

@@ -141,11 +141,11 @@ int run_one_shot(const OneShotOptions& o) {
         cli::ProgressBar bar("dumping " + o.domain, !o.quiet && o.output != std::string("-"));
         DumpOptions opts;
         opts.live = o.live;
-        opts.digests = o.digests;
         opts.reason = format::Reason::request;
-        opts.cancel = &g_cancel;
-        opts.on_progress = [&](const WriteProgress& p) { bar.update(p.bytes_done, p.bytes_total); };
-        opts.on_warning = [&](const std::string& w) {
+        opts.write.digests = o.digests;
+        opts.write.cancel = &g_cancel;
+        opts.write.on_progress = [&](const WriteProgress& p) { bar.update(p.bytes_done, p.bytes_total); };
+        opts.write.on_warning = [&](const std::string& w) {
             if (!o.quiet) say("warning: " + w);
         };
         if (o.output == std::string("-")) {
@@ -169,9 +169,7 @@ int run_one_shot(const OneShotOptions& o) {
         req.live = o.live;
         req.digests = o.digests;
         DumpJobHooks hooks;
-        hooks.cancel = &g_cancel;
-        hooks.on_progress = opts.on_progress;
-        hooks.on_warning = opts.on_warning;
+        hooks.dump = opts;
         DumpJobResult r = run_dump_job(*hv, cfg, req, hooks);
         bar.finish();
         if (r.result != DumpOutcome::ok) {
