@@ -177,6 +177,7 @@ private:
             co.system_map = o_.system_map;
             co.allow_inferred = o_.allow_inferred;
             co.write.digests = o_.digests;
+            co.write.threads = o_.threads;
             co.write.on_progress = [this, &job, worker](const WriteProgress& p) {
                 if (p.pages_total) current_[worker] = job.size * p.pages_done / p.pages_total;
                 show_progress();

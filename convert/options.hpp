@@ -19,6 +19,7 @@ struct Options {
     bool digests = true;                      // --no-digests turns off
     bool quiet = false;                       // -q: no table, errors only
     unsigned jobs = 1;                        // -j N
+    unsigned threads = 1;                     // --threads N, default: the cores shared among the jobs
 };
 
 enum class ParseStatus { run, exit_ok, usage_error };

@@ -211,6 +211,7 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     options.live = request.live;
     options.reason = request.reason;
     options.write.digests = request.digests;
+    options.write.threads = request.threads;
     try {
         DumpResult r = dump_domain_to_file(hv, request.domid, out.path, options);
         s.pages = r.nr_pages;

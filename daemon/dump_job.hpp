@@ -25,6 +25,7 @@ struct DumpRequest {
     format::Reason reason = format::Reason::request;
     bool live = false;
     bool digests = true;
+    unsigned threads = 1;  // WriteOptions::threads (Config::write_threads(), or the requester's)
 };
 
 struct DumpJobResult {
@@ -38,7 +39,7 @@ struct DumpJobResult {
 struct DumpJobHooks {
     std::function<void(const std::filesystem::path&)> on_start;  // the name chosen
     // Progress, warnings, cancel (dump.write) go to the dumper as they are;
-    // the request's live, reason and digests replace dump's own.
+    // the request's live, reason, digests and threads replace dump's own.
     DumpOptions dump;
 };
 

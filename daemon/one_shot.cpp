@@ -61,6 +61,7 @@ ViaService ask_service(const OneShotOptions& o, const Config& cfg, int& exit_cod
     nlohmann::json request = {{"command", "dump"}, {"domain", o.domain}, {"live", o.live}, {"digests", o.digests}};
     if (o.overrides.host) request["host"] = *o.overrides.host;
     if (o.overrides.dump_dir) request["dump_dir"] = std::filesystem::absolute(*o.overrides.dump_dir).string();
+    if (o.overrides.threads) request["threads"] = *o.overrides.threads;
     cli::ProgressBar bar("dumping " + o.domain, !o.quiet);
     std::optional<uint64_t> job;
     try {
@@ -143,6 +144,7 @@ int run_one_shot(const OneShotOptions& o) {
         opts.live = o.live;
         opts.reason = format::Reason::request;
         opts.write.digests = o.digests;
+        opts.write.threads = cfg.write_threads();
         opts.write.cancel = &g_cancel;
         opts.write.on_progress = [&](const WriteProgress& p) { bar.update(p.bytes_done, p.bytes_total); };
         opts.write.on_warning = [&](const std::string& w) {
@@ -168,6 +170,7 @@ int run_one_shot(const OneShotOptions& o) {
         req.domid = domid;
         req.live = o.live;
         req.digests = o.digests;
+        req.threads = cfg.write_threads();
         DumpJobHooks hooks;
         hooks.dump = opts;
         DumpJobResult r = run_dump_job(*hv, cfg, req, hooks);

@@ -18,6 +18,8 @@ struct OneShotOptions {
     bool live = false;
     bool digests = true;
     bool quiet = false;
+    // --threads is in overrides (it also names the service's Threads=): sent
+    // with a request to the service, used for a dump made here.
     std::filesystem::path config_file;
     ConfigOverrides overrides;
 };

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cli_options.hpp"
+#include "xendump/writer.hpp"
 #include "xendump_config.h"
 
 namespace xendump::daemon {
@@ -18,8 +19,11 @@ inline constexpr cli::Option kDaemonOptions[] = {
     {"output", 'o', cli::Arg::required, "PATH", "write the dump to PATH ('-': standard output)"},
     {"live", 0, cli::Arg::none, "", "do not pause the domain (records PAUSED=0)"},
     {"no-digests", 0, cli::Arg::none, "", "no page digests"},
+    {"threads", 0, cli::Arg::required, "N",
+     "threads of each dump, 1 to 8 (default Threads=, else the\nnumber of cores, at most 8)"},
     {"quiet", 'q', cli::Arg::none, "", "no progress or warnings"},
     {"version", 0, cli::Arg::none, "", "the version"},
 };
+static_assert(kMaxWriteThreads == 8, "--threads' help says 1 to 8");
 
 }  // namespace xendump::daemon

@@ -170,6 +170,7 @@ void Service::submit_crash(const CrashKey& key, const std::string& label, const 
     req.domid = key.domid;
     req.reason = format::Reason::crash;
     req.digests = cfg.digests;
+    req.threads = cfg.write_threads();
     queue_->submit(req, label, key);
 }
 

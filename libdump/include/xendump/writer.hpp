@@ -26,6 +26,11 @@ struct WriteProgress {
 
 struct VerifyOptions;  // reader.hpp
 
+// The most threads one write uses (WriteOptions::threads): beyond it, more
+// batches in flight (memory) and no speed, the reader and the ordered writes
+// being one thread each.
+inline constexpr unsigned kMaxWriteThreads = 8;
+
 // How a dump is written, and what its caller watches: one struct, passed
 // unchanged from the service's jobs and the converter through the dumper to
 // the page pass.
@@ -37,9 +42,10 @@ struct WriteOptions {
     // VMCOREINFO note, the KERNEL=/KERNELOFFSET= keys and the kernel image
     // segment, filled on a seekable output (a pipe keeps the room as padding).
     bool guest_kernel = false;
-    // Threads that classify zero pages and hash digests, batch by batch; the
-    // file's bytes are the same for any number (1: the pass reads on one
-    // thread and hashes and writes on the caller's).
+    // Threads that classify zero pages and hash digests, batch by batch, 1
+    // to kMaxWriteThreads (0 counts as 1, more as the maximum); the file's
+    // bytes are the same for any number (1: the pass reads on one thread and
+    // hashes and writes on the caller's).
     unsigned threads = 1;
     std::function<void(const WriteProgress&)> on_progress;  // called per batch
     std::function<void(const std::string&)> on_warning;     // guest oddities, unreadable pages

@@ -17,9 +17,6 @@ namespace {
 // cheap.
 constexpr size_t kMinBatch = 256;   // 1 MiB
 constexpr size_t kMaxBatch = 1024;  // 4 MiB, threads + 2 of them in flight
-// Threads beyond this add batches in flight (memory) and no speed: the
-// reader and the ordered writes are single threads anyway.
-constexpr unsigned kMaxThreads = 8;
 
 }  // namespace
 
@@ -38,7 +35,7 @@ Outcome run(const Stages& st, io::Sink& out, const WriteOptions& options) {
 
     const size_t per_batch = batch_pages(st.source.preferred_batch(), encoder.batch_alignment());
     const size_t nr_batches = static_cast<size_t>((n + per_batch - 1) / per_batch);
-    const unsigned threads = std::clamp(options.threads, 1u, kMaxThreads);
+    const unsigned threads = std::clamp(options.threads, 1u, kMaxWriteThreads);
     const unsigned workers = threads > 1 ? threads : 0;
     const bool classify = encoder.needs_zero_flags(out) || (st.select && st.select->needs_zero_flags());
     const bool positional = out.positional();
