@@ -157,7 +157,9 @@ TEST(ServiceConfig, StatusEscapesTheNameOfARunningDump) {
     xendump::test::RunResult text;
     ASSERT_TRUE(xendump::test::wait_until([&] {
         text = xendump::test::run({"xen-dumpctl", "status", "--socket", s.service->socket().string()});
-        return text.out.find("running") != std::string::npos;
+        // "No dumps running or queued." until the service has seen the crash.
+        return text.out.find("running") != std::string::npos &&
+               text.out.find("No dumps running") == std::string::npos;
     })) << text.out << text.err << s.service->log();
     EXPECT_EQ(text.out.find('\x1b'), std::string::npos) << text.out;
     EXPECT_NE(text.out.find("evil\\n\\x1b[31mred"), std::string::npos) << text.out;
