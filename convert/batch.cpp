@@ -115,8 +115,10 @@ private:
             try {
                 const auto fmt = legacy::sniff_format(job.input);
                 job.format = std::string(legacy::to_string(fmt));
-                if (fmt == legacy::InputFormat::v1)
+                if (fmt == legacy::InputFormat::v1 && !o_.kdump)
                     job.settle(Result::skipped, "already current (v1)");
+                else if (fmt == legacy::InputFormat::kdump)
+                    job.settle(Result::skipped, "already compact (kdump)");
                 else if (fmt == legacy::InputFormat::unknown)
                     job.settle(Result::skipped, "not a Xen dump: neither an xc_core magic nor an ELF core file");
             } catch (const std::exception& e) {
@@ -178,6 +180,8 @@ private:
             co.system_map = o_.system_map;
             co.allow_inferred = o_.allow_inferred;
             co.digests = o_.digests;
+            co.kdump = o_.kdump;
+            co.compression = compression_from_string(o_.compression);
             co.on_progress = [this, &job, worker](const WriteProgress& p) {
                 if (p.pages_total) current_[worker] = job.size * p.pages_done / p.pages_total;
                 show_progress();

@@ -24,6 +24,11 @@ constexpr const char* kHelp =
     "      --remove-source      delete each source once its output has verified and\n"
     "                           records it\n"
     "      --no-digests         do not write the digest trailer\n"
+    "      --format FORMAT      v1 (default) or kdump: compact files, makedumpfile's\n"
+    "                           compressed kdump format (default name NAME.kdump);\n"
+    "                           v1 files are then converted too\n"
+    "      --compress ALG       kdump page compression: zstd (default), lz4, lzo,\n"
+    "                           zlib, none\n"
     "\n"
     "Page layout of legacy page-list dumps:\n"
     "      --system-map FILE    the guest kernel's System.map: find the p2m through\n"
@@ -55,6 +60,7 @@ void usage_error(const std::string& msg) {
 
 ParseStatus parse_options(int argc, char** argv, Options& o) {
     bool only_inputs = false;
+    bool compress_given = false;
     for (int i = 1; i < argc; ++i) {
         std::string_view a = argv[i];
         auto value = [&](const char* name) -> std::optional<std::string> {
@@ -110,6 +116,23 @@ ParseStatus parse_options(int argc, char** argv, Options& o) {
                 return ParseStatus::usage_error;
             }
             o.jobs = static_cast<unsigned>(n);
+        } else if (is("--format")) {
+            auto v = value("--format");
+            if (!v) return ParseStatus::usage_error;
+            if (*v != "v1" && *v != "kdump") {
+                usage_error("--format wants v1 or kdump, not '" + *v + "'");
+                return ParseStatus::usage_error;
+            }
+            o.kdump = *v == "kdump";
+        } else if (is("--compress")) {
+            auto v = value("--compress");
+            if (!v) return ParseStatus::usage_error;
+            if (*v != "zstd" && *v != "lz4" && *v != "lzo" && *v != "zlib" && *v != "none") {
+                usage_error("--compress wants zstd, lz4, lzo, zlib or none, not '" + *v + "'");
+                return ParseStatus::usage_error;
+            }
+            o.compression = *v;
+            compress_given = true;
         } else if (a == "--allow-inferred-layout") {
             o.allow_inferred = true;
         } else if (a == "--remove-source") {
@@ -133,6 +156,10 @@ ParseStatus parse_options(int argc, char** argv, Options& o) {
     }
     if (o.output && o.output_dir) {
         usage_error("-o and --output-dir exclude each other");
+        return ParseStatus::usage_error;
+    }
+    if (compress_given && !o.kdump) {
+        usage_error("--compress needs --format kdump");
         return ParseStatus::usage_error;
     }
     if (o.remove_source && o.dry_run) {

@@ -19,6 +19,8 @@ struct Options {
     bool digests = true;                      // --no-digests turns off
     bool quiet = false;                       // -q: no table, errors only
     unsigned jobs = 1;                        // -j N
+    bool kdump = false;                       // --format kdump
+    std::string compression = "zstd";         // --compress ALG (kdump)
 };
 
 enum class ParseStatus { run, exit_ok, usage_error };

@@ -197,6 +197,8 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     options.live = request.live;
     options.reason = request.reason;
     options.digests = request.digests;
+    options.kdump = request.kdump;
+    options.compression = request.compression;
     options.on_progress = hooks.on_progress;
     options.on_warning = hooks.on_warning;
     options.cancel = hooks.cancel;

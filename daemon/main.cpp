@@ -6,6 +6,8 @@
 
 #include "cli.hpp"
 #include "one_shot.hpp"
+#include "xendump/error.hpp"
+#include "xendump/kdump.hpp"
 #include "service.hpp"
 #include "xendump_config.h"
 
@@ -14,7 +16,7 @@ namespace {
 const char* kUsage =
     "Usage: xen-dumpd [--config FILE] [--host HOST] [--dump-dir DIR] [--socket PATH]\n"
     "       xen-dumpd --domain ID|NAME [-o PATH|-] [--live] [--host HOST] [--dump-dir DIR]\n"
-    "                 [--no-digests] [-q|--quiet]\n"
+    "                 [--no-digests] [--format v1|kdump] [--compress ALG] [-q|--quiet]\n"
     "\n"
     "Without --domain, runs the dump service in the foreground (for systemd): dumps\n"
     "crashed domains, answers requests on the control socket, applies storage limits.\n"
@@ -29,6 +31,9 @@ const char* kUsage =
     "  -o, --output PATH  write the dump to PATH ('-': standard output)\n"
     "  --live           do not pause the domain (records PAUSED=0)\n"
     "  --no-digests     no page digests\n"
+    "  --format FORMAT  v1 (default) or kdump: a compact file, makedumpfile's\n"
+    "                   compressed kdump format (not to standard output)\n"
+    "  --compress ALG   kdump page compression: zstd (default), lz4, lzo, zlib, none\n"
     "  -q, --quiet      no progress or warnings\n"
     "  -h, --help       this help\n"
     "  --version        the version\n";
@@ -48,6 +53,7 @@ int main(int argc, char** argv) {
     OneShotOptions one;
     bool have_domain = false;
     bool one_shot_only = false;  // options that make no sense for the service
+    bool compress_given = false;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         auto value = [&](std::string& out) {
@@ -94,6 +100,20 @@ int main(int argc, char** argv) {
         } else if (a == "--no-digests") {
             one.digests = false;
             one_shot_only = true;
+        } else if (is("--format")) {
+            if (!value(v)) return usage_error("--format needs v1 or kdump");
+            if (v != "v1" && v != "kdump") return usage_error("--format must be v1 or kdump, not \"" + v + "\"");
+            one.kdump = v == "kdump";
+            one_shot_only = true;
+        } else if (is("--compress")) {
+            if (!value(v)) return usage_error("--compress needs an algorithm");
+            try {
+                one.compression = xendump::compression_from_string(v);
+            } catch (const xendump::Error& e) {
+                return usage_error(e.message());
+            }
+            compress_given = true;
+            one_shot_only = true;
         } else if (a == "--quiet" || a == "-q") {
             one.quiet = true;
             one_shot_only = true;
@@ -101,7 +121,11 @@ int main(int argc, char** argv) {
             return usage_error("unknown argument \"" + a + "\"");
         }
     }
-    if (one_shot_only && !have_domain) return usage_error("-o, --live, --no-digests and --quiet need --domain");
+    if (one_shot_only && !have_domain)
+        return usage_error("-o, --live, --no-digests, --format, --compress and --quiet need --domain");
+    if (compress_given && !one.kdump) return usage_error("--compress needs --format kdump");
+    if (one.kdump && one.output == std::string("-"))
+        return usage_error("--format kdump writes a file, not standard output (its headers are written last)");
     if (!have_domain) return run_service(service);
     one.config_file = service.config_file;
     one.overrides = service.overrides;

@@ -131,7 +131,8 @@ int run_one_shot(const OneShotOptions& o) {
     o.overrides.apply(cfg);
     install_cancel_handlers();
 
-    if (!o.output) {
+    // The service writes v1 files; a compact dump is made by this command.
+    if (!o.output && !o.kdump) {
         int code = 0;
         if (ask_service(o, cfg, code) == ViaService::done) return code;
     }
@@ -142,6 +143,8 @@ int run_one_shot(const OneShotOptions& o) {
         DumpOptions opts;
         opts.live = o.live;
         opts.digests = o.digests;
+        opts.kdump = o.kdump;
+        opts.compression = o.compression;
         opts.reason = format::Reason::request;
         opts.cancel = &g_cancel;
         opts.on_progress = [&](const WriteProgress& p) { bar.update(p.bytes_done, p.bytes_total); };
@@ -168,6 +171,8 @@ int run_one_shot(const OneShotOptions& o) {
         req.domid = domid;
         req.live = o.live;
         req.digests = o.digests;
+        req.kdump = o.kdump;
+        req.compression = o.compression;
         DumpJobHooks hooks;
         hooks.cancel = &g_cancel;
         hooks.on_progress = opts.on_progress;

@@ -14,6 +14,7 @@
 
 #include "xendump/format.hpp"
 #include "xendump/hypervisor.hpp"
+#include "xendump/kdump.hpp"
 #include "xendump/writer.hpp"
 
 namespace xendump {
@@ -23,6 +24,12 @@ struct DumpOptions {
     format::Reason reason = format::Reason::request;
     bool digests = true;
     bool guest_kernel = true;  // look for VMCOREINFO, write NT_PRSTATUS
+    // A compact file (makedumpfile's compressed kdump format) instead of v1:
+    // files only (dump_domain_to_fd refuses it), pages compressed with
+    // `compression` on `threads` threads (0: one per core).
+    bool kdump = false;
+    Compression compression = Compression::zstd;
+    unsigned threads = 0;
     std::function<void(const WriteProgress&)> on_progress;
     std::function<void(const std::string&)> on_warning;  // guest oddities, unreadable pages
     const std::atomic<bool>* cancel = nullptr;

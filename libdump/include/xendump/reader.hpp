@@ -1,5 +1,5 @@
-// Reading dump files: v1 files (this project's format) and Xen's own
-// section-only ELF dump-core files (`xl dump-core`). Opened with libelf, an
+// Reading dump files: v1 files (this project's format), compact (kdump)
+// files, and Xen's own section-only ELF dump-core files (`xl dump-core`). Opened with libelf, an
 // independent path from the writer so each checks the other.
 #pragma once
 
@@ -20,7 +20,8 @@ namespace xendump {
 
 enum class FileFormat {
     v1,      // program headers + sections (this project)
-    xen_elf  // sections only (xl dump-core, Xen >= 3.1)
+    xen_elf, // sections only (xl dump-core, Xen >= 3.1)
+    kdump    // compact: makedumpfile's compressed kdump file with the v1 notes
 };
 
 // A maximal run of consecutive pfns, stored contiguously.
@@ -111,7 +112,7 @@ public:
     std::vector<uint64_t> unreadable_pfns() const;
     std::optional<KernelImageMapping> kernel_image_mapping() const;  // v1 files that have one
     bool has_digests() const;
-    uint64_t pages_offset() const;    // file offset of .xen_pages
+    uint64_t pages_offset() const;    // file offset of .xen_pages (0 for kdump files)
 
     // Page lookups: O(log runs) / O(log pages). Return false for a page not in
     // the dump (a hole is "not found", never zeros).

@@ -25,6 +25,7 @@ std::string_view to_string(InputFormat f) {
     case InputFormat::xc_core: return "xc_core";
     case InputFormat::xen_elf: return "xen-elf";
     case InputFormat::v1: return "v1";
+    case InputFormat::kdump: return "kdump";
     case InputFormat::unknown: return "unknown";
     }
     return "unknown";
@@ -36,6 +37,7 @@ InputFormat sniff_format(const fs::path& path) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(src.size(), sizeof head));
     src.read(0, std::span(head, n), "file header");
     if (looks_like_xc_core(std::span(head, n))) return InputFormat::xc_core;
+    if (n >= 8 && std::memcmp(head, "KDUMP   ", 8) == 0) return InputFormat::kdump;
     if (n >= EI_NIDENT && std::memcmp(head, ELFMAG, SELFMAG) == 0) {
         // Xen's own dump-core has sections only; v1 adds program headers
         // (spec xen-core-format.md §1-2). e_phnum sits at the same offset
@@ -122,7 +124,35 @@ void write_converted(const fs::path& input, const SourceIdentity& id, const fs::
     wo.cancel = opt.cancel;
     writer::GuestKernelNotes kernel_notes;
     kernel_notes.attach(spec, wo, pages);
-    write_dump_file(output, spec, pages, wo);
+    if (opt.kdump)
+        write_kdump_file(output, spec, pages, {opt.compression, 0, wo});
+    else
+        write_dump_file(output, spec, pages, wo);
+}
+
+// A v1 file to a compact one: its notes as they are (the dump's own
+// DOMID, TIME, REASON, KERNEL...), with the source named as for any
+// conversion.
+Plan v1_to_kdump(const fs::path& input, const fs::path* output, const ConvertOptions& opt) {
+    DumpReader reader = DumpReader::open(input);
+    auto pages = reader.page_source();
+    Plan plan{InputFormat::v1, "v1", pages->entries().size(), false};
+    if (!output) return plan;
+    const SourceIdentity id = identify_source(input);
+    DumpSpec spec;
+    spec.type = reader.type();
+    spec.guest_width = reader.guest_width();
+    spec.domain = reader.domain();
+    spec.domain.set(keys::kSource, "v1:" + input.filename().string());
+    spec.domain.set(keys::kLayout, "v1");
+    spec.domain.set(keys::kSourceId, id.value());
+    spec.domain.set(keys::kWriter, opt.writer_name + " " XENDUMP_VERSION);
+    spec.vcpus = reader.vcpus();
+    spec.xen_version = reader.xen_version();
+    spec.shared_info = reader.shared_info();
+    spec.vmcoreinfo = reader.vmcoreinfo();
+    write_converted(input, id, *output, spec, *pages, opt);
+    return plan;
 }
 
 // The legacy path: parse, decide, and (when `output`) write.
@@ -177,7 +207,10 @@ Plan run(const fs::path& input, const fs::path* output, const ConvertOptions& op
     switch (sniff_format(input)) {
     case InputFormat::xc_core: return legacy(input, output, opt);
     case InputFormat::xen_elf: return xen_elf(input, output, opt);
-    case InputFormat::v1: return Plan{InputFormat::v1, {}, 0, false};
+    case InputFormat::v1:
+        if (opt.kdump) return v1_to_kdump(input, output, opt);
+        return Plan{InputFormat::v1, {}, 0, false};
+    case InputFormat::kdump: return Plan{InputFormat::kdump, {}, 0, false};
     case InputFormat::unknown: break;
     }
     throw Error("not a Xen dump: neither an xc_core magic (0xf00febed/0xf00febee) nor an ELF core file",

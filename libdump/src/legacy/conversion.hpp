@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "xendump/kdump.hpp"
 #include "xendump/writer.hpp"
 
 namespace xendump::legacy {
@@ -17,7 +18,8 @@ namespace xendump::legacy {
 enum class InputFormat {
     xc_core,   // legacy xc_core (Xen <= 3.0.4)
     xen_elf,   // Xen's section-only ELF dump-core (xl dump-core)
-    v1,        // already current
+    v1,        // already current (converted only to the compact format)
+    kdump,     // a compact (kdump) file: never converted
     unknown,
 };
 std::string_view to_string(InputFormat f);
@@ -35,6 +37,10 @@ struct ConvertOptions {
     std::function<void(const std::filesystem::path& unpublished, const PagesReadBack& read_back)> check_output;
     const std::atomic<bool>* cancel = nullptr;
     std::string writer_name = "xen-dump-convert";
+    // A compact file (makedumpfile's compressed kdump format) instead of v1;
+    // then v1 inputs are converted too.
+    bool kdump = false;
+    Compression compression = Compression::zstd;
 };
 
 struct Plan {

@@ -8,6 +8,7 @@
 #include "reader/check_error.hpp"
 #include "reader/checked.hpp"
 #include "reader/reader_impl.hpp"
+#include "kdump/kdump_file.hpp"
 
 namespace xendump {
 
@@ -26,6 +27,7 @@ public:
     explicit Loader(DumpReader::Impl& d) : d_(d) {}
 
     void load();
+    void load_kdump();
 
 private:
     [[noreturn]] void fail(const char* check, const std::string& structure, uint64_t offset,
@@ -36,6 +38,7 @@ private:
     NoteList read_note_bytes(uint64_t offset, uint64_t size, const std::string& structure) const;
     void load_header(const Note* note, const std::string& where);
     void load_v1();
+    void load_v1_notes();
     void load_xen_elf();
     void load_v1_table();
     void load_table_array(const Section& s, bool pairs);
@@ -131,6 +134,15 @@ void Loader::load_v1() {
     const std::string where = "note segment (" + d_.note_segment->structure() + ")";
     load_header(d_.notes.find(format::kNameXenCore, format::kNtXenHeader), where);
     if (d_.notes.error) d_.open_findings.push_back(*d_.notes.error);
+    load_v1_notes();
+    load_v1_table();
+    load_pages();
+    load_trailer();
+    build_runs();
+}
+
+// The notes a v1 note segment and a kdump note area share (spec §3).
+void Loader::load_v1_notes() {
     if (const Note* dom = d_.notes.find(format::kNameXenCore, format::kNtXenDomain)) {
         std::string_view text(reinterpret_cast<const char*>(dom->desc.data()), dom->desc.size());
         d_.domain = KeyValues::parse(text);
@@ -149,10 +161,83 @@ void Loader::load_v1() {
         d_.vmcoreinfo = std::move(s);
     }
     load_vcpus_v1();
-    load_v1_table();
-    load_pages();
-    load_trailer();
+}
+
+// A compact (kdump) file: the pages are those of the 2nd bitmap, the notes
+// those of a v1 file (xen-dump-core(5), "The compact format").
+void Loader::load_kdump() {
+    auto k = std::make_shared<const kdump::KdumpFile>(d_.file);
+    d_.kdump = k;
+    d_.format = FileFormat::kdump;
+    d_.notes = k->notes();
+    d_.notes_offset = k->sub_header().offset_note;
+    d_.notes_size = k->sub_header().size_note;
+    const Note* header = d_.notes.find(format::kNameXenCore, format::kNtXenHeader);
+    if (!header && !d_.notes.error)
+        fail("format-detect", "note area", d_.notes_offset,
+             "the kdump file's note area has no NT_XEN_HEADER note: not a Xen guest dump");
+    load_header(header, "note area");
+    if (d_.notes.error) d_.open_findings.push_back(*d_.notes.error);
+    load_v1_notes();
+    if (auto w = d_.domain.get(keys::kGuestWidth); w && *w == "4") d_.guest_width = 4;
+    // The vcpus were read with the width of the header's machine; read again when 32-bit.
+    if (d_.guest_width == 4) {
+        d_.vcpus.clear();
+        load_vcpus_v1();
+    }
+    auto keys = k->entries();  // the 2nd bitmap's frames, ascending
+    d_.table_structure = "2nd bitmap";
+    d_.table_offset = k->bitmap_offset() + k->bitmap_size();
+    d_.table_size = k->bitmap_size();
+    std::shared_ptr<EntryTable> entries = keys;
+    if (d_.type == format::GuestType::pv) {
+        // Filed by machine frame: the table gives each pfn's frame, in pfn
+        // order; its frames must be exactly the bitmap's.
+        const Note* t = d_.notes.find(format::kNameXenCore, format::kNtXenP2m);
+        if (!t)
+            fail("kdump-table", "note area", d_.notes_offset, "a PV guest's kdump file has no NT_XEN_P2M note");
+        if (t->desc.size() != keys->size() * sizeof(PageEntry))
+            fail("kdump-table", "NT_XEN_P2M note", t->offset,
+                 "descsz " + std::to_string(t->desc.size()) + " is not 16 bytes for each of the " +
+                     std::to_string(keys->size()) + " stored pages");
+        entries = std::make_shared<EntryTable>(keys->size());
+        std::memcpy(entries->data(), t->desc.data(), t->desc.size());
+        for (size_t i = 1; i < entries->size(); ++i)
+            if ((*entries)[i].pfn <= (*entries)[i - 1].pfn)
+                fail("kdump-table", "NT_XEN_P2M note", t->desc_offset + i * sizeof(PageEntry),
+                     "entry " + std::to_string(i) + ": pfns not strictly ascending");
+        d_.entries = entries;
+        const auto& order = d_.gmfn_order();  // entry indices by gmfn
+        if (!gmfns_ascending(*entries)) d_.kdump_slot.resize(entries->size());
+        for (size_t r = 0; r < order.size(); ++r) {
+            const PageEntry& e = (*entries)[order[r]];
+            if (e.gmfn != (*keys)[r].pfn)
+                fail("kdump-table", "NT_XEN_P2M note", t->desc_offset + order[r] * sizeof(PageEntry),
+                     "pfn " + hex(e.pfn) + "'s machine frame " + hex(e.gmfn) + " is not the 2nd bitmap's frame " +
+                         std::to_string(r) + " (" + hex((*keys)[r].pfn) + ")");
+            if (!d_.kdump_slot.empty()) d_.kdump_slot[order[r]] = r;
+        }
+        d_.table_structure = "NT_XEN_P2M note";
+        d_.table_offset = t->desc_offset;
+        d_.table_size = t->desc.size();
+    }
+    d_.entries = entries;
+    d_.table_raw_count = entries->size();
+    d_.digest = d_.notes.find(format::kNameXenCore, format::kNtXenDigest);
+    if (const Note* u = d_.notes.find(format::kNameXenCore, format::kNtXenUnreadable)) {
+        uint64_t count = 0;
+        if (u->desc.size() >= 8) std::memcpy(&count, u->desc.data(), 8);
+        if (u->desc.size() < 8 || (u->desc.size() - 8) / 8 < count)
+            d_.open_findings.push_back({"notes-parse", "NT_XEN_UNREADABLE note", u->offset,
+                                        "descriptor of " + std::to_string(u->desc.size()) +
+                                            " bytes cannot hold its count of " + std::to_string(count) + " pfns"});
+        else if (count != 0) {
+            d_.unreadable.resize(count);
+            std::memcpy(d_.unreadable.data(), u->desc.data() + 8, count * 8);
+        }
+    }
     build_runs();
+    for (auto& r : d_.runs) r.file_offset = 0;  // pages have no fixed offset: they are compressed
 }
 
 void Loader::load_xen_elf() {
@@ -354,6 +439,10 @@ DumpReader DumpReader::open(const std::filesystem::path& path) {
     auto impl = std::make_unique<Impl>();
     impl->path = path;
     impl->file = std::make_shared<DumpFile>(path.string());
+    if (kdump::KdumpFile::has_signature(*impl->file)) {
+        Loader(*impl).load_kdump();
+        return DumpReader(std::move(impl));
+    }
     impl->elf = read_elf_layout(*impl->file, impl->open_findings);
     Loader(*impl).load();
     return DumpReader(std::move(impl));

@@ -4,6 +4,7 @@
 #include "reader/checked.hpp"
 #include "xendump/error.hpp"
 #include "reader/reader_impl.hpp"
+#include "kdump/kdump_file.hpp"
 
 namespace xendump {
 
@@ -52,9 +53,37 @@ private:
     uint64_t pages_offset_, pages_size_;
 };
 
+// A compact file's pages, decompressed one by one.
+class KdumpPageSource : public PageSource {
+public:
+    KdumpPageSource(std::shared_ptr<const kdump::KdumpFile> file, std::shared_ptr<const reader::EntryTable> entries,
+                    std::vector<uint64_t> slot)
+        : file_(std::move(file)), entries_(std::move(entries)), slot_(std::move(slot)) {}
+
+    std::span<const PageEntry> entries() const override { return *entries_; }
+
+    void read_pages(size_t first, size_t count, std::span<std::byte> out, std::span<uint8_t> unreadable) override {
+        if (first > entries_->size() || entries_->size() - first < count || out.size() < count * format::kPageSize ||
+            unreadable.size() < count)
+            throw Error("read_pages: pages " + std::to_string(first) + "+" + std::to_string(count) +
+                            " are past the table or the buffers",
+                        file_->file().path());
+        for (size_t i = 0; i < count; ++i)
+            file_->read_page(slot_.empty() ? first + i : slot_[first + i],
+                             out.subspan(i * format::kPageSize, format::kPageSize));
+        std::fill_n(unreadable.begin(), count, uint8_t{0});
+    }
+
+private:
+    std::shared_ptr<const kdump::KdumpFile> file_;
+    std::shared_ptr<const reader::EntryTable> entries_;
+    std::vector<uint64_t> slot_;  // Impl::kdump_slot
+};
+
 }  // namespace
 
 std::unique_ptr<PageSource> DumpReader::page_source() const {
+    if (impl_->kdump) return std::make_unique<KdumpPageSource>(impl_->kdump, impl_->entries, impl_->kdump_slot);
     return std::make_unique<FilePageSource>(impl_->file, impl_->entries, impl_->pages_offset, impl_->pages_size);
 }
 

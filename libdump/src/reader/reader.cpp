@@ -6,6 +6,7 @@
 #include "reader/check_error.hpp"
 #include "reader/checked.hpp"
 #include "reader/reader_impl.hpp"
+#include "kdump/kdump_file.hpp"
 
 namespace xendump {
 
@@ -75,6 +76,7 @@ std::optional<uint64_t> DumpReader::index_of_gmfn(uint64_t gmfn) const {
 
 uint64_t DumpReader::page_offset(uint64_t index) const {
     const auto& d = *impl_;
+    if (d.kdump) throw Error("a compact (kdump) file's pages are compressed: they have no fixed offset", d.file_name());
     if (index >= d.entries->size())
         throw Error("page index " + std::to_string(index) + " is past the table (" +
                         std::to_string(d.entries->size()) + " entries)",
@@ -88,9 +90,11 @@ uint64_t DumpReader::page_offset(uint64_t index) const {
 }
 
 namespace {
-void read_page_at(const DumpReader& r, const reader::DumpFile& f, uint64_t index, std::span<std::byte> out) {
+void read_page_at(const DumpReader& r, const reader::DumpFile& f, uint64_t index, std::span<std::byte> out,
+                  const kdump::KdumpFile* k, uint64_t kslot) {
     if (out.size() < format::kPageSize)
         throw Error("page buffer of " + std::to_string(out.size()) + " bytes is smaller than a page", f.path());
+    if (k) return k->read_page(kslot, out);
     f.read_exact(r.page_offset(index), out.first(format::kPageSize), "page " + std::to_string(index));
 }
 }  // namespace
@@ -98,14 +102,14 @@ void read_page_at(const DumpReader& r, const reader::DumpFile& f, uint64_t index
 bool DumpReader::read_page_by_pfn(uint64_t pfn, std::span<std::byte> out) const {
     auto idx = index_of_pfn(pfn);
     if (!idx) return false;
-    read_page_at(*this, *impl_->file, *idx, out);
+    read_page_at(*this, *impl_->file, *idx, out, impl_->kdump.get(), impl_->kdump_desc(*idx));
     return true;
 }
 
 bool DumpReader::read_page_by_gmfn(uint64_t gmfn, std::span<std::byte> out) const {
     auto idx = index_of_gmfn(gmfn);
     if (!idx) return false;
-    read_page_at(*this, *impl_->file, *idx, out);
+    read_page_at(*this, *impl_->file, *idx, out, impl_->kdump.get(), impl_->kdump_desc(*idx));
     return true;
 }
 
@@ -120,11 +124,11 @@ VerifyReport DumpReader::verify_report(const VerifyOptions& options) const {
     // structural checks do; both only read the opened file. Findings keep
     // their order: structure first, then digests.
     std::future<std::vector<Finding>> digests;
-    if (rep.digests == DigestCheck::compared)
+    if (rep.digests == DigestCheck::compared && !impl_->kdump)  // check_kdump reads the pages once for both
         digests = std::async(std::launch::async, [this, &options] { return reader::check_digests(*impl_, options); });
     std::vector<Finding> more;
     try {
-        more = reader::run_checks(*impl_, options);
+        more = impl_->kdump ? reader::check_kdump(*impl_, options) : reader::run_checks(*impl_, options);
     } catch (...) {
         if (digests.valid()) digests.wait();  // it uses *impl_: let it finish first
         throw;

@@ -17,11 +17,20 @@
 
 namespace xendump {
 
+namespace kdump {
+class KdumpFile;
+}
+
 struct DumpReader::Impl {
     std::filesystem::path path;
     std::shared_ptr<const reader::DumpFile> file;
     FileFormat format = FileFormat::v1;
     reader::ElfLayout elf;
+    std::shared_ptr<const kdump::KdumpFile> kdump;  // FileFormat::kdump
+    // kdump: the descriptor slot of each entry, when it is not the entry's
+    // index (a PV guest's pages are filed by machine frame).
+    std::vector<uint64_t> kdump_slot;
+    uint64_t kdump_desc(uint64_t entry) const { return kdump_slot.empty() ? entry : kdump_slot[entry]; }
 
     // Notes of the note segment (v1: the PT_NOTE; xen_elf: .note.Xen).
     reader::NoteList notes;
@@ -62,6 +71,8 @@ struct DumpReader::Impl {
 namespace reader {
 std::vector<Finding> run_checks(const DumpReader::Impl& d, const VerifyOptions& options);
 std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOptions& options);
+// The checks of a compact (kdump) file, digests included when asked.
+std::vector<Finding> check_kdump(const DumpReader::Impl& d, const VerifyOptions& options);
 // The "digests-absent" finding for a file without a digest note.
 Finding digests_absent(const DumpReader::Impl& d);
 }  // namespace reader

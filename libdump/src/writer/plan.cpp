@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "writer/header_notes.hpp"
 #include "writer/notes.hpp"
 #include "xendump/error.hpp"
 
@@ -16,7 +17,21 @@ constexpr uint64_t kPage = format::kPageSize;
 // A "XEN CORE" note header: 12 bytes plus the 9-byte name padded to 12.
 const uint64_t kXenCoreHeader = note_header_size(format::kNameXenCore);
 
-void validate(const DumpSpec& spec, std::span<const PageEntry> entries) {
+template <typename T>
+void append(std::vector<std::byte>& out, const T& v) {
+    auto b = bytes_of(v);
+    out.insert(out.end(), b.begin(), b.end());
+}
+
+struct SectionPlan {
+    const char* name;
+    uint32_t type;
+    uint64_t offset, size, entsize, addralign;
+};
+
+}  // namespace
+
+void validate_spec(const DumpSpec& spec, std::span<const PageEntry> entries) {
     if (spec.vcpus.empty()) throw Error("refusing to write a dump without any vcpu context");
     if (spec.guest_width != 4 && spec.guest_width != 8)
         throw Error("guest width must be 4 or 8, not " + std::to_string(spec.guest_width));
@@ -45,20 +60,6 @@ void validate(const DumpSpec& spec, std::span<const PageEntry> entries) {
         throw Error("too many pages for one NT_XEN_P2M note (" + std::to_string(entries.size()) + ")");
 }
 
-template <typename T>
-void append(std::vector<std::byte>& out, const T& v) {
-    auto b = bytes_of(v);
-    out.insert(out.end(), b.begin(), b.end());
-}
-
-struct SectionPlan {
-    const char* name;
-    uint32_t type;
-    uint64_t offset, size, entsize, addralign;
-};
-
-}  // namespace
-
 XXH128_canonical_t digest_of(std::span<const std::byte> bytes) {
     XXH128_canonical_t c;
     XXH128_canonicalFromHash(&c, XXH3_128bits(bytes.data(), bytes.size()));
@@ -79,7 +80,7 @@ uint64_t unreadable_area_size(uint64_t nr_pages) {
 bool program_headers_at_end(format::GuestType type) { return type == format::GuestType::pv; }
 
 DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, bool digests) {
-    validate(spec, entries);
+    validate_spec(spec, entries);
     DumpPlan plan;
     Layout& L = plan.layout;
     const uint64_t n = entries.size();
@@ -91,24 +92,10 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     L.phnum = 1 + plan.nr_runs;
 
     // §3: the note segment.
-    const format::HeaderDesc hdr{spec.magic(), spec.vcpus.size(), n, kPage};
     NoteBuffer notes;
-    notes.add(format::kNameXen, format::kNoteDumpcoreNone, {});
-    notes.add(format::kNameXen, format::kNoteDumpcoreHeader, bytes_of(hdr));
-    notes.add(format::kNameXen, format::kNoteDumpcoreXenVersion, bytes_of(spec.xen_version));
-    const uint64_t format_version = format::kDumpcoreFormatVersion;
-    notes.add(format::kNameXen, format::kNoteDumpcoreFormatVersion, bytes_of(format_version));
-    const uint64_t note_xen_size = notes.size();  // notes 1-4: .note.Xen
-    notes.add(format::kNameXenCore, format::kNtXenHeader, bytes_of(hdr));
+    const uint64_t note_xen_size = add_header_notes(notes, spec, n);  // notes 1-4: .note.Xen
 
-    KeyValues domain = spec.domain;
-    domain.set(keys::kNrPages, std::to_string(n));
-    std::string vcpu_ids;
-    for (const auto& v : spec.vcpus) {
-        if (!vcpu_ids.empty()) vcpu_ids += ',';
-        vcpu_ids += std::to_string(v.id);
-    }
-    domain.set(keys::kVcpus, vcpu_ids);
+    KeyValues domain = domain_keys(spec, n);
     std::string domain_text = domain.serialize();
     domain_text.push_back('\0');  // C-string readers; the padding adds more NULs
     // Room for late keys: more NULs, which every reader already ignores.
@@ -128,11 +115,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     for (const auto& p : spec.prstatus) notes.add(format::kNameCore, format::kNtPrstatus, p);
 
     // Note 9: fixed 5168-byte slots; a 32-bit context fills the slot's start.
-    std::vector<std::byte> slots(spec.vcpus.size() * format::kVcpuSlotSize);
-    for (size_t k = 0; k < spec.vcpus.size(); ++k)
-        std::memcpy(slots.data() + k * format::kVcpuSlotSize, spec.vcpus[k].bytes.data(),
-                    spec.vcpus[k].bytes.size());
-    const uint64_t prstatus_desc = notes.add(format::kNameXenCore, format::kNtXenPrstatus, slots);
+    const uint64_t prstatus_desc = notes.add(format::kNameXenCore, format::kNtXenPrstatus, vcpu_slots(spec));
     uint64_t shared_info_desc = 0;
     if (spec.shared_info)
         shared_info_desc = notes.add(format::kNameXenCore, format::kNtXenSharedInfo, *spec.shared_info);
@@ -186,7 +169,8 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     sections.push_back({"", SHT_NULL, 0, 0, 0, 0});
     sections.push_back({".shstrtab", SHT_STRTAB, 0, 0, 0, 1});  // placed below
     sections.push_back({".note.Xen", SHT_NOTE, L.notes_offset, note_xen_size, 0, 4});
-    sections.push_back({".xen_prstatus", SHT_PROGBITS, L.notes_offset + prstatus_desc, slots.size(),
+    sections.push_back({".xen_prstatus", SHT_PROGBITS, L.notes_offset + prstatus_desc,
+                        spec.vcpus.size() * format::kVcpuSlotSize,
                         format::kVcpuSlotSize, 8});
     if (spec.shared_info)
         sections.push_back({".xen_shared_info", SHT_PROGBITS, L.notes_offset + shared_info_desc,

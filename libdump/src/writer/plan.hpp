@@ -71,6 +71,10 @@ struct DumpPlan {
 
 XXH128_canonical_t digest_of(std::span<const std::byte> bytes);
 
+// Refuses what no reader could use: no vcpu, context sizes, shared_info's
+// size, pfns not strictly ascending, a table too large for its note.
+void validate_spec(const DumpSpec& spec, std::span<const PageEntry> entries);
+
 // Bytes of the reserved room at note 7's place: a VMCOREINFO note of
 // kMaxVmcoreinfoText bytes and the header of the padding note after it.
 uint64_t vmcoreinfo_room_size();
