@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "xendump/error.hpp"
+#include "xendump/kdump.hpp"
 #include "xendump_config.h"
 
 namespace xendump::convert {
@@ -61,6 +63,7 @@ void usage_error(const std::string& msg) {
 ParseStatus parse_options(int argc, char** argv, Options& o) {
     bool only_inputs = false;
     bool compress_given = false;
+    std::string format = "v1";  // checked once every argument is known
     for (int i = 1; i < argc; ++i) {
         std::string_view a = argv[i];
         auto value = [&](const char* name) -> std::optional<std::string> {
@@ -119,18 +122,10 @@ ParseStatus parse_options(int argc, char** argv, Options& o) {
         } else if (is("--format")) {
             auto v = value("--format");
             if (!v) return ParseStatus::usage_error;
-            if (*v != "v1" && *v != "kdump") {
-                usage_error("--format wants v1 or kdump, not '" + *v + "'");
-                return ParseStatus::usage_error;
-            }
-            o.kdump = *v == "kdump";
+            format = *v;
         } else if (is("--compress")) {
             auto v = value("--compress");
             if (!v) return ParseStatus::usage_error;
-            if (*v != "zstd" && *v != "lz4" && *v != "lzo" && *v != "zlib" && *v != "none") {
-                usage_error("--compress wants zstd, lz4, lzo, zlib or none, not '" + *v + "'");
-                return ParseStatus::usage_error;
-            }
             o.compression = *v;
             compress_given = true;
         } else if (a == "--allow-inferred-layout") {
@@ -156,6 +151,17 @@ ParseStatus parse_options(int argc, char** argv, Options& o) {
     }
     if (o.output && o.output_dir) {
         usage_error("-o and --output-dir exclude each other");
+        return ParseStatus::usage_error;
+    }
+    if (format != "v1" && format != "kdump") {
+        usage_error("--format wants v1 or kdump, not '" + format + "'");
+        return ParseStatus::usage_error;
+    }
+    o.kdump = format == "kdump";
+    try {
+        (void)compression_from_string(o.compression);
+    } catch (const Error& e) {
+        usage_error(e.message());
         return ParseStatus::usage_error;
     }
     if (compress_given && !o.kdump) {

@@ -1,6 +1,7 @@
 // xen-dumpd: the service (no --domain) or a one-shot dump (--domain).
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,8 @@ int main(int argc, char** argv) {
     OneShotOptions one;
     bool have_domain = false;
     bool one_shot_only = false;  // options that make no sense for the service
-    bool compress_given = false;
+    std::string format = "v1";
+    std::optional<std::string> compress;  // values checked once every argument is known
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         auto value = [&](std::string& out) {
@@ -101,18 +103,11 @@ int main(int argc, char** argv) {
             one.digests = false;
             one_shot_only = true;
         } else if (is("--format")) {
-            if (!value(v)) return usage_error("--format needs v1 or kdump");
-            if (v != "v1" && v != "kdump") return usage_error("--format must be v1 or kdump, not \"" + v + "\"");
-            one.kdump = v == "kdump";
+            if (!value(format)) return usage_error("--format needs v1 or kdump");
             one_shot_only = true;
         } else if (is("--compress")) {
             if (!value(v)) return usage_error("--compress needs an algorithm");
-            try {
-                one.compression = xendump::compression_from_string(v);
-            } catch (const xendump::Error& e) {
-                return usage_error(e.message());
-            }
-            compress_given = true;
+            compress = v;
             one_shot_only = true;
         } else if (a == "--quiet" || a == "-q") {
             one.quiet = true;
@@ -123,7 +118,16 @@ int main(int argc, char** argv) {
     }
     if (one_shot_only && !have_domain)
         return usage_error("-o, --live, --no-digests, --format, --compress and --quiet need --domain");
-    if (compress_given && !one.kdump) return usage_error("--compress needs --format kdump");
+    if (format != "v1" && format != "kdump") return usage_error("--format must be v1 or kdump, not \"" + format + "\"");
+    one.kdump = format == "kdump";
+    if (compress) {
+        if (!one.kdump) return usage_error("--compress needs --format kdump");
+        try {
+            one.compression = xendump::compression_from_string(*compress);
+        } catch (const xendump::Error& e) {
+            return usage_error(e.message());
+        }
+    }
     if (one.kdump && one.output == std::string("-"))
         return usage_error("--format kdump writes a file, not standard output (its headers are written last)");
     if (!have_domain) return run_service(service);

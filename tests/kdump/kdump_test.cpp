@@ -347,6 +347,46 @@ TEST(Kdump, PvPagesAreFiledByMachineFrame) {
     EXPECT_FALSE(r.read_page_by_pfn(700, got));
 }
 
+// The command lines: xen-dumpd --format kdump --compress ALG, refused on
+// standard output; xen-dump-convert --format kdump turns a v1 file into a
+// compact one that keeps the dump's own keys and names its source.
+TEST(KdumpCli, DumpdAndConvertWriteCompactFilesThatVerify) {
+    json dom = dump::pv_domain(7, 8, "tree", 4200, holey_extents(0x100000));
+    sim::Host host(dump::host_spec({dom}));
+    TempDir out;
+    const fs::path kd = out / "a.kdump", v1 = out / "a.core", conv = out / "b.kdump";
+    RunResult r = run({"xen-dumpd", "--host", host.host(), "--domain", "7", "-q", "--format", "kdump", "--compress",
+                       "lz4", "-o", kd.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    DumpReader k = DumpReader::open(kd);
+    EXPECT_EQ(k.format(), FileFormat::kdump);
+    EXPECT_TRUE(k.verify().empty());
+    r = run({"xen-dumpd", "--host", host.host(), "--domain", "7", "--format", "kdump", "-o", "-"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    r = run({"xen-dumpd", "--host", host.host(), "--domain", "7", "--compress", "zlib", "-o", v1.string()});
+    EXPECT_EQ(r.exit_code, 2) << "--compress without --format kdump: " << r.err;
+
+    r = run({"xen-dumpd", "--host", host.host(), "--domain", "7", "-q", "-o", v1.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = run({"xen-dump-convert", "-q", "--format", "kdump", "--compress", "zlib", "-o", conv.string(), v1.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    DumpReader c = DumpReader::open(conv);
+    DumpReader orig = DumpReader::open(v1);
+    EXPECT_EQ(c.format(), FileFormat::kdump);
+    EXPECT_TRUE(c.verify().empty());
+    EXPECT_EQ(c.domain().get(keys::kTime), orig.domain().get(keys::kTime));
+    EXPECT_EQ(c.domain().get(keys::kReason), orig.domain().get(keys::kReason));
+    EXPECT_EQ(c.domain().get(keys::kSource), "v1:a.core");
+    ASSERT_EQ(c.nr_pages(), orig.nr_pages());
+    std::vector<std::byte> a(4096), b(4096);
+    for (size_t i = 0; i < orig.entries().size(); i += 97) {
+        const PageEntry e = orig.entries()[i];
+        ASSERT_TRUE(orig.read_page_by_pfn(e.pfn, a));
+        ASSERT_TRUE(c.read_page_by_gmfn(e.gmfn, b));
+        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), 4096)) << "pfn " << e.pfn;
+    }
+}
+
 TEST(Kdump, NeverReplacesAFile) {
     TempDir dir;
     MixedGuest src;
