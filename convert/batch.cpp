@@ -12,9 +12,8 @@
 
 #include "cli.hpp"
 #include "inputs.hpp"
-#include "legacy/byte_source.hpp"
-#include "legacy/conversion.hpp"
-#include "legacy/source_identity.hpp"
+#include "util/util.hpp"
+#include "xendump/convert.hpp"
 #include "xendump/error.hpp"
 #include "xendump/keyvalues.hpp"
 #include "xendump/reader.hpp"
@@ -55,19 +54,19 @@ std::string not_from(const fs::path& output, const fs::path& input) {
         return "output " + output.string() + " cannot be examined: " + std::strerror(errno);
     if (!S_ISREG(st.st_mode))  // never open a FIFO: that would wait for a writer
         return "output " + output.string() + " exists but is not a regular file: it is " +
-               legacy::file_kind(st.st_mode);
+               util::file_kind(st.st_mode);
     std::optional<std::string> recorded;
     try {
         recorded = DumpReader::open(output).domain().get(keys::kSourceId);
     } catch (const Error& e) {
         return "output " + output.string() + " exists but is not a readable dump (" + e.message() + ")";
     }
-    const auto id = recorded ? legacy::SourceIdentity::parse(*recorded) : std::nullopt;
+    const auto id = recorded ? SourceIdentity::parse(*recorded) : std::nullopt;
     if (!id)
         return "output " + output.string() + " exists but does not record which file it was converted from (" +
                (recorded ? "SOURCE_ID=" + *recorded + " is not understood" : "no SOURCE_ID=") +
                "), so it is not taken for this file's conversion";
-    if (auto diff = legacy::identify_source(input).difference_from(*id); !diff.empty())
+    if (auto diff = identify_source(input).difference_from(*id); !diff.empty())
         return "output " + output.string() + " exists but was converted from another file or an older version of it (" +
                diff + ")";
     return {};
@@ -113,13 +112,13 @@ private:
         for (Job& job : jobs_) {
             if (job.settled) continue;
             try {
-                const auto fmt = legacy::sniff_format(job.input);
-                job.format = std::string(legacy::to_string(fmt));
-                if (fmt == legacy::InputFormat::v1 && !o_.kdump)
+                const auto fmt = sniff_format(job.input);
+                job.format = std::string(to_string(fmt));
+                if (fmt == InputFormat::v1 && !o_.kdump)
                     job.settle(Result::skipped, "already current (v1)");
-                else if (fmt == legacy::InputFormat::kdump)
+                else if (fmt == InputFormat::kdump)
                     job.settle(Result::skipped, "already compact (kdump)");
-                else if (fmt == legacy::InputFormat::unknown)
+                else if (fmt == InputFormat::unknown)
                     job.settle(Result::skipped, "not a Xen dump: neither an xc_core magic nor an ELF core file");
             } catch (const std::exception& e) {
                 job.settle(Result::failed, named(job, e.what()));
@@ -176,12 +175,12 @@ private:
         rep.path = job.input.string();
         rep.format = job.format;
         try {
-            legacy::ConvertOptions co;
+            ConvertOptions co;
             co.system_map = o_.system_map;
             co.allow_inferred = o_.allow_inferred;
             co.digests = o_.digests;
             co.kdump = o_.kdump;
-            co.compression = compression_from_string(o_.compression);
+            co.compression = o_.compression;
             co.on_progress = [this, &job, worker](const WriteProgress& p) {
                 if (p.pages_total) current_[worker] = job.size * p.pages_done / p.pages_total;
                 show_progress();
@@ -201,9 +200,9 @@ private:
                 if (o_.remove_source && !o_.dry_run) remove_source(job, rep);
                 return rep;
             }
-            legacy::Plan plan;
+            ConversionPlan plan;
             if (o_.dry_run) {
-                plan = legacy::plan_conversion(job.input, co);
+                plan = plan_conversion(job.input, co);
                 rep.result = Result::skipped;
                 rep.reason = "dry run: would write " + job.output.string();
             } else {
@@ -215,7 +214,7 @@ private:
                     if (auto bad = verify_output(unpublished, job.output, digests, &read_back); !bad.empty())
                         throw Error(bad, job.input.string());
                 };
-                plan = legacy::convert_file(job.input, job.output, co);
+                plan = convert_file(job.input, job.output, co);
                 rep.result = Result::converted;
                 rep.output = job.output.string();
             }

@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "legacy/byte_source.hpp"
+#include "util/util.hpp"
 #include "xendump/fd.hpp"
 
 namespace xendump::convert {
@@ -59,7 +59,7 @@ public:
         if (S_ISREG(st.st_mode))
             j->size = static_cast<uint64_t>(st.st_size);
         else
-            j->settle(Result::failed, p.string() + ": not a regular file: it is " + legacy::file_kind(st.st_mode) +
+            j->settle(Result::failed, p.string() + ": not a regular file: it is " + util::file_kind(st.st_mode) +
                                           "; only regular files are converted");
     }
 
@@ -94,7 +94,7 @@ private:
         else
             j->settle(Result::skipped, std::string("not a regular file: it is ") +
                                            (S_ISLNK(lst.st_mode) ? "a symbolic link to " : "") +
-                                           legacy::file_kind(st.st_mode));
+                                           util::file_kind(st.st_mode));
     }
 
     // Null when the file was named already (once is enough).

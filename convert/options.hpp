@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "xendump/kdump.hpp"
+
 namespace xendump::convert {
 
 struct Options {
@@ -20,7 +22,7 @@ struct Options {
     bool quiet = false;                       // -q: no table, errors only
     unsigned jobs = 1;                        // -j N
     bool kdump = false;                       // --format kdump
-    std::string compression = "zstd";         // --compress ALG (kdump)
+    Compression compression = Compression::zstd;  // --compress ALG (kdump)
 };
 
 enum class ParseStatus { run, exit_ok, usage_error };

@@ -16,18 +16,19 @@ constexpr std::string_view kUsage = "xen-dumpctl cancel [--config FILE] [--socke
 }
 
 int cmd_cancel(Args args) {
-    auto sa = parse_service_args(args);
-    if (!sa.error.empty()) return usage_error("cancel", sa.error, kUsage);
-    auto p = parse_args(sa.args(), {});
+    auto p = parse_args(args);
+    if (!p.error.empty()) return usage_error("cancel", p.error);
+    auto sa = service_options(p);
+    load_service_config(sa);
     if (p.help) {
-        std::printf("usage: %.*s\n\nCancel a dump of xen-dumpd (JOB as shown by xen-dumpctl status).\n",
-                    static_cast<int>(kUsage.size()), kUsage.data());
+        std::printf("usage: %.*s\n\nCancel a dump of xen-dumpd (JOB as shown by xen-dumpctl status).\n%s",
+                    static_cast<int>(kUsage.size()), kUsage.data(), options_help("cancel").c_str());
         return cli::kExitOk;
     }
-    if (!p.error.empty()) return usage_error("cancel", p.error, kUsage);
+    if (!p.error.empty()) return usage_error("cancel", p.error);
     if (p.operands.size() != 1 || p.operands[0].empty() ||
         p.operands[0].find_first_not_of("0123456789") != std::string::npos || p.operands[0].size() > 18)
-        return usage_error("cancel", "expected one job number", kUsage);
+        return usage_error("cancel", "expected one job number");
     uint64_t id = std::stoull(p.operands[0]);
     auto reply = daemon::control_request(sa.config.control_socket, {{"command", "cancel"}, {"id", id}});
     if (reply.value("event", "") != "cancelled") {

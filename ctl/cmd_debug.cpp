@@ -3,8 +3,12 @@
 // found by the release the dump records (KERNEL= in its domain note, else
 // the release found in its pages): /usr/lib/debug/boot/vmlinux-RELEASE or
 // /usr/lib/debug/lib/modules/RELEASE/vmlinux (Debian's linux-image-*-dbg),
-// or --vmlinux FILE. crash opens our dumps as kdump vmcores (xen-dump-core(5)),
+// else, when DEBUGINFOD_URLS is set, from debuginfod by the build id of the
+// dump's VMCOREINFO (debuginfod-find debuginfo BUILDID), or --vmlinux FILE. crash opens our dumps as kdump vmcores (xen-dump-core(5)),
 // so no --kaslr or other flag is added for any guest type.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +25,8 @@
 #include "dump_selection.hpp"
 #include "guest_kernel.hpp"
 #include "xendump/error.hpp"
+#include "xendump/fd.hpp"
+#include "xendump/kernel/vmcoreinfo.hpp"
 #include "xendump/keyvalues.hpp"
 #include "xendump/reader.hpp"
 
@@ -43,6 +49,47 @@ fs::path find_vmlinux(const std::string& release, const fs::path& root) {
     }
     throw Error("no debug vmlinux for the guest kernel " + release + " (tried " + tried + "): install linux-image-" +
                 release + "-dbg (Debian) or the distribution's debug package of that kernel, or give --vmlinux FILE");
+}
+
+fs::path debuginfod_vmlinux(const std::string& build_id) {
+    // A build id is hex digits (20 bytes for Linux); anything else is not passed on.
+    if (build_id.empty() || build_id.size() % 2 || build_id.size() > 128 ||
+        build_id.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+        throw Error("not a build id: '" + build_id + "'");
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
+    UniqueFd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
+    std::string tool = "debuginfod-find", what = "debuginfo";
+    char* argv[] = {tool.data(), what.data(), const_cast<char*>(build_id.c_str()), nullptr};
+    pid_t pid = -1;
+    const int rc = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    write_end.reset();
+    if (rc != 0)
+        throw Error("no debug vmlinux from debuginfod for build id " + build_id + ": cannot run debuginfod-find: " +
+                    std::strerror(rc) + (rc == ENOENT ? " (install debuginfod, or give --vmlinux FILE)" : ""));
+    std::string out;
+    char buf[4096];
+    for (;;) {
+        const ssize_t n = ::read(read_end.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        if (out.size() < 65536) out.append(buf, static_cast<size_t>(n));
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || out.empty() || out.find('\n') != std::string::npos)
+        throw Error("no debug vmlinux from debuginfod for build id " + build_id +
+                    " (debuginfod-find debuginfo failed; DEBUGINFOD_URLS=" +
+                    (std::getenv("DEBUGINFOD_URLS") ? std::getenv("DEBUGINFOD_URLS") : "") + ")");
+    std::error_code ec;
+    if (!fs::is_regular_file(out, ec)) throw Error("debuginfod-find gave no file for build id " + build_id, out);
+    return out;
 }
 
 std::vector<std::string> debugger_command(const std::string& debugger, const fs::path& vmlinux, const fs::path& dump,
@@ -85,44 +132,79 @@ std::vector<std::string> split_words(const std::string& s) {
     return out;
 }
 
-std::string kernel_release(const fs::path& dump) {
+// What the dump records of its guest kernel: the release (KERNEL= in the
+// domain note, else found in the pages) and the build id (BUILD-ID= of
+// VMCOREINFO), either may be empty.
+struct RecordedKernel {
+    std::string release;
+    std::string build_id;
+};
+
+RecordedKernel recorded_kernel(const fs::path& dump) {
     const DumpReader r = DumpReader::open(dump);
-    if (auto k = r.domain().get(keys::kKernel); k && !k->empty()) return *k;
+    RecordedKernel k;
+    if (auto text = r.vmcoreinfo())
+        if (auto info = kernel::Vmcoreinfo::parse(*text))
+            if (auto id = info->build_id()) k.build_id = std::string(*id);
+    if (auto v = r.domain().get(keys::kKernel); v && !v->empty()) {
+        k.release = *v;
+        return k;
+    }
     // Dumps written before KERNEL= existed, and converted xl files: look in the pages.
-    std::string release = find_dump_kernel(r).release;
-    if (release.empty())
+    const DumpKernel found = find_dump_kernel(r);
+    k.release = found.release;
+    if (k.build_id.empty() && found.vmcoreinfo)
+        if (auto id = found.vmcoreinfo->build_id()) k.build_id = std::string(*id);
+    return k;
+}
+
+// The debug vmlinux for `k`: installed under `root`, else (DEBUGINFOD_URLS
+// set) from debuginfod by the build id. Throws Error naming what was tried.
+fs::path locate_vmlinux(const RecordedKernel& k, const fs::path& dump, const fs::path& root) {
+    const char* urls = std::getenv("DEBUGINFOD_URLS");
+    const bool debuginfod = urls && *urls && !k.build_id.empty();
+    if (k.release.empty() && !debuginfod)
         throw Error("the dump records no guest kernel release (no KERNEL= in its domain note, no Linux kernel "
-                    "found in its pages): give --vmlinux FILE",
+                    "found in its pages)" +
+                        std::string(k.build_id.empty() ? "" : " and DEBUGINFOD_URLS is not set") + ": give --vmlinux FILE",
                     dump.string());
-    return release;
+    if (!k.release.empty()) {
+        try {
+            return find_vmlinux(k.release, root);
+        } catch (const Error& e) {
+            if (!debuginfod) throw;
+            try {
+                return debuginfod_vmlinux(k.build_id);
+            } catch (const Error& d) {
+                throw Error(std::string(e.what()) + "; " + d.what());
+            }
+        }
+    }
+    return debuginfod_vmlinux(k.build_id);
 }
 
 }  // namespace
 
 int cmd_debug(Args args) {
-    auto a = parse_file_command(args, {"--print-command"}, {"--vmlinux", "--debugger", "-A"}, false);
+    auto a = parse_file_command(args, false);
     const ParsedArgs& p = a.p;
     if (p.help) {
         std::printf("usage: %.*s\n\nStart a debugger on a dump (the latest one MATCH selects that has a file), with\n"
                     "the guest kernel's debug vmlinux found by the release the dump records:\n"
                     "/usr/lib/debug/boot/vmlinux-RELEASE or /usr/lib/debug/lib/modules/RELEASE/vmlinux\n"
-                    "(Debian: the package linux-image-RELEASE-dbg).\n"
-                    "  --debugger NAME   crash (the default: crash ARGS VMLINUX DUMP), gdb\n"
-                    "                    (gdb ARGS VMLINUX DUMP) or drgn (drgn -c DUMP -s VMLINUX ARGS)\n"
-                    "  --vmlinux FILE    the kernel's debug image, instead of looking for it\n"
-                    "  -A ARGS           more arguments for the debugger (split on white space)\n"
-                    "  --print-command   print the command line instead of running it\n%s",
-                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp);
+                    "(Debian: the package linux-image-RELEASE-dbg); when none is there and\n"
+                    "DEBUGINFOD_URLS is set, debuginfod-find fetches it by the build id of the\n"
+                    "dump's VMCOREINFO.\n%s\n%s",
+                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp, options_help("debug").c_str());
         return cli::kExitOk;
     }
-    if (!a.error.empty()) return usage_error("debug", a.error, kUsage);
+    if (!a.error.empty()) return usage_error("debug", a.error);
     const std::string debugger = p.value("--debugger").value_or("crash");
     if (debugger != "crash" && debugger != "gdb" && debugger != "drgn")
-        return usage_error("debug", "unknown debugger '" + debugger + "' (crash, gdb or drgn)", kUsage);
+        return usage_error("debug", "unknown debugger '" + debugger + "' (crash, gdb or drgn)");
     std::vector<std::string> extra;
-    for (const auto& [name, value] : p.values)
-        if (name == "-A")
-            for (auto& w : split_words(value)) extra.push_back(std::move(w));
+    for (const auto& value : p.values("-A"))
+        for (auto& w : split_words(value)) extra.push_back(std::move(w));
 
     const fs::path dump = one_dump(a);
     fs::path vmlinux;
@@ -132,7 +214,7 @@ int cmd_debug(Args args) {
         if (!fs::is_regular_file(vmlinux, ec)) throw Error("no such file (--vmlinux)", vmlinux.string());
     } else {
         const char* root = std::getenv("XENDUMP_DEBUG_ROOT");
-        vmlinux = find_vmlinux(kernel_release(dump), root && *root ? fs::path(root) : fs::path("/"));
+        vmlinux = locate_vmlinux(recorded_kernel(dump), dump, root && *root ? fs::path(root) : fs::path("/"));
     }
     const auto cmd = debugger_command(debugger, vmlinux, dump, extra);
     if (p.has("--print-command")) {

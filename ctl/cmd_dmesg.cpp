@@ -1,4 +1,4 @@
-// xen-dumpctl dmesg [--json] FILE: the guest kernel's log from its printk
+// xen-dumpctl dmesg [--json[=short|pretty]] FILE: the guest kernel's log from its printk
 // buffer in the dump (libdump kernel/printk_log.hpp), as `makedumpfile
 // --dump-dmesg` prints it, or as JSON records. The buffer is found through
 // the dump's VMCOREINFO note (or, for a file without one such as an
@@ -23,7 +23,7 @@ namespace xendump::ctl {
 namespace {
 
 constexpr std::string_view kUsage =
-    "xen-dumpctl dmesg [--json] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH...";
+    "xen-dumpctl dmesg [--json[=short|pretty]] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH...";
 
 nlohmann::json record_json(const kernel::PrintkRecord& r) {
     auto optional = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
@@ -45,19 +45,19 @@ nlohmann::json record_json(const kernel::PrintkRecord& r) {
 }  // namespace
 
 int cmd_dmesg(Args args) {
-    auto a = parse_file_command(args, {"--json"}, {}, false);
+    auto a = parse_file_command(args, false);
     const ParsedArgs& p = a.p;
     if (p.help) {
         std::printf("usage: %.*s\n\nPrint the guest kernel's log (its printk buffer, as dmesg shows it) from the\n"
                     "dump, one \"[seconds.micros] text\" line per record, as makedumpfile prints the log.\n"
                     "Needs the kernel's VMCOREINFO (in the dump's note, else found in its pages).\n"
-                    "  --json   print one JSON object: the format, whether the log is partial and\n"
-                    "           why, and the records (sequence, time_ns, level, facility, caller, text)\n"
-                    "Of the dumps MATCH selects, the latest one that has a file is read.\n%s",
-                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp);
+                    "With --json, one JSON object: the format, whether the log is partial and\n"
+                    "why, and the records (sequence, time_ns, level, facility, caller, text).\n"
+                    "Of the dumps MATCH selects, the latest one that has a file is read.\n%s\n%s",
+                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp, options_help("dmesg").c_str());
         return cli::kExitOk;
     }
-    if (!a.error.empty()) return usage_error("dmesg", a.error, kUsage);
+    if (!a.error.empty()) return usage_error("dmesg", a.error);
     const std::string path = one_dump(a).string();
     auto reader = DumpReader::open(path);
     kernel::PrintkLog log;
@@ -76,7 +76,7 @@ int cmd_dmesg(Args args) {
         j["damage"] = log.damage;
         j["records"] = nlohmann::json::array();
         for (const auto& r : log.records) j["records"].push_back(record_json(r));
-        std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        std::cout << j.dump(a.json_indent, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
         const std::string out = kernel::format_dmesg(log);
         std::fwrite(out.data(), 1, out.size(), stdout);

@@ -14,6 +14,7 @@
 #include "dump_selection.hpp"
 #include "guest_kernel.hpp"
 #include "options.hpp"
+#include "util/util.hpp"
 #include "xendump/dump_kernel_log.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/printk_log.hpp"
@@ -25,7 +26,7 @@ namespace xendump::ctl {
 namespace {
 
 constexpr std::string_view kUsage =
-    "xen-dumpctl info [--json] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH...";
+    "xen-dumpctl info [--json[=short|pretty]] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH...";
 
 std::string fixed_string(const char* p, size_t n) { return std::string(p, strnlen(p, n)); }
 
@@ -40,11 +41,7 @@ nlohmann::json optional_key(const KeyValues& kv, const char* key) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
+using util::hex;
 
 // The instruction pointer of each vcpu (64-bit contexts only: a 32-bit PV
 // context has another layout), with its symbol when kallsyms was found.
@@ -90,6 +87,26 @@ nlohmann::json describe_log(const DumpReader& r, const DumpKernel& k) {
     return j;
 }
 
+// The vcpu that reported the crash and its top frames (backtrace.hpp):
+// null without a crash report naming its CPU, kallsyms or VMCOREINFO.
+nlohmann::json crash_backtrace(const DumpReader& r, const DumpKernel& k) {
+    constexpr size_t kTopFrames = 16;
+    if (!k.vmcoreinfo || !k.kallsyms) return nullptr;
+    try {
+        const kernel::PrintkLog log = read_dump_log(r, *k.vmcoreinfo);
+        const DumpBacktraces traces = dump_backtraces(r, &*k.vmcoreinfo, *k.kallsyms, k.release, &log);
+        for (const auto& v : traces.vcpus) {
+            if (traces.panic_vcpu != v.vcpu || !v.trace) continue;
+            nlohmann::json j = backtrace_json(*v.trace, kTopFrames);
+            j["vcpu"] = v.vcpu;
+            return j;
+        }
+    } catch (const Error&) {
+        // No log (describe_log says why): no crashed vcpu to show.
+    }
+    return nullptr;
+}
+
 nlohmann::json describe_kernel(const DumpReader& r) {
     const DumpKernel k = find_dump_kernel(r);
     nlohmann::json j;
@@ -106,6 +123,7 @@ nlohmann::json describe_kernel(const DumpReader& r) {
         j["image_segment"] = {{"vaddr", hex(m->vaddr)}, {"paddr", hex(m->paddr)}, {"size", m->size}};
     }
     j["log"] = describe_log(r, k);
+    j["crash_backtrace"] = crash_backtrace(r, k);
     return j;
 }
 
@@ -203,28 +221,38 @@ void print_text(const nlohmann::json& j) {
         if (log["crash_reports"].empty()) line("Crash report:", "none in the log");
         for (const auto& c : log["crash_reports"]) line("Crash report:", text_of(c["line"]));
     }
+    if (const auto& bt = k["crash_backtrace"]; !bt.is_null()) {
+        line("Crash VCPU:", bt["vcpu"].dump() + ", backtrace by " + text_of(bt["method"]) + " (xen-dumpctl backtrace):");
+        size_t i = 0;
+        for (const auto& f : bt["frames"])
+            std::printf("  #%-2zu %s%s\n", i++, f["reliable"].get<bool>() ? "" : "? ",
+                        f["symbol"].is_null() ? text_of(f["ip"]).c_str() : text_of(f["symbol"]).c_str());
+        if (!bt["user_ip"].is_null()) std::printf("      (user space at %s)\n", text_of(bt["user_ip"]).c_str());
+        if (bt["partial"].get<bool>()) std::printf("      (partial: %s)\n", text_of(bt["stopped"]).c_str());
+    }
 }
 
 }  // namespace
 
 int cmd_info(Args args) {
-    auto a = parse_file_command(args, {"--json"}, {}, false);
+    auto a = parse_file_command(args, false);
     const ParsedArgs& p = a.p;
     if (p.help) {
         std::printf("usage: %.*s\n\nShow the domain, pages, vcpus and metadata a dump file holds, and the\n"
                     "guest kernel found in its pages: release, banner, KASLR offset, the kernel\n"
-                    "image segment, each vcpu's instruction pointer as symbol+offset, and the\n"
-                    "crash reports (panic, Oops, BUG) of the kernel's log.\n"
+                    "image segment, each vcpu's instruction pointer as symbol+offset, the\n"
+                    "crash reports (panic, Oops, BUG) of the kernel's log, and the top frames\n"
+                    "of the backtrace of the vcpu that reported the crash.\n"
                     "Of the dumps MATCH selects, the latest one that has a file is shown.\n"
-                    "  --json            print one JSON object instead of text\n%s",
-                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp);
+                    "With --json, one JSON object instead of text.\n%s\n%s",
+                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp, options_help("info").c_str());
         return cli::kExitOk;
     }
-    if (!a.error.empty()) return usage_error("info", a.error, kUsage);
+    if (!a.error.empty()) return usage_error("info", a.error);
     auto reader = DumpReader::open(one_dump(a));
     auto j = describe(reader);
     if (p.has("--json"))
-        std::cout << j.dump(2) << "\n";
+        std::cout << j.dump(a.json_indent) << "\n";
     else
         print_text(j);
     return cli::kExitOk;

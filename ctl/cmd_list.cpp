@@ -1,4 +1,4 @@
-// xen-dumpctl list [--json] [MATCH...]: the dumps in the dump directory,
+// xen-dumpctl list [--json[=short|pretty]] [MATCH...]: the dumps in the dump directory,
 // oldest first, from their sidecars (like coredumpctl list): time, domain,
 // reason, size, result, and the guest's panic line when its log had one (issue
 // 20: the sidecar's guest_panic, from the log saved as DUMP.dmesg.txt).
@@ -18,6 +18,8 @@
 #include "dump_selection.hpp"
 #include "options.hpp"
 #include "service_options.hpp"
+#include "util/util.hpp"
+#include "util/vocabulary.hpp"
 #include "xendump/text.hpp"
 
 namespace xendump::ctl {
@@ -25,16 +27,9 @@ namespace xendump::ctl {
 namespace {
 
 constexpr std::string_view kUsage =
-    "xen-dumpctl list [--json] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--config FILE] [--dump-dir DIR] [MATCH...]";
+    "xen-dumpctl list [--json[=short|pretty]] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--config FILE] [--dump-dir DIR] [MATCH...]";
 
-std::string utc_time(int64_t t) {
-    std::time_t tt = static_cast<std::time_t>(t);
-    std::tm tm{};
-    gmtime_r(&tt, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-    return buf;
-}
+std::string utc_time(int64_t t) { return util::utc_time(static_cast<std::time_t>(t), "%Y-%m-%d %H:%M:%S"); }
 
 // The panic line for the table: without its "[seconds.micros] " time,
 // escaped, cut to kPanicWidth bytes ("-" when the guest's log had none).
@@ -53,55 +48,56 @@ std::string panic_column(const std::optional<daemon::Sidecar>& info) {
 }  // namespace
 
 int cmd_list(Args args) {
-    auto sa = parse_service_args(args);
-    if (!sa.error.empty()) return usage_error("list", sa.error, kUsage);
-    std::vector<std::string_view> flags = kSelectionFlags;
-    flags.push_back("--json");
-    auto p = parse_args(sa.args(), flags, kSelectionValues);
+    auto p = parse_args(args);
+    if (!p.error.empty()) return usage_error("list", p.error);
+    auto sa = service_options(p);
+    load_service_config(sa);
     if (p.help) {
         std::printf("usage: %.*s\n\nList the dumps in the dump directory (%s), oldest first.\n"
                     "RESULT is ok, failed, refused or cancelled as the sidecar records it, or MISSING\n"
-                    "for a dump that was written but whose file is gone.\n"
-                    "  --json            print a JSON array (\"missing\": true for MISSING)\n%s",
-                    static_cast<int>(kUsage.size()), kUsage.data(), sa.config.dump_dir.c_str(), kSelectionHelp);
+                    "for a dump that was written but whose file is gone. --json prints a JSON array\n"
+                    "(\"missing\": true for MISSING).\n%s\n%s",
+                    static_cast<int>(kUsage.size()), kUsage.data(), sa.config.dump_dir.c_str(), kSelectionHelp,
+                    options_help("list").c_str());
         return cli::kExitOk;
     }
-    if (!p.error.empty()) return usage_error("list", p.error, kUsage);
+    const int indent = p.json_indent(2);
+    if (!p.error.empty()) return usage_error("list", p.error);
     Selection sel;
     if (auto err = selection_from_args(p, std::time(nullptr), sel); !err.empty())
-        return usage_error("list", err, kUsage);
+        return usage_error("list", err);
 
     auto entries = select_dumps(daemon::scan_dump_dir(sa.config.dump_dir), sel);
     if (p.has("--json")) {
         nlohmann::ordered_json out = nlohmann::ordered_json::array();
         for (const auto& e : entries) {
             nlohmann::ordered_json j;
-            j["path"] = e.dump.string();
+            j[vocab::kDumpPath.json] = e.dump.string();
             j["present"] = is_present(e);
             j["missing"] = is_missing(e);
             j["time"] = e.time;
-            j["bytes_on_disk"] = e.bytes_on_disk;
+            j[vocab::kSizeOnDisk.json] = e.bytes_on_disk;
             if (e.info) {
-                j["domain"] = e.info->domain_name;
-                j["domid"] = e.info->domid;
-                j["uuid"] = e.info->uuid;
-                j["type"] = e.info->type;
-                j["reason"] = e.info->reason;
-                j["result"] = daemon::to_string(e.info->result);
-                j["pages"] = e.info->pages;
-                j["digests"] = e.info->digests;
-                j["error"] = e.info->error;
-                j["guest_panic"] = e.info->guest_panic ? nlohmann::ordered_json(*e.info->guest_panic) : nullptr;
+                j[vocab::kDomainName.json] = e.info->domain_name;
+                j[vocab::kDomid.json] = e.info->domid;
+                j[vocab::kUuid.json] = e.info->uuid;
+                j[vocab::kGuestType.json] = e.info->type;
+                j[vocab::kReason.json] = e.info->reason;
+                j[vocab::kResult.json] = daemon::to_string(e.info->result);
+                j[vocab::kPages.json] = e.info->pages;
+                j[vocab::kDigests.json] = e.info->digests;
+                j[vocab::kError.json] = e.info->error;
+                j[vocab::kGuestPanic.json] = e.info->guest_panic ? nlohmann::ordered_json(*e.info->guest_panic) : nullptr;
                 const bool saved = e.info->guest_log && !e.info->guest_log->dmesg_file.empty();
-                j["dmesg_path"] = saved ? nlohmann::ordered_json(daemon::dmesg_path(e.dump).string()) : nullptr;
+                j[vocab::kDmesgPath.json] = saved ? nlohmann::ordered_json(daemon::dmesg_path(e.dump).string()) : nullptr;
             } else {
-                j["result"] = nullptr;
+                j[vocab::kResult.json] = nullptr;
                 j["sidecar_error"] = e.sidecar_error.empty() ? "no sidecar" : e.sidecar_error;
             }
             out.push_back(j);
         }
         // Strings that are not UTF-8 (a guest's name may be any bytes) get U+FFFD.
-        std::cout << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+        std::cout << out.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
         return cli::kExitOk;
     }
     if (entries.empty()) {

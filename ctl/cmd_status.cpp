@@ -12,27 +12,29 @@
 namespace xendump::ctl {
 
 namespace {
-constexpr std::string_view kUsage = "xen-dumpctl status [--json] [--config FILE] [--socket PATH]";
+constexpr std::string_view kUsage = "xen-dumpctl status [--json[=short|pretty]] [--config FILE] [--socket PATH]";
 }
 
 int cmd_status(Args args) {
-    auto sa = parse_service_args(args);
-    if (!sa.error.empty()) return usage_error("status", sa.error, kUsage);
-    auto p = parse_args(sa.args(), {"--json"});
+    auto p = parse_args(args);
+    if (!p.error.empty()) return usage_error("status", p.error);
+    auto sa = service_options(p);
+    load_service_config(sa);
     if (p.help) {
-        std::printf("usage: %.*s\n\nShow the running and queued dumps of xen-dumpd.\n", static_cast<int>(kUsage.size()),
-                    kUsage.data());
+        std::printf("usage: %.*s\n\nShow the running and queued dumps of xen-dumpd.\n%s", static_cast<int>(kUsage.size()),
+                    kUsage.data(), options_help("status").c_str());
         return cli::kExitOk;
     }
-    if (!p.error.empty()) return usage_error("status", p.error, kUsage);
-    if (!p.operands.empty()) return usage_error("status", "no operands expected", kUsage);
+    const int indent = p.json_indent(2);
+    if (!p.error.empty()) return usage_error("status", p.error);
+    if (!p.operands.empty()) return usage_error("status", "no operands expected");
     auto reply = daemon::control_request(sa.config.control_socket, {{"command", "status"}});
     if (reply.value("event", "") == "error") {
         std::fprintf(stderr, "xen-dumpctl status: %s\n", reply.value("message", "refused").c_str());
         return cli::kExitFailure;
     }
     if (p.has("--json")) {
-        std::cout << reply.dump(2) << "\n";
+        std::cout << reply.dump(indent) << "\n";
         return cli::kExitOk;
     }
     std::printf("xen-dumpd on %s, dumps in %s, MaxParallel=%u\n", reply.value("host", "?").c_str(),

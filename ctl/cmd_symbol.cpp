@@ -1,4 +1,4 @@
-// xen-dumpctl symbol [--json] FILE NAME|ADDRESS: the guest kernel's symbols
+// xen-dumpctl symbol [--json[=short|pretty]] FILE NAME|ADDRESS: the guest kernel's symbols
 // from the kallsyms tables found in the dump's pages (no vmlinux needed).
 // xen-dumpctl symbol --list FILE: the whole table, as /proc/kallsyms shows it.
 // NAME may carry or omit the per_cpu__ prefix of per-cpu variables (as
@@ -13,13 +13,14 @@
 #include "commands.hpp"
 #include "guest_kernel.hpp"
 #include "options.hpp"
+#include "util/util.hpp"
 #include "xendump/reader.hpp"
 
 namespace xendump::ctl {
 
 namespace {
 
-constexpr std::string_view kUsage = "xen-dumpctl symbol [--json] FILE NAME|ADDRESS | --list FILE";
+constexpr std::string_view kUsage = "xen-dumpctl symbol [--json[=short|pretty]] FILE NAME|ADDRESS | --list FILE";
 
 std::optional<uint64_t> parse_address(std::string_view s) {
     if (s.starts_with("0x") || s.starts_with("0X")) s.remove_prefix(2);
@@ -30,31 +31,26 @@ std::optional<uint64_t> parse_address(std::string_view s) {
     return v;
 }
 
-std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
-    return buf;
-}
+std::string hex(uint64_t v) { return util::hex(v, 16); }
 
 }  // namespace
 
 int cmd_symbol(Args args) {
-    auto p = parse_args(args, {"--json", "--list"});
+    auto p = parse_args(args);
+    const int indent = p.json_indent(2);
     if (p.help) {
         std::printf("usage: %.*s\n\nLook up a guest kernel symbol by name (per-cpu variables with or without\n"
                     "the per_cpu__ prefix) or an address (hex) as symbol+offset, using the kallsyms\n"
-                    "tables found in the dump's pages.\n"
-                    "  --json   print one JSON object instead of text\n"
-                    "  --list   print every symbol, one \"ADDRESS TYPE NAME\" line each, like\n"
-                    "           /proc/kallsyms (a System.map for tools that want one)\n",
-                    static_cast<int>(kUsage.size()), kUsage.data());
+                    "tables found in the dump's pages. --list gives a System.map for tools that\n"
+                    "want one.\n%s",
+                    static_cast<int>(kUsage.size()), kUsage.data(), options_help("symbol").c_str());
         return cli::kExitOk;
     }
-    if (!p.error.empty()) return usage_error("symbol", p.error, kUsage);
+    if (!p.error.empty()) return usage_error("symbol", p.error);
     const bool list = p.has("--list");
     if (list && (p.operands.size() != 1 || p.has("--json")))
-        return usage_error("symbol", "--list takes one FILE and no --json", kUsage);
-    if (!list && p.operands.size() != 2) return usage_error("symbol", "expected FILE and NAME or ADDRESS", kUsage);
+        return usage_error("symbol", "--list takes one FILE and no --json");
+    if (!list && p.operands.size() != 2) return usage_error("symbol", "expected FILE and NAME or ADDRESS");
     auto reader = DumpReader::open(p.operands[0]);
     const DumpKernel k = find_dump_kernel(reader);
     if (!k.kallsyms) {
@@ -76,7 +72,7 @@ int cmd_symbol(Args args) {
         j["address"] = hex(s->address);
         j["type"] = std::string(1, s->type);
         if (p.has("--json"))
-            std::cout << j.dump(2) << "\n";
+            std::cout << j.dump(indent) << "\n";
         else
             std::printf("%s %c %s\n", hex(s->address).c_str(), s->type, s->name.c_str());
         return cli::kExitOk;
@@ -86,7 +82,7 @@ int cmd_symbol(Args args) {
             j["address"] = hex(*addr);
             j["symbol"] = *sym;
             if (p.has("--json"))
-                std::cout << j.dump(2) << "\n";
+                std::cout << j.dump(indent) << "\n";
             else
                 std::printf("%s %s\n", hex(*addr).c_str(), sym->c_str());
             return cli::kExitOk;

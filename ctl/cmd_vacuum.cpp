@@ -19,20 +19,18 @@ constexpr std::string_view kUsage = "xen-dumpctl vacuum [--dry-run] [--config FI
 }
 
 int cmd_vacuum(Args args) {
-    auto sa = parse_service_args(args, BadConfig::refuse);
-    if (!sa.error.empty()) return usage_error("vacuum", sa.error, kUsage);
-    auto p = parse_args(sa.args(), {"--dry-run"});
+    auto p = parse_args(args);
+    if (!p.error.empty()) return usage_error("vacuum", p.error);
+    auto sa = service_options(p);
+    load_service_config(sa, BadConfig::refuse);
     if (p.help) {
         std::printf("usage: %.*s\n\nRemove dumps until the storage limits of the configuration hold: manual dumps\n"
-                    "before crash dumps, oldest first.\n\n"
-                    "  --dry-run        print what would be removed, remove nothing\n"
-                    "  --config FILE    the service's configuration file\n"
-                    "  --dump-dir DIR   the dump directory (must exist)\n",
-                    static_cast<int>(kUsage.size()), kUsage.data());
+                    "before crash dumps, oldest first. The dump directory must exist.\n\n%s",
+                    static_cast<int>(kUsage.size()), kUsage.data(), options_help("vacuum").c_str());
         return cli::kExitOk;
     }
-    if (!p.error.empty()) return usage_error("vacuum", p.error, kUsage);
-    if (!p.operands.empty()) return usage_error("vacuum", "no operands expected", kUsage);
+    if (!p.error.empty()) return usage_error("vacuum", p.error);
+    if (!p.operands.empty()) return usage_error("vacuum", "no operands expected");
     // Removing dumps by limits that are not the configured ones loses dumps.
     if (!sa.config_error.empty()) {
         std::fprintf(stderr, "xen-dumpctl vacuum: not removing anything: %s\n", sa.config_error.c_str());

@@ -1,5 +1,5 @@
 // xen-dumpctl verify FILE|MATCH...: every conformance check of the format
-// (spec §8), digests included, of each FILE, or of every dump MATCH selects
+// (xen-dump-core(5) "Conformance"), digests included, of each FILE, or of every dump MATCH selects
 // (dump_selection.hpp; -1 for the latest only). Exit 0 only when every file
 // passes; otherwise one line per failed check: "FILE: check: structure at
 // offset 0x…: message", and one per selected dump whose file is gone.
@@ -17,7 +17,7 @@ namespace xendump::ctl {
 namespace {
 
 constexpr std::string_view kUsage =
-    "xen-dumpctl verify [--no-digests] [--allow-no-digests] [--quiet] [-S TIME] [-U TIME] [-r] [-1 | -n N] "
+    "xen-dumpctl verify [--no-digests] [--allow-no-digests] [-q|--quiet] [-S TIME] [-U TIME] [-r] [-1 | -n N] "
     "[--dump-dir DIR] [--config FILE] FILE|MATCH...";
 
 bool verify_one(const std::string& file, const VerifyOptions& base, bool quiet) {
@@ -55,24 +55,20 @@ bool verify_one(const std::string& file, const VerifyOptions& base, bool quiet) 
 }  // namespace
 
 int cmd_verify(Args args) {
-    auto a = parse_file_command(args, {"--no-digests", "--allow-no-digests", "--quiet"}, {}, true);
+    auto a = parse_file_command(args, true);
     const ParsedArgs& p = a.p;
     if (p.help) {
         std::printf("usage: %.*s\n\nCheck dump files against the xen-dump-core format: ELF structure, notes,\n"
                     "the PFN->GMFN table, PT_LOAD runs, section placement and the digests.\n"
                     "A file without digests fails unless --allow-no-digests is given.\n"
-                    "Exit status 0 when every check passes, 1 otherwise.\n"
-                    "  --no-digests         skip recomputing the page digests\n"
-                    "  --allow-no-digests   accept a file that has no digests (written with\n"
-                    "                       Digests=no or --no-digests, or an xl dump-core file);\n"
-                    "                       its OK line says the pages were not checked\n"
-                    "  --quiet              print only failures, no progress bar\n"
+                    "Exit status 0 when every check passes, 1 otherwise. The OK line of a file\n"
+                    "accepted with --allow-no-digests says the pages were not checked.\n"
                     "Every dump MATCH selects is checked (-1 for the latest only); a selected dump\n"
-                    "whose file is gone is a failure (\"FILE: missing\").\n%s",
-                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp);
+                    "whose file is gone is a failure (\"FILE: missing\").\n%s\n%s",
+                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp, options_help("verify").c_str());
         return cli::kExitOk;
     }
-    if (!a.error.empty()) return usage_error("verify", a.error, kUsage);
+    if (!a.error.empty()) return usage_error("verify", a.error);
     const Targets targets = resolve_targets(a.service, a.selection, true);
     VerifyOptions options;
     options.digests = !p.has("--no-digests");

@@ -20,6 +20,9 @@ int cmd_verify(Args args);
 int cmd_symbol(Args args);
 int cmd_dmesg(Args args);
 int cmd_debug(Args args);
+int cmd_dump(Args args);  // cmd_dump.cpp: a plain ELF vmcore of a dump
+int cmd_backtrace(Args args);
+int cmd_estimate(Args args);
 // The service's subcommands (cmd_list.cpp, cmd_vacuum.cpp, cmd_status.cpp, cmd_cancel.cpp).
 int cmd_list(Args args);
 int cmd_vacuum(Args args);

@@ -16,6 +16,11 @@ std::vector<std::filesystem::path> vmlinux_candidates(const std::string& release
 // the package to install.
 std::filesystem::path find_vmlinux(const std::string& release, const std::filesystem::path& root);
 
+// The debug image of build id `build_id` (hex) from debuginfod: the path
+// `debuginfod-find debuginfo BUILD_ID` prints (it reads DEBUGINFOD_URLS and
+// caches). Throws Error naming the build id when it fails.
+std::filesystem::path debuginfod_vmlinux(const std::string& build_id);
+
 // crash|gdb ARGS VMLINUX DUMP, or drgn -c DUMP -s VMLINUX ARGS.
 std::vector<std::string> debugger_command(const std::string& debugger, const std::filesystem::path& vmlinux,
                                           const std::filesystem::path& dump, const std::vector<std::string>& extra);

@@ -21,15 +21,7 @@ const char* const kSelectionHelp =
     "a dump's file name (NAME.core), a PATH, or FIELD=VALUE (DOMAIN, DOMID, UUID,\n"
     "TYPE, REASON, RESULT, DIGESTS, FILE, PATH from the sidecar; KERNEL, TIME,\n"
     "WRITER and the other keys of the dump's domain note). Matches of one field\n"
-    "are alternatives; matches of different fields must all hold.\n"
-    "  -S, --since TIME  only dumps started at or after TIME\n"
-    "  -U, --until TIME  only dumps started at or before TIME\n"
-    "                    TIME: YYYY-MM-DD [HH:MM[:SS]] (UTC), @SECONDS, now, today,\n"
-    "                    yesterday, tomorrow, -2h, -30min, -1d, \"2h ago\"\n"
-    "  -r, --reverse     newest first\n"
-    "  -1                only the latest dump\n"
-    "  -n N              only the latest N dumps\n"
-    "  --dump-dir DIR, --config FILE   the dump directory (default: DumpDir=)\n";
+    "are alternatives; matches of different fields must all hold.\n";
 
 namespace {
 
@@ -224,18 +216,11 @@ Targets resolve_targets(ServiceArgs& sa, const Selection& s, bool all) {
 
 namespace xendump::ctl {
 
-FileCommandArgs parse_file_command(Args args, std::vector<std::string_view> flags,
-                                   const std::vector<std::string_view>& values, bool several) {
+FileCommandArgs parse_file_command(Args args, bool several) {
     FileCommandArgs a;
-    a.service = parse_service_options(args);
-    if (!a.service.error.empty()) {
-        a.error = a.service.error;
-        return a;
-    }
-    flags.insert(flags.end(), kSelectionFlags.begin(), kSelectionFlags.end());
-    std::vector<std::string_view> all_values = values;
-    all_values.insert(all_values.end(), kSelectionValues.begin(), kSelectionValues.end());
-    a.p = parse_args(a.service.args(), flags, all_values);
+    a.p = parse_args(args);
+    a.json_indent = a.p.json_indent(2);
+    a.service = service_options(a.p);
     if (a.p.help || !a.p.error.empty()) {
         a.error = a.p.error;
         return a;

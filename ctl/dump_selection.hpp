@@ -30,10 +30,8 @@
 
 namespace xendump::ctl {
 
-// The selection options, for parse_args().
-inline const std::vector<std::string_view> kSelectionFlags = {"-r", "--reverse", "-1"};
-inline const std::vector<std::string_view> kSelectionValues = {"-S", "--since", "-U", "--until", "-n"};
-// The lines of --help that describe the selection (shared by the commands).
+// The paragraph of --help that describes MATCH (shared by the commands; the
+// options are in option_tables.hpp).
 extern const char* const kSelectionHelp;
 
 struct Match {
@@ -95,9 +93,10 @@ struct FileCommandArgs {
     ParsedArgs p;
     Selection selection;
     std::string error;
+    int json_indent = 2;  // --json[=short|pretty] (ParsedArgs::json_indent)
 };
-FileCommandArgs parse_file_command(Args args, std::vector<std::string_view> flags,
-                                   const std::vector<std::string_view>& values, bool several);
+// args[0] is the command (its table: verb_options()).
+FileCommandArgs parse_file_command(Args args, bool several);
 
 // The one dump a command acts on: the FILE given, else the latest selected
 // dump that has a file. Throws Error when there is none (naming a missing file).

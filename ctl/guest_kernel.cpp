@@ -2,7 +2,38 @@
 
 #include "xendump/dump_kernel_log.hpp"
 
+#include <cstdio>
+
 namespace xendump::ctl {
+
+namespace {
+
+std::string hex(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+}  // namespace
+
+nlohmann::json backtrace_json(const kernel::Backtrace& t, size_t max_frames) {
+    nlohmann::json j;
+    j["method"] = std::string(kernel::to_string(t.method));
+    j["user_mode"] = t.user_mode;
+    j["user_ip"] = t.user_ip ? nlohmann::json(hex(*t.user_ip)) : nlohmann::json(nullptr);
+    j["partial"] = t.partial();
+    j["stopped"] = t.partial() ? nlohmann::json(t.stopped) : nlohmann::json(nullptr);
+    j["frames"] = nlohmann::json::array();
+    for (const auto& f : t.frames) {
+        if (j["frames"].size() == max_frames) break;
+        j["frames"].push_back({{"ip", hex(f.ip)},
+                               {"sp", hex(f.sp)},
+                               {"symbol", f.symbol.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.symbol)},
+                               {"reliable", f.reliable}});
+    }
+    return j;
+}
+
 
 std::optional<std::string> DumpKernel::symbolize(uint64_t address) const {
     if (!kallsyms || !kernel::is_kernel_image_address(address)) return std::nullopt;

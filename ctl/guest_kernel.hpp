@@ -1,12 +1,15 @@
 // The guest kernel inside a dump file, as `info` and `symbol` show it: the
-// VMCOREINFO note (spec §3 note 7) and the kallsyms tables found in the
+// VMCOREINFO note (xen-dump-core(5) "Notes" note 7) and the kallsyms tables found in the
 // dump's pages by their shape (libdump kernel/kallsyms.hpp), read through
 // DumpReader. No vmlinux or System.map is needed.
 #pragma once
 
+#include <cstddef>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
+#include "xendump/kernel/backtrace.hpp"
 #include "xendump/kernel/kallsyms.hpp"
 #include "xendump/kernel/vmcoreinfo.hpp"
 #include "xendump/reader.hpp"
@@ -28,5 +31,10 @@ struct DumpKernel {
 // Looks for the kernel: VMCOREINFO first (it tells kallsyms where to look
 // and lets it verify its table), else a shape search of the pages.
 DumpKernel find_dump_kernel(const DumpReader& reader);
+
+// One backtrace as JSON (`backtrace --json`, and `info` for the crashed
+// vcpu): method, user_mode, user_ip, partial, stopped, and at most
+// `max_frames` frames (ip, sp, symbol, reliable).
+nlohmann::json backtrace_json(const kernel::Backtrace& t, size_t max_frames);
 
 }  // namespace xendump::ctl

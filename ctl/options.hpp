@@ -1,36 +1,38 @@
-// Minimal option scanning shared by the subcommands: flags, options with a
-// value ("--since V", "--since=V", "-S V", "-SV"), --help, and positional
-// operands; anything unknown is a usage error (exit 2).
+// Option parsing of the subcommands: the command's table (option_tables.hpp)
+// through the shared parser (cli/cli_options.hpp); a usage error is one line
+// pointing to the command's --help (exit 2).
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
-#include <utility>
 #include <string_view>
-#include <vector>
 
+#include "cli_options.hpp"
 #include "commands.hpp"
+#include "option_tables.hpp"
 
 namespace xendump::ctl {
 
-struct ParsedArgs {
-    std::vector<std::string> flags;      // given flags, e.g. "--json"
-    std::vector<std::pair<std::string, std::string>> values;  // given options with a value, in order
-    std::vector<std::string> operands;   // everything else
-    bool help = false;
-    std::string error;                   // non-empty on a usage error
+struct ParsedArgs : cli::Parsed {
+    std::string error;  // non-empty on a usage error
 
-    bool has(std::string_view flag) const;
-    // The last value given to `name` or to its other spelling `alias`.
+    // The last value given to `name` (either spelling of its row; `alias` is
+    // another row).
     std::optional<std::string> value(std::string_view name, std::string_view alias = {}) const;
+    // The indentation for nlohmann::json::dump of --json[=short|pretty]:
+    // -1 for short, else `plain` (what plain --json printed). Sets error for
+    // another value.
+    int json_indent(int plain = 2);
 };
 
-// `known` lists the flags the subcommand accepts ("--json", ...), `with_value`
-// the options that take a value ("--since", "-S", ...).
-ParsedArgs parse_args(Args args, const std::vector<std::string_view>& known,
-                      const std::vector<std::string_view>& with_value = {});
+// args[0] is the command's name; its table is verb_options(args[0]).
+ParsedArgs parse_args(Args args);
 
-// Prints "xen-dumpctl NAME: MESSAGE" and the usage line to stderr; returns 2.
-int usage_error(std::string_view command, const std::string& message, std::string_view usage);
+// Prints "xen-dumpctl COMMAND: MESSAGE (see 'xen-dumpctl COMMAND --help')"; returns 2.
+int usage_error(std::string_view command, const std::string& message);
+
+// The option lines of the command's --help.
+std::string options_help(std::string_view command);
 
 }  // namespace xendump::ctl

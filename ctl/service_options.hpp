@@ -5,21 +5,18 @@
 
 #include <filesystem>
 #include <string>
-#include <vector>
 
 #include "commands.hpp"
 #include "config.hpp"
+#include "options.hpp"
 
 namespace xendump::ctl {
 
 struct ServiceArgs {
     daemon::Config config;
-    std::vector<char*> rest;  // the other arguments, for parse_args()
-    std::string error;        // usage error
     std::string config_error; // the configuration could not be loaded (config holds the defaults)
     std::filesystem::path config_file;  // --config, else the default
     daemon::ConfigOverrides overrides;  // --dump-dir, --socket
-    Args args() const { return Args(rest.data(), rest.size()); }
 };
 
 // What to do with a configuration that cannot be loaded (a bad line, a
@@ -28,14 +25,12 @@ struct ServiceArgs {
 // removes dumps (vacuum) refuses. Either way config_error says why and config
 // holds the defaults.
 enum class BadConfig { warn, refuse };
-ServiceArgs parse_service_args(Args args, BadConfig bad = BadConfig::warn);
 
-// The same options without loading the configuration yet: the file commands
-// (info, verify, dmesg, debug) read it only when a MATCH needs the dump
-// directory, so a FILE operand works as it did without one.
-ServiceArgs parse_service_options(Args args);
+// --config, --dump-dir and --socket from the parsed command line, without
+// loading the configuration yet: the file commands (info, verify, dmesg,
+// debug, dump) read it only when a MATCH needs the dump directory, so a FILE
+// operand works as it did without one.
+ServiceArgs service_options(const ParsedArgs& p);
 void load_service_config(ServiceArgs& sa, BadConfig bad = BadConfig::warn);
-
-inline constexpr const char* kServiceOptionsUsage = "[--config FILE] [--dump-dir DIR] [--socket PATH]";
 
 }  // namespace xendump::ctl

@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "util/util.hpp"
 #include "xendump/error.hpp"
 
 namespace xendump::daemon {
@@ -19,11 +20,9 @@ void JsonLineConnection::send(const nlohmann::json& message) {
     std::string line = message.dump() + "\n";
     size_t off = 0;
     while (off < line.size()) {
-        ssize_t n = ::send(fd_.get(), line.data() + off, line.size() - off, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            throw_errno("control connection closed");
-        }
+        const ssize_t n =
+            util::retry_eintr([&] { return ::send(fd_.get(), line.data() + off, line.size() - off, MSG_NOSIGNAL); });
+        if (n < 0) throw_errno("control connection closed");
         off += static_cast<size_t>(n);
     }
 }

@@ -10,6 +10,7 @@
 
 #include "config.hpp"
 #include "journal_log.hpp"
+#include "util/util.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
 
@@ -183,11 +184,7 @@ std::string encode_file_name_part(std::string_view name) {
 }
 
 std::string dump_file_name(const std::string& domain_name, uint32_t domid, int64_t unix_time) {
-    std::time_t t = static_cast<std::time_t>(unix_time);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    const std::string stamp = util::utc_time(static_cast<std::time_t>(unix_time), "%Y%m%dT%H%M%SZ");
     std::string part = domain_name.empty() ? std::string("domain") : encode_file_name_part(domain_name);
     return part + "-" + std::to_string(domid) + "-" + stamp + std::string(kDumpSuffix);
 }

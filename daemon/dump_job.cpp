@@ -11,6 +11,7 @@
 #include "guest_log.hpp"
 #include "journal_log.hpp"
 #include "retention.hpp"
+#include "util/vocabulary.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
 
@@ -104,13 +105,25 @@ private:
 
 }  // namespace
 
+std::string guest_backtrace_line(const GuestBacktrace& b) {
+    std::string out = "vcpu " + std::to_string(b.vcpu) + " (" + b.method + "): ";
+    for (size_t i = 0; i < b.frames.size(); ++i) out += (i ? " < " : "") + b.frames[i];
+    if (!b.stopped.empty()) out += " (partial)";
+    return out;
+}
+
 LogFields dump_journal_fields(const Sidecar& s, const fs::path& dump) {
-    LogFields fields{{"DOMID", std::to_string(s.domid)}, {"DOMAIN", s.domain_name},   {"DOMAIN_UUID", s.uuid},
-                     {"DUMP_PATH", dump.string()},       {"DUMP_REASON", s.reason},   {"DUMP_RESULT", to_string(s.result)},
-                     {"DUMP_SIZE", std::to_string(s.bytes_on_disk)}};
-    if (s.guest_panic) fields.emplace_back("GUEST_PANIC", *s.guest_panic);
+    LogFields fields{{vocab::kDomid.journal, std::to_string(s.domid)},
+                     {vocab::kDomainName.journal, s.domain_name},
+                     {vocab::kUuid.journal, s.uuid},
+                     {vocab::kDumpPath.journal, dump.string()},
+                     {vocab::kReason.journal, s.reason},
+                     {vocab::kResult.journal, to_string(s.result)},
+                     {vocab::kSizeOnDisk.journal, std::to_string(s.bytes_on_disk)}};
+    if (s.guest_panic) fields.emplace_back(vocab::kGuestPanic.journal, *s.guest_panic);
+    if (s.guest_backtrace) fields.emplace_back(vocab::kGuestBacktrace.journal, guest_backtrace_line(*s.guest_backtrace));
     if (s.guest_log && !s.guest_log->dmesg_file.empty())
-        fields.emplace_back("GUEST_DMESG_PATH", dmesg_path(dump).string());
+        fields.emplace_back(vocab::kDmesgPath.journal, dmesg_path(dump).string());
     return fields;
 }
 
@@ -119,6 +132,7 @@ std::string dump_journal_message(const Sidecar& s, const fs::path& dump) {
     if (s.result != DumpOutcome::ok) return what + " " + to_string(s.result) + ": " + s.error;
     std::string message = what + " written to " + dump.string();
     if (s.guest_panic) message += "; the guest's log: " + *s.guest_panic;
+    if (s.guest_backtrace) message += "; backtrace: " + guest_backtrace_line(*s.guest_backtrace);
     return message;
 }
 
@@ -144,7 +158,7 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     uint64_t expected = 0;
     if (info) {
         s.uuid = uuid_to_string(info->handle);
-        s.type = info->hvm ? (info->pvh ? "pvh" : "hvm") : "pv";
+        s.type = std::string(format::to_string(info->type()));
         s.pages = info->tot_pages;
         expected = estimate_dump_size(*info);
     }
@@ -226,6 +240,7 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     }
     s.guest_log = std::move(guest.log);
     s.guest_panic = std::move(guest.panic);
+    s.guest_backtrace = std::move(guest.backtrace);
     finish(DumpOutcome::ok, {});
     try {
         vacuum_dump_dir(config, out.path);

@@ -47,10 +47,15 @@ struct DumpJobHooks {
 
 // The journal entry of a dump (or of its failure): DOMID=, DOMAIN=,
 // DOMAIN_UUID=, DUMP_PATH=, DUMP_REASON=, DUMP_RESULT=, DUMP_SIZE=, and for a
-// dump whose guest log was read GUEST_PANIC= (its panic line) and
-// GUEST_DMESG_PATH=; the message names the dump, and the panic line too.
+// dump whose guest log was read GUEST_PANIC= (its panic line),
+// GUEST_BACKTRACE= (guest_backtrace_line of the vcpu that reported it) and
+// GUEST_DMESG_PATH=; the message names the dump, and the panic line and
+// backtrace too.
 LogFields dump_journal_fields(const Sidecar& s, const std::filesystem::path& dump);
 std::string dump_journal_message(const Sidecar& s, const std::filesystem::path& dump);
+// "vcpu 0 (orc): panic+0x118 < sysrq_handle_crash+0x16 < ..." (innermost
+// first; "(partial)" at the end of a walk that stopped early).
+std::string guest_backtrace_line(const GuestBacktrace& b);
 
 // A conservative size for a dump of `info` before its p2m is read: every
 // page present plus the per-page table entries, digests and headers.

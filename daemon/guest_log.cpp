@@ -7,13 +7,47 @@
 
 namespace xendump::daemon {
 
+namespace {
+
+// The crashed vcpu's top frames; nullopt when kallsyms or the vcpu is not found.
+std::optional<GuestBacktrace> crash_backtrace(const DumpReader& reader, const kernel::Vmcoreinfo& info,
+                                              const kernel::PrintkLog& log) {
+    const auto kallsyms = kernel::find_kallsyms(dump_page_reader(reader), &info);
+    if (!kallsyms) return std::nullopt;
+    const DumpBacktraces traces = dump_backtraces(reader, &info, *kallsyms, info.release(), &log);
+    for (const auto& v : traces.vcpus) {
+        if (traces.panic_vcpu != v.vcpu || !v.trace) continue;
+        GuestBacktrace b;
+        b.vcpu = v.vcpu;
+        b.method = std::string(kernel::to_string(v.trace->method));
+        for (const auto& f : v.trace->frames) {
+            if (b.frames.size() == kGuestBacktraceFrames) break;
+            b.frames.push_back(kernel::format_frame(f));
+        }
+        if (v.trace->user_mode) b.frames.push_back(kernel::summarize_backtrace(*v.trace, 1));
+        b.stopped = v.trace->stopped;
+        return b;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 GuestLogRecord record_guest_log(const std::filesystem::path& dump) {
     GuestLogRecord out;
     kernel::PrintkLog log;
     try {
         const DumpReader reader = DumpReader::open(dump);
-        out.kernel = dump_vmcoreinfo(reader, false).has_value();
+        const auto info = dump_vmcoreinfo(reader, false);
+        out.kernel = info.has_value();
         log = read_dump_log(reader, false);
+        if (info && kernel::first_crash_line(log)) {
+            try {
+                out.backtrace = crash_backtrace(reader, *info, log);
+            } catch (const std::exception&) {
+                // The log stands without a backtrace.
+            }
+        }
     } catch (const std::exception& e) {
         out.log.error = e.what();
         return out;

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "util/util.hpp"
+#include "util/vocabulary.hpp"
 #include "xendump/error.hpp"
 #include "xendump/text.hpp"
 #include "xendump/fd.hpp"
@@ -59,23 +61,23 @@ std::string from_hex(const std::string& hex) {
 
 std::string Sidecar::to_json() const {
     nlohmann::ordered_json j;
-    j["domain"] = domain_name;
+    j[vocab::kDomainName.sidecar] = domain_name;
     // JSON strings are UTF-8: a name that is not keeps its exact bytes here
     // ("domain" then has U+FFFD where they were not UTF-8).
     if (!is_utf8(domain_name)) j["domain_bytes"] = to_hex(domain_name);
-    j["domid"] = domid;
-    j["uuid"] = uuid;
-    j["type"] = type;
-    j["reason"] = reason;
+    j[vocab::kDomid.sidecar] = domid;
+    j[vocab::kUuid.sidecar] = uuid;
+    j[vocab::kGuestType.sidecar] = type;
+    j[vocab::kReason.sidecar] = reason;
     j["start_time"] = start_time;
     j["end_time"] = end_time;
-    j["pages"] = pages;
+    j[vocab::kPages.sidecar] = pages;
     j["file_size"] = file_size;
-    j["bytes_on_disk"] = bytes_on_disk;
-    j["digests"] = digests;
-    j["result"] = to_string(result);
-    j["error"] = error;
-    j["dump_file"] = dump_file;
+    j[vocab::kSizeOnDisk.sidecar] = bytes_on_disk;
+    j[vocab::kDigests.sidecar] = digests;
+    j[vocab::kResult.sidecar] = to_string(result);
+    j[vocab::kError.sidecar] = error;
+    j[vocab::kDumpPath.sidecar] = dump_file;
     if (guest_log) {
         nlohmann::ordered_json g = nlohmann::ordered_json::object();
         if (guest_log->records) {
@@ -86,7 +88,15 @@ std::string Sidecar::to_json() const {
         if (!guest_log->dmesg_file.empty()) g["dmesg_file"] = guest_log->dmesg_file;
         if (!guest_log->error.empty()) g["error"] = guest_log->error;
         j["guest_log"] = g;
-        j["guest_panic"] = guest_panic ? nlohmann::ordered_json(*guest_panic) : nlohmann::ordered_json(nullptr);
+        j[vocab::kGuestPanic.sidecar] = guest_panic ? nlohmann::ordered_json(*guest_panic) : nlohmann::ordered_json(nullptr);
+        if (guest_backtrace) {
+            nlohmann::ordered_json b;
+            b["vcpu"] = guest_backtrace->vcpu;
+            b["method"] = guest_backtrace->method;
+            b["frames"] = guest_backtrace->frames;
+            if (!guest_backtrace->stopped.empty()) b["stopped"] = guest_backtrace->stopped;
+            j[vocab::kGuestBacktrace.sidecar] = b;
+        }
     }
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
@@ -96,21 +106,21 @@ Sidecar Sidecar::from_json(const std::string& text, const std::string& origin) {
     if (j.is_discarded() || !j.is_object()) throw Error("not a JSON object", origin);
     Sidecar s;
     try {
-        s.domain_name = j.value("domain", "");
+        s.domain_name = j.value(vocab::kDomainName.sidecar, "");
         if (j.contains("domain_bytes")) s.domain_name = from_hex(j["domain_bytes"].get<std::string>());
-        s.domid = j.value("domid", uint32_t{0});
-        s.uuid = j.value("uuid", "");
-        s.type = j.value("type", "");
-        s.reason = j.value("reason", "");
+        s.domid = j.value(vocab::kDomid.sidecar, uint32_t{0});
+        s.uuid = j.value(vocab::kUuid.sidecar, "");
+        s.type = j.value(vocab::kGuestType.sidecar, "");
+        s.reason = j.value(vocab::kReason.sidecar, "");
         s.start_time = j.value("start_time", int64_t{0});
         s.end_time = j.value("end_time", int64_t{0});
-        s.pages = j.value("pages", uint64_t{0});
+        s.pages = j.value(vocab::kPages.sidecar, uint64_t{0});
         s.file_size = j.value("file_size", uint64_t{0});
-        s.bytes_on_disk = j.value("bytes_on_disk", uint64_t{0});
-        s.digests = j.value("digests", "");
-        s.result = outcome_from_string(j.value("result", "failed"));
-        s.error = j.value("error", "");
-        s.dump_file = j.value("dump_file", "");
+        s.bytes_on_disk = j.value(vocab::kSizeOnDisk.sidecar, uint64_t{0});
+        s.digests = j.value(vocab::kDigests.sidecar, "");
+        s.result = outcome_from_string(j.value(vocab::kResult.sidecar, "failed"));
+        s.error = j.value(vocab::kError.sidecar, "");
+        s.dump_file = j.value(vocab::kDumpPath.sidecar, "");
         if (j.contains("guest_log") && j["guest_log"].is_object()) {
             const auto& g = j["guest_log"];
             GuestLog log;
@@ -121,7 +131,16 @@ Sidecar Sidecar::from_json(const std::string& text, const std::string& origin) {
             log.error = g.value("error", "");
             s.guest_log = std::move(log);
         }
-        if (j.contains("guest_panic") && j["guest_panic"].is_string()) s.guest_panic = j["guest_panic"].get<std::string>();
+        if (j.contains(vocab::kGuestPanic.sidecar) && j[vocab::kGuestPanic.sidecar].is_string()) s.guest_panic = j[vocab::kGuestPanic.sidecar].get<std::string>();
+        if (j.contains(vocab::kGuestBacktrace.sidecar) && j[vocab::kGuestBacktrace.sidecar].is_object()) {
+            const auto& b = j[vocab::kGuestBacktrace.sidecar];
+            GuestBacktrace bt;
+            bt.vcpu = b.value("vcpu", uint32_t{0});
+            bt.method = b.value("method", "");
+            bt.frames = b.value("frames", std::vector<std::string>{});
+            bt.stopped = b.value("stopped", "");
+            s.guest_backtrace = std::move(bt);
+        }
     } catch (const nlohmann::json::exception& e) {
         throw Error(std::string("bad sidecar field: ") + e.what(), origin);
     } catch (const Error& e) {
@@ -140,17 +159,7 @@ std::filesystem::path dmesg_path(const std::filesystem::path& dump_path) {
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view text, unsigned mode) {
     AtomicFile file(path, mode);
-    const char* p = text.data();
-    size_t left = text.size();
-    while (left > 0) {
-        ssize_t n = ::write(file.fd(), p, left);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            throw_errno("cannot write", path.string());
-        }
-        p += n;
-        left -= static_cast<size_t>(n);
-    }
+    util::write_all(file.fd(), text.data(), text.size(), path.string());
     file.commit();
 }
 

@@ -28,6 +28,15 @@ struct GuestLog {
     std::string error;                // why the log could not be read or saved ("" when it was)
 };
 
+// The top frames of the crashed vcpu's backtrace (kernel/backtrace.hpp),
+// found in a dump the service wrote (guest_log.hpp).
+struct GuestBacktrace {
+    uint32_t vcpu = 0;
+    std::string method;               // orc, frame-pointer, stack-scan
+    std::vector<std::string> frames;  // "name+0xoff" innermost first ("? " before an unreliable one)
+    std::string stopped;              // why the walk ended early ("" when it did not)
+};
+
 struct Sidecar {
     std::string domain_name;  // exactly as the hypervisor has it (JSON "domain", or "domain_bytes" in hex)
     uint32_t domid = 0;
@@ -46,6 +55,7 @@ struct Sidecar {
     // Written dumps only (absent in failed ones and sidecars of older versions):
     std::optional<GuestLog> guest_log;
     std::optional<std::string> guest_panic;  // the log's first crash report line, as dmesg prints it
+    std::optional<GuestBacktrace> guest_backtrace;  // the vcpu that reported it (with guest_panic only)
 
 
     std::string to_json() const;

@@ -1,6 +1,7 @@
 // xen-dump-sim: the simulated Xen host's own tool (simulated-host.md,
-// "xen-dump-sim: the host's own tool"). It drives the same SimHost code as
-// the "sim:DIR" hypervisor backend.
+// "xen-dump-sim: the host's own tool"): xendump::SimulatedHost of the public
+// API (xendump/simulated_host.hpp), the host the "sim:DIR" hypervisor backend
+// dumps from, and a command line.
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -10,9 +11,12 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli.hpp"
-#include "sim/sim_host.hpp"
+#include "options_table.hpp"
 #include "xendump/error.hpp"
+#include "xendump/simulated_host.hpp"
 #include "xendump_config.h"
 
 namespace {
@@ -36,7 +40,9 @@ constexpr const char* kUsage =
     "  balloon DIR DOMID PFN COUNT the guest gives pfns PFN..PFN+COUNT-1 back (p2m entries become ~0)\n"
     "\n"
     "DOMID is a domain id or a domain name.\n"
-    "Exit status: 0 success, 1 failure, 2 bad command line.\n";
+    "Exit status: 0 success, 1 failure, 2 bad command line.\n"
+    "\n"
+    "Options:\n";
 
 struct UsageError {
     std::string message;
@@ -58,14 +64,13 @@ uint64_t number_arg(const std::string& s, const char* what) {
     return v;
 }
 
-uint32_t resolve(const sim::SimHost& host, const std::string& id) {
+uint32_t resolve(const SimulatedHost& host, const std::string& id) {
     uint64_t v = 0;
     if (parse_u64(id, v)) {
         if (v > UINT32_MAX) throw UsageError{"domain id \"" + id + "\" is out of range"};
         return static_cast<uint32_t>(v);
     }
-    for (uint32_t domid : host.domids())
-        if (host.find(domid)->spec().name == id && !host.state(domid)->destroyed) return domid;
+    if (auto domid = host.find_domain(id)) return *domid;
     throw Error("no such domain", id);
 }
 
@@ -87,23 +92,24 @@ void print_info(const nlohmann::json& j) {
     std::printf("%-16s %zu pages\n", "p2m_pfns", j["p2m_pfns"].size());
 }
 
-int run(std::vector<std::string> args) {
-    bool json = false;
-    std::vector<std::string> pos;
-    for (const auto& a : args) {
-        if (a == "--help" || a == "-h") {
-            std::fputs(kUsage, stdout);
-            return cli::kExitOk;
-        }
-        if (a == "--version") {
-            std::printf("xen-dump-sim %s\n", XENDUMP_VERSION);
-            return cli::kExitOk;
-        }
-        if (a == "--json") json = true;
-        else if (a.size() > 1 && a[0] == '-')
-            throw UsageError{"unknown option " + a};
-        else pos.push_back(a);
+int run(int argc, char** argv) {
+    cli::Parsed p;
+    try {
+        p = cli::parse(sim::kSimOptions, argc, argv);
+    } catch (cli::UsageError& e) {
+        throw UsageError{e.message};
     }
+    if (p.help) {
+        std::fputs(kUsage, stdout);
+        std::fputs(cli::options_help(sim::kSimOptions).c_str(), stdout);
+        return cli::kExitOk;
+    }
+    if (p.has("--version")) {
+        std::printf("xen-dump-sim %s\n", XENDUMP_VERSION);
+        return cli::kExitOk;
+    }
+    const bool json = p.has("--json");
+    const std::vector<std::string>& pos = p.operands;
     if (pos.empty()) throw UsageError{"no command given"};
     const std::string cmd = pos[0];
     auto want = [&](size_t n, const char* shape) {
@@ -112,15 +118,14 @@ int run(std::vector<std::string> args) {
     if (json && cmd != "list" && cmd != "info") throw UsageError{"--json applies to list and info only"};
     if (cmd == "create") {
         want(3, "create DIR SPEC.json");
-        sim::SimHost::create(pos[1], pos[2]);
+        SimulatedHost::create(pos[1], pos[2]);
         return cli::kExitOk;
     }
     if (cmd == "list") {
         want(2, "list DIR [--json]");
-        sim::SimHost host(pos[1]);
-        auto list = host.list_json();
-        if (json) std::cout << list.dump(2) << "\n";
-        else print_list(list);
+        SimulatedHost host(pos[1]);
+        if (json) std::cout << host.list_json(2) << "\n";
+        else print_list(nlohmann::json::parse(host.list_json()));
         return cli::kExitOk;
     }
     static const std::vector<std::string> domain_cmds = {"info", "crash", "destroy", "pause", "unpause", "balloon"};
@@ -133,12 +138,11 @@ int run(std::vector<std::string> args) {
         pfn = number_arg(pos[3], "PFN");
         count = number_arg(pos[4], "COUNT");
     }
-    sim::SimHost host(pos[1]);
+    SimulatedHost host(pos[1]);
     const uint32_t domid = resolve(host, pos[2]);
     if (cmd == "info") {
-        auto info = host.info_json(domid);
-        if (json) std::cout << info.dump(2) << "\n";
-        else print_info(info);
+        if (json) std::cout << host.info_json(domid, 2) << "\n";
+        else print_info(nlohmann::json::parse(host.info_json(domid)));
     } else if (cmd == "crash") {
         host.crash(domid);
     } else if (cmd == "destroy") {
@@ -157,10 +161,9 @@ int run(std::vector<std::string> args) {
 
 int main(int argc, char** argv) {
     try {
-        return run(std::vector<std::string>(argv + 1, argv + argc));
+        return run(argc, argv);
     } catch (const UsageError& e) {
-        std::fprintf(stderr, "xen-dump-sim: %s\nTry 'xen-dump-sim --help'.\n", e.message.c_str());
-        return cli::kExitUsage;
+        return cli::usage_error("xen-dump-sim", e.message);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "xen-dump-sim: %s\n", e.what());
         return cli::kExitFailure;

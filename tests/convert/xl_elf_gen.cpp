@@ -67,14 +67,7 @@ std::vector<std::byte> make_xl_core(const XlSpec& s) {
     uint64_t table_size = n * (s.hvm ? 8 : 16);
 
     std::vector<std::byte> out(table_at + table_size);
-    Elf64_Ehdr eh{};
-    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-    eh.e_ident[EI_CLASS] = ELFCLASS64;
-    eh.e_ident[EI_DATA] = ELFDATA2LSB;
-    eh.e_ident[EI_VERSION] = EV_CURRENT;
-    eh.e_type = ET_CORE;
-    eh.e_machine = s.guest_width == 4 && !s.hvm ? EM_386 : EM_X86_64;
-    eh.e_version = EV_CURRENT;
+    Elf64_Ehdr eh = core_elf_header(s.guest_width == 4 && !s.hvm ? EM_386 : EM_X86_64);
     eh.e_ehsize = sizeof(Elf64_Ehdr);
     eh.e_shoff = sizeof(Elf64_Ehdr);
     eh.e_shentsize = sizeof(Elf64_Shdr);

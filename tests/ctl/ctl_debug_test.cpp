@@ -2,18 +2,27 @@
 // HVM dumps of the simulated host (--print-command), the debug vmlinux found
 // by the release the dump records, the errors when there is none, and crash
 // run for real on a dump of the real fixture RAM where its debug vmlinux is
-// installed.
+// installed. xen-dumpctl dump -o (the same issue): the vmcore's segments
+// and notes against the dump's pages, and crash reading it.
+#include <fcntl.h>
+#include <gelf.h>
 #include <gtest/gtest.h>
+#include <libelf.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
+#include <span>
 #include <regex>
 
 #include "dump_support.hpp"
 #include "test_support.hpp"
 #include "xendump/dumper.hpp"
+#include "xendump/kernel/vmcoreinfo.hpp"
+#include "xendump/reader.hpp"
 
 namespace xendump::test {
 namespace {
@@ -118,6 +127,108 @@ TEST(CtlDebug, ErrorsNameWhatIsMissing) {
     EXPECT_NE(absent.err.find("cannot run crash"), std::string::npos) << absent.err;
 }
 
+// What libelf reads of a vmcore `xen-dumpctl dump` wrote, checked against the
+// dump it came from: ET_CORE, one PT_LOAD per run at p_paddr = pfn * 4096
+// (p_vaddr 0, p_align 0) holding the run's pages, the image PT_LOAD (when the
+// dump has one) holding the pages of its physical range, and the notes.
+struct VmcoreCheck {
+    size_t loads = 0, image_loads = 0, prstatus = 0;
+    std::optional<std::string> vmcoreinfo;
+};
+
+void check_vmcore(const fs::path& vmcore, const DumpReader& dump, VmcoreCheck& c) {
+    elf_version(EV_CURRENT);
+    const int fd = ::open(vmcore.c_str(), O_RDONLY | O_CLOEXEC);
+    EXPECT_GE(fd, 0) << vmcore;
+    if (fd < 0) return;
+    Elf* e = elf_begin(fd, ELF_C_READ, nullptr);
+    EXPECT_NE(e, nullptr);
+    GElf_Ehdr eh;
+    EXPECT_NE(gelf_getehdr(e, &eh), nullptr);
+    EXPECT_EQ(eh.e_type, ET_CORE);
+    EXPECT_EQ(eh.e_machine, EM_X86_64);
+    size_t phnum = 0;
+    elf_getphdrnum(e, &phnum);
+    std::ifstream in(vmcore, std::ios::binary);
+    std::vector<char> got(4096), want(4096);
+    uint64_t pages = 0;
+    for (size_t i = 0; i < phnum; ++i) {
+        GElf_Phdr ph;
+        gelf_getphdr(e, static_cast<int>(i), &ph);
+        if (ph.p_type == PT_NOTE) {
+            std::vector<char> notes(ph.p_filesz);
+            in.seekg(static_cast<std::streamoff>(ph.p_offset));
+            in.read(notes.data(), static_cast<std::streamsize>(notes.size()));
+            Elf_Data d{};
+            d.d_buf = notes.data();
+            d.d_size = notes.size();
+            d.d_type = ELF_T_NHDR;
+            size_t off = 0, name_off = 0, desc_off = 0;
+            GElf_Nhdr n;
+            while ((off = gelf_getnote(&d, off, &n, &name_off, &desc_off)) > 0) {
+                const std::string name(notes.data() + name_off, n.n_namesz ? n.n_namesz - 1 : 0);
+                if (name == "CORE" && n.n_type == NT_PRSTATUS) ++c.prstatus;
+                if (name == "VMCOREINFO") c.vmcoreinfo = std::string(notes.data() + desc_off, n.n_descsz);
+            }
+            continue;
+        }
+        EXPECT_EQ(ph.p_type, PT_LOAD);
+        EXPECT_EQ(ph.p_align, 0u);
+        EXPECT_EQ(ph.p_filesz % 4096, 0u);
+        EXPECT_EQ(ph.p_paddr % 4096, 0u);
+        if (ph.p_vaddr) ++c.image_loads;
+        else ++c.loads;
+        for (uint64_t k = 0; k < ph.p_filesz / 4096; ++k) {
+            const uint64_t pfn = ph.p_paddr / 4096 + k;
+            ASSERT_TRUE(dump.read_page_by_pfn(pfn, std::as_writable_bytes(std::span(want)))) << "pfn " << pfn;
+            in.seekg(static_cast<std::streamoff>(ph.p_offset + k * 4096));
+            in.read(got.data(), 4096);
+            ASSERT_TRUE(in.good());
+            ASSERT_EQ(got, want) << "pfn " << pfn << " of segment " << i;
+            if (!ph.p_vaddr) ++pages;
+        }
+    }
+    EXPECT_EQ(pages, dump.nr_pages());
+    elf_end(e);
+    ::close(fd);
+}
+
+TEST(CtlDump, WritesThePagesAsAPlainVmcoreForPvPvhAndHvmDumps) {
+    TempDir dir;
+    for (const auto& c : guest_cases()) {
+        SCOPED_TRACE(c.name);
+        sim::Host host(dump::host_spec({c.domain}));
+        const fs::path file = dir / (std::string(c.name) + ".core"), out = dir / (std::string(c.name) + ".vmcore");
+        dump_domain_to_file(*host.hv, c.domain["domid"].get<uint32_t>(), file);
+        auto r = run({"xen-dumpctl", "dump", "-o", out.string(), file.string()});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        const DumpReader dump = DumpReader::open(file);
+        VmcoreCheck v;
+        check_vmcore(out, dump, v);
+        EXPECT_EQ(v.loads, dump.runs().size());
+        EXPECT_EQ(v.prstatus, dump.vcpus().size());
+        EXPECT_FALSE(v.vmcoreinfo);  // a pattern guest has no kernel
+        // readelf agrees: a core file whose LOADs have alignment 0.
+        auto elf = run({"readelf", "-lW", out.string()});
+        EXPECT_NE(elf.out.find("CORE (Core file)"), std::string::npos) << elf.out;
+        // To a pipe, the same bytes.
+        auto piped = run({"sh", "-c", "\"$0\" dump -o - \"$1\" | cmp - \"$2\"", build_program("xen-dumpctl").string(),
+                          file.string(), out.string()});
+        EXPECT_EQ(piped.exit_code, 0) << piped.out << piped.err;
+        // An existing file is not replaced, and nothing is left behind.
+        auto again = run({"xen-dumpctl", "dump", "--output=" + out.string(), file.string()});
+        EXPECT_EQ(again.exit_code, 1);
+        EXPECT_NE(again.err.find(out.string()), std::string::npos) << again.err;
+    }
+    size_t entries = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path())) ++entries;
+    EXPECT_EQ(entries, 2 * guest_cases().size());
+    // -o is required.
+    auto none = run({"xen-dumpctl", "dump", (dir / "pv.core").string()});
+    EXPECT_EQ(none.exit_code, 2);
+    EXPECT_NE(none.err.find("-o FILE"), std::string::npos) << none.err;
+}
+
 // The real fixture RAM (Debian's 6.1.0-57-amd64) as a simulated HVM guest, dumped once.
 struct FixtureDump {
     TempDir dir;
@@ -166,6 +277,76 @@ TEST(CtlDebugFixture, FindsTheDebugVmlinuxByTheRecordedRelease) {
     auto b = run({"xen-dumpctl", "debug", "--print-command", dump.string()},
                  {"XENDUMP_DEBUG_ROOT=" + root.path().string()});
     EXPECT_EQ(b.out, "crash " + boot.string() + " " + dump.string() + "\n") << b.err;
+}
+
+// No debug vmlinux installed, DEBUGINFOD_URLS set: debuginfod-find fetches
+// it by the build id of the dump's VMCOREINFO (a fake one on PATH here, which
+// records how it was called).
+TEST(CtlDebugFixture, FetchesTheVmlinuxFromDebuginfodByTheBuildId) {
+    const fs::path dump = fixture().dump;
+    const std::string build_id = [&] {
+        const DumpReader r = DumpReader::open(dump);
+        auto info = kernel::Vmcoreinfo::parse(r.vmcoreinfo().value_or(""));
+        return info && info->build_id() ? std::string(*info->build_id()) : std::string();
+    }();
+    ASSERT_EQ(build_id.size(), 40u) << "the fixture kernel's VMCOREINFO has a BUILD-ID";
+    TempDir root, bin;
+    const fs::path fetched = bin / "cache" / build_id / "debuginfo";
+    fs::create_directories(fetched.parent_path());
+    std::ofstream(fetched) << "x";
+    {
+        std::ofstream tool(bin / "debuginfod-find");
+        tool << "#!/bin/sh\n"
+                "printf '%s\\n' \"$*\" > \"$(dirname \"$0\")/called\"\n"
+                "[ \"$1\" = debuginfo ] && [ -f \"$(dirname \"$0\")/cache/$2/debuginfo\" ] || { echo 'Server query failed' >&2; exit 1; }\n"
+                "echo \"$(dirname \"$0\")/cache/$2/debuginfo\"\n";
+    }
+    fs::permissions(bin / "debuginfod-find", fs::perms::owner_all);
+    const std::string path = "PATH=" + bin.path().string() + ":/usr/bin:/bin";
+    const std::string no_root = "XENDUMP_DEBUG_ROOT=" + root.path().string();
+    auto r = run({"xen-dumpctl", "debug", "--print-command", dump.string()},
+                 {path, no_root, "DEBUGINFOD_URLS=https://debuginfod.example"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "crash " + fetched.string() + " " + dump.string() + "\n");
+    std::ifstream called(bin / "called");
+    std::string line;
+    std::getline(called, line);
+    EXPECT_EQ(line, "debuginfo " + build_id);
+    // Without DEBUGINFOD_URLS, debuginfod is not asked.
+    fs::remove(bin / "called");
+    auto unset = run({"xen-dumpctl", "debug", "--print-command", dump.string()}, {path, no_root});
+    EXPECT_EQ(unset.exit_code, 1);
+    EXPECT_FALSE(fs::exists(bin / "called"));
+    // debuginfod has nothing: the error names the local paths and the build id.
+    fs::remove(fetched);
+    auto none = run({"xen-dumpctl", "debug", "--print-command", dump.string()},
+                    {path, no_root, "DEBUGINFOD_URLS=https://debuginfod.example"});
+    EXPECT_EQ(none.exit_code, 1);
+    EXPECT_NE(none.err.find("usr/lib/debug/boot/vmlinux-" + std::string(kRelease)), std::string::npos) << none.err;
+    EXPECT_NE(none.err.find("build id " + build_id), std::string::npos) << none.err;
+}
+
+// The fixture kernel's vmcore: its VMCOREINFO note, the image segment, and
+// (where crash and the debug vmlinux are installed) crash reading it.
+TEST(CtlDumpFixture, VmcoreHasTheKernelsNotesAndImageSegment) {
+    const fs::path dump = fixture().dump;
+    TempDir dir;
+    const fs::path out = dir / "vmcore";
+    auto r = run({"xen-dumpctl", "dump", "-o", out.string(), dump.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const DumpReader reader = DumpReader::open(dump);
+    VmcoreCheck v;
+    check_vmcore(out, reader, v);
+    EXPECT_EQ(v.vmcoreinfo, reader.vmcoreinfo());
+    EXPECT_EQ(v.image_loads, reader.kernel_image_mapping() ? 1u : 0u);
+    EXPECT_EQ(v.prstatus, reader.vcpus().size());
+    const fs::path installed = fs::path("/usr/lib/debug/boot") / ("vmlinux-" + std::string(kRelease));
+    if (!fs::exists(installed) || run({"sh", "-c", "command -v crash"}).exit_code != 0)
+        GTEST_SKIP() << "crash or " << installed << " is not installed";
+    auto c = run({"sh", "-c", "printf 'sys\\nquit\\n' | timeout 600 crash -s \"$0\" \"$1\"", installed.string(),
+                  out.string()});
+    ASSERT_EQ(c.exit_code, 0) << c.err << c.out;
+    EXPECT_TRUE(std::regex_search(c.out, std::regex("RELEASE: 6\\.1\\.0-57-amd64"))) << c.out;
 }
 
 TEST(CtlDebugFixture, RunsCrashOnTheDumpForReal) {

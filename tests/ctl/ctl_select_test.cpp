@@ -91,6 +91,27 @@ TEST_F(CtlSelect, ListMatchesByNameDomidAndUuid) {
     EXPECT_NE(r.out.find("No matching dumps"), std::string::npos) << r.out;
 }
 
+// --json=short prints one line, --json=pretty what plain --json prints
+// (indented); another value is a usage error (list and info alike).
+TEST_F(CtlSelect, JsonShortAndPretty) {
+    add_three();
+    auto plain = ctl({"list", "--json"});
+    auto pretty = ctl({"list", "--json=pretty"});
+    auto shorter = ctl({"list", "--json=short"});
+    ASSERT_EQ(shorter.exit_code, 0) << shorter.err;
+    EXPECT_EQ(pretty.out, plain.out);
+    EXPECT_GT(std::count(plain.out.begin(), plain.out.end(), '\n'), 3);
+    EXPECT_EQ(std::count(shorter.out.begin(), shorter.out.end(), '\n'), 1) << shorter.out;
+    EXPECT_EQ(json::parse(shorter.out), json::parse(plain.out));
+    auto info = ctl({"info", "--json=short", "web02"});
+    ASSERT_EQ(info.exit_code, 0) << info.err;
+    EXPECT_EQ(std::count(info.out.begin(), info.out.end(), '\n'), 1);
+    EXPECT_EQ(json::parse(info.out)["file"], b_.string());
+    auto bad = ctl({"list", "--json=wide"});
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("--json takes short or pretty, not 'wide'"), std::string::npos) << bad.err;
+}
+
 TEST_F(CtlSelect, ListMatchesFieldsOfTheSidecarAndTheNote) {
     add_three();
     EXPECT_EQ(listed({"REASON=crash"}), (Paths{a_}));

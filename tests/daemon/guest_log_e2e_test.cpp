@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "dump_job.hpp"
+#include "guest_log.hpp"
 #include "guest_ram.hpp"
 #include "journal_log.hpp"
 #include "service_harness.hpp"
@@ -41,9 +42,10 @@ struct GuestLogHost {
             const std::string ram = crashed_guest_ram();
             std::ofstream(image, std::ios::binary).write(ram.data(), static_cast<std::streamsize>(ram.size()));
         }
-        // As tests/dump/dump_support.cpp's hvm_domain and pv_domain write them.
+        // As tests/dump/dump_support.cpp's hvm_domain and pv_domain write them;
+        // one vcpu: the crash report names no CPU, so the only vcpu made it.
         json linux_guest = {{"domid", kLinux}, {"name", "linux"}, {"uuid", "0d5e9a3c-1f2b-4c6d-8e9f-000000000007"},
-                            {"type", "hvm"}, {"vcpus", 2}, {"p2m_size", kFixturePages},
+                            {"type", "hvm"}, {"vcpus", 1}, {"p2m_size", kFixturePages},
                             {"extents", json::array({json::array({0, 0x800000, kFixturePages})})},
                             {"memory", {{"image", image.string()}}}, {"state", "running"}};
         json pattern = {{"domid", kPattern}, {"name", "pattern"}, {"uuid", "0d5e9a3c-1f2b-4c6d-8e9f-000000000008"},
@@ -137,6 +139,16 @@ TEST(ServiceGuestLog, CrashDumpsRecordTheGuestsLogAndPanicLine) {
                                              daemon::kMessageDumpWritten);
     EXPECT_NE(std::find(items.begin(), items.end(), "GUEST_PANIC=" + std::string(kCrashedPanicLine)), items.end());
     EXPECT_NE(std::find(items.begin(), items.end(), "GUEST_DMESG_PATH=" + dmesg.string()), items.end());
+    // The vcpu that reported the crash (the guest's only one) and its top
+    // frames, in the sidecar, GUEST_BACKTRACE= and the message.
+    ASSERT_TRUE(sc.guest_backtrace.has_value()) << file_text(daemon::sidecar_path(dump));
+    EXPECT_EQ(sc.guest_backtrace->vcpu, 0u);
+    EXPECT_FALSE(sc.guest_backtrace->frames.empty());
+    EXPECT_LE(sc.guest_backtrace->frames.size(), daemon::kGuestBacktraceFrames + 1);
+    EXPECT_TRUE(raw.at("guest_backtrace").at("frames").is_array());
+    EXPECT_NE(std::find(items.begin(), items.end(), "GUEST_BACKTRACE=" + daemon::guest_backtrace_line(*sc.guest_backtrace)),
+              items.end());
+    EXPECT_NE(message.find("; backtrace: vcpu 0 ("), std::string::npos) << message;
 
     // A guest without a kernel: its dump, no .dmesg.txt, the error recorded.
     const fs::path plain = h.crash_and_wait(kPattern, "pattern");

@@ -3,9 +3,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "dump_job.hpp"
 #include "sidecar.hpp"
 #include "test_support.hpp"
 #include "xendump/error.hpp"
@@ -83,6 +85,35 @@ TEST(Sidecar, GuestLogAndPanicRoundTrip) {
     EXPECT_FALSE(back.guest_log->records);
     EXPECT_EQ(back.guest_log->error, none.guest_log->error);
     EXPECT_FALSE(back.guest_panic);
+}
+
+// Issue 20 item 3: the crashed vcpu's top frames.
+TEST(Sidecar, GuestBacktraceRoundTripsAndFillsTheJournalLine) {
+    Sidecar s;
+    s.domain_name = "web01";
+    s.guest_log = GuestLog{};
+    s.guest_panic = "[    9.960750] Kernel panic - not syncing: sysrq triggered crash";
+    EXPECT_FALSE(nlohmann::json::parse(s.to_json()).contains("guest_backtrace"));
+    s.guest_backtrace = GuestBacktrace{1, "orc", {"panic+0x118", "sysrq_handle_crash+0x16", "? vfs_write+0xc7"}, ""};
+    const auto j = nlohmann::json::parse(s.to_json());
+    EXPECT_EQ(j.at("guest_backtrace"),
+              nlohmann::json({{"vcpu", 1}, {"method", "orc"}, {"frames", s.guest_backtrace->frames}}));
+    const Sidecar r = Sidecar::from_json(s.to_json(), "r.json");
+    ASSERT_TRUE(r.guest_backtrace);
+    EXPECT_EQ(r.guest_backtrace->frames, s.guest_backtrace->frames);
+    EXPECT_EQ(r.to_json(), s.to_json());
+    EXPECT_EQ(guest_backtrace_line(*r.guest_backtrace),
+              "vcpu 1 (orc): panic+0x118 < sysrq_handle_crash+0x16 < ? vfs_write+0xc7");
+    s.guest_backtrace->stopped = "the stack goes the wrong way";
+    EXPECT_EQ(Sidecar::from_json(s.to_json(), "p.json").guest_backtrace->stopped, s.guest_backtrace->stopped);
+    EXPECT_TRUE(guest_backtrace_line(*s.guest_backtrace).ends_with(" (partial)"));
+    const auto fields = dump_journal_fields(s, "/var/lib/xen/dump/web01.core");
+    EXPECT_NE(std::find(fields.begin(), fields.end(),
+                        std::pair<std::string, std::string>("GUEST_BACKTRACE", guest_backtrace_line(*s.guest_backtrace))),
+              fields.end());
+    s.result = DumpOutcome::ok;
+    EXPECT_NE(dump_journal_message(s, "/var/lib/xen/dump/web01.core").find("; backtrace: vcpu 1 (orc): panic+0x118"),
+              std::string::npos);
 }
 
 TEST(Sidecar, AllOutcomes) {

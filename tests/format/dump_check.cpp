@@ -149,7 +149,7 @@ void check_dump(const std::filesystem::path& path, const DumpSpec& spec, Pattern
     const uint64_t n = entries.size();
     const bool pv = spec.type == format::GuestType::pv;
 
-    // §1 ELF header.
+    // xen-dump-core(5) "ELF header".
     EXPECT_EQ(std::memcmp(d.eh.e_ident, ELFMAG, SELFMAG), 0);
     EXPECT_EQ(d.eh.e_ident[EI_CLASS], ELFCLASS64);
     EXPECT_EQ(d.eh.e_ident[EI_DATA], ELFDATA2LSB);
@@ -175,7 +175,7 @@ void check_dump(const std::filesystem::path& path, const DumpSpec& spec, Pattern
         EXPECT_EQ(d.ph[0].p_offset, 64 + d.phnum * sizeof(Elf64_Phdr)) << "the notes follow the program headers";
     }
 
-    // §2 program headers: PT_NOTE, then the maximal runs.
+    // xen-dump-core(5) "Program headers": PT_NOTE, then the maximal runs.
     std::vector<std::pair<uint64_t, uint64_t>> runs;  // first index, length
     for (uint64_t i = 0; i < n; ++i) {
         if (i == 0 || entries[i].pfn != entries[i - 1].pfn + 1)
@@ -210,14 +210,14 @@ void check_dump(const std::filesystem::path& path, const DumpSpec& spec, Pattern
         EXPECT_EQ(p.p_align, 0u);  // crash takes the file for a kdump vmcore and derives KASLR
     }
 
-    // §6 sections, in the table's order.
+    // xen-dump-core(5) "Sections" sections, in the table's order.
     std::vector<std::string> names = {"", ".shstrtab", ".note.Xen", ".xen_prstatus"};
     if (spec.shared_info) names.push_back(".xen_shared_info");
     names.insert(names.end(), {".xen_pages", ".note.xen_p2m", pv ? ".xen_p2m" : ".xen_pfn", ".note.xen_trailer"});
     EXPECT_EQ(d.sh_names, names);
     EXPECT_EQ(d.eh.e_shstrndx, 1);
 
-    // §3 note segment.
+    // xen-dump-core(5) "Notes" note segment.
     const auto notes = d.notes(d.ph[0].p_offset, d.ph[0].p_filesz);
     std::vector<std::pair<std::string, uint32_t>> expect = {
         {"Xen", format::kNoteDumpcoreNone},          {"Xen", format::kNoteDumpcoreHeader},
@@ -281,7 +281,7 @@ void check_dump(const std::filesystem::path& path, const DumpSpec& spec, Pattern
     }
     EXPECT_LE(d.ph[0].p_offset + d.ph[0].p_filesz, pages->sh_offset);
 
-    // §4 pages (and the chunk digests, recomputed independently).
+    // xen-dump-core(5) "Page data" pages (and the chunk digests, recomputed independently).
     std::vector<std::vector<std::byte>> chunk_digests;
     std::vector<uint64_t> bad_pfns;
     constexpr size_t kBatch = 1024;
@@ -299,7 +299,7 @@ void check_dump(const std::filesystem::path& path, const DumpSpec& spec, Pattern
                                                            std::min<size_t>(256, first + cnt - c) * kPage)));
     }
 
-    // §3.2 the table.
+    // xen-dump-core(5) "The PFN->GMFN table" the table.
     const Elf64_Shdr* p2m_note = d.section(".note.xen_p2m");
     ASSERT_NE(p2m_note, nullptr);
     EXPECT_GE(p2m_note->sh_offset, pages->sh_offset + pages->sh_size);
@@ -329,7 +329,7 @@ void check_dump(const std::filesystem::path& path, const DumpSpec& spec, Pattern
         next += n * 8;
     }
 
-    // §5 trailer.
+    // xen-dump-core(5) "Trailer notes" trailer.
     const Elf64_Shdr* tr = d.section(".note.xen_trailer");
     ASSERT_NE(tr, nullptr);
     EXPECT_EQ(tr->sh_offset, next);
@@ -364,7 +364,7 @@ void check_dump(const std::filesystem::path& path, const DumpSpec& spec, Pattern
     EXPECT_EQ(saw_digest, digests);
     EXPECT_EQ(saw_unreadable, !bad_pfns.empty());
     const Elf64_Shdr* strtab = d.section(".shstrtab");
-    EXPECT_EQ(strtab->sh_offset, tr->sh_offset + tr->sh_size) << "§7: .shstrtab follows the trailer";
+    EXPECT_EQ(strtab->sh_offset, tr->sh_offset + tr->sh_size) << "xen-dump-core(5) Layout: .shstrtab follows the trailer";
 }
 
 }  // namespace xendump::test

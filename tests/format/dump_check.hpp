@@ -53,7 +53,7 @@ private:
     std::filesystem::path path_;
 };
 
-// Every check of the file against its input (spec §1-§7): headers, segments,
+// Every check of the file against its input (xen-dump-core(5) "ELF header"-xen-dump-core(5) "Layout"): headers, segments,
 // notes, sections, pages, table, digests, unreadable list. Uses gtest
 // assertions; `source` must produce the same pages again.
 void check_dump(const std::filesystem::path& path, const DumpSpec& spec, PatternPageSource& source,

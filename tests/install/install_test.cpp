@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "legacy_gen.hpp"
 #include "man_options.hpp"
 #include "test_support.hpp"
 #include "xendump/dump_spec.hpp"
@@ -20,6 +21,7 @@ namespace xendump::test {
 namespace {
 
 namespace fs = std::filesystem;
+namespace gen = legacy_gen;
 
 // One program: where it is installed and which page documents it.
 struct Program {
@@ -194,6 +196,18 @@ TEST_F(Installed, UnitCarriesTheInstallPaths) {
     EXPECT_NE(unit.find("on_crash=\"preserve\""), std::string::npos);
     std::smatch m;
     EXPECT_FALSE(std::regex_search(unit, m, std::regex("@[a-z_]+@"))) << "unsubstituted " << m.str();
+}
+
+// Debian has no xenstored.service: its /etc/init.d/xen runs as xen.service,
+// and without this order the service started before xenstored, /proc/xen and
+// /dev/xen/privcmd existed (seen in tests/xen-lab with dom0 under systemd).
+TEST_F(Installed, UnitStartsAfterDebiansXenService) {
+    const std::string unit = read_text(at(INSTALL_UNITDIR) / "xen-dumpd.service");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(unit, m, std::regex("\nAfter=([^\n]*)\n"))) << "no After= line";
+    const std::string after = " " + m[1].str() + " ";
+    EXPECT_NE(after.find(" xen.service "), std::string::npos) << "After=" << m[1];
+    EXPECT_NE(after.find(" xenstored.service "), std::string::npos) << "After=" << m[1];
 }
 
 TEST_F(Installed, UnitPassesSystemdAnalyzeVerify) {
@@ -395,48 +409,119 @@ TEST_F(Installed, PublicHeadersAreSelfContained) {
     EXPECT_EQ(r.exit_code, 0) << describe(r);
 }
 
-TEST_F(Installed, ProgramBuiltWithThePkgConfigFileReadsADump) {
-    ASSERT_STRNE(TOOL_PKG_CONFIG, "");
-    ASSERT_STRNE(TOOL_CXX, "");
-    // A dump written by the library: 13 pages in two runs, pfns 3-9 and 40-45.
-    std::vector<PageEntry> entries;
-    for (uint64_t pfn = 3; pfn <= 9; ++pfn) entries.push_back({pfn, pfn + 1000});
-    for (uint64_t pfn = 40; pfn <= 45; ++pfn) entries.push_back({pfn, pfn + 5000});
-    PatternPageSource pages(entries, 7);
-    DumpSpec spec;
-    spec.domain.set("DOMID", "7");
-    spec.domain.set("NAME", "consumer");
-    VcpuContext vcpu;
-    vcpu.bytes.resize(format::kVcpuContextSize64);
-    spec.vcpus.push_back(vcpu);
-    const fs::path dump = scratch("consumer.core");
-    write_dump_file(dump, spec, pages);
-    std::byte first[4096];
-    fill_pattern_page(7, 3, first);
-    uint64_t word = 0;
-    std::memcpy(&word, first, sizeof word);
-    char expected_word[17];
-    std::snprintf(expected_word, sizeof expected_word, "%016llx", static_cast<unsigned long long>(word));
+// The consumer program (pkgconfig_consumer.cpp) built with nothing but the
+// installed .pc file and headers; built once, for the tests below.
+class Consumer : public Installed {
+protected:
+    static fs::path build() {
+        static fs::path exe;
+        static std::string failure;
+        if (!exe.empty() || !failure.empty()) {
+            EXPECT_EQ(failure, "");
+            return exe;
+        }
+        EXPECT_STRNE(TOOL_PKG_CONFIG, "");
+        EXPECT_STRNE(TOOL_CXX, "");
+        // Only what the installed .pc file says: its prefix moved to the DESTDIR.
+        const std::vector<std::string> env = {"PKG_CONFIG_PATH=" + (at(INSTALL_LIBDIR) / "pkgconfig").string()};
+        auto flags = run({TOOL_PKG_CONFIG, "--define-variable=prefix=" + at(INSTALL_PREFIX).string(), "--cflags",
+                          "--libs", "libxendump"},
+                         env);
+        EXPECT_EQ(flags.exit_code, 0) << describe(flags);
+        EXPECT_NE(flags.out.find("-I" + at(INSTALL_INCLUDEDIR).string()), std::string::npos) << flags.out;
+        EXPECT_NE(flags.out.find("-L" + at(INSTALL_LIBDIR).string()), std::string::npos) << flags.out;
 
-    // Only what the installed .pc file says: its prefix moved to the DESTDIR.
-    const std::vector<std::string> env = {"PKG_CONFIG_PATH=" + (at(INSTALL_LIBDIR) / "pkgconfig").string()};
-    auto flags = run({TOOL_PKG_CONFIG, "--define-variable=prefix=" + at(INSTALL_PREFIX).string(), "--cflags",
-                      "--libs", "libxendump"},
-                     env);
-    ASSERT_EQ(flags.exit_code, 0) << describe(flags);
-    EXPECT_NE(flags.out.find("-I" + at(INSTALL_INCLUDEDIR).string()), std::string::npos) << flags.out;
-    EXPECT_NE(flags.out.find("-L" + at(INSTALL_LIBDIR).string()), std::string::npos) << flags.out;
+        const fs::path out = scratch("consumer");
+        std::vector<std::string> compile = {TOOL_CXX, "-std=c++20", "-O0", "-o", out.string(), CONSUMER_SOURCE};
+        std::istringstream words(flags.out);
+        for (std::string w; words >> w;) compile.push_back(w);
+        auto built = run(compile);
+        if (flags.exit_code != 0 || built.exit_code != 0) {
+            failure = describe(flags) + describe(built);
+            ADD_FAILURE() << "the consumer did not build: " << failure;
+            return {};
+        }
+        return exe = out;
+    }
 
-    const fs::path exe = scratch("consumer");
-    std::vector<std::string> compile = {TOOL_CXX, "-std=c++20", "-O0", "-o", exe.string(), CONSUMER_SOURCE};
-    std::istringstream words(flags.out);
-    for (std::string w; words >> w;) compile.push_back(w);
-    auto built = run(compile);
-    ASSERT_EQ(built.exit_code, 0) << describe(built);
+    // A dump written by the library: 13 pages in two runs, pfns 3-9 and
+    // 40-45; `expected_word` gets the first word of pfn 3, as %016llx.
+    static fs::path write_v1_dump(std::string& expected_word) {
+        std::vector<PageEntry> entries;
+        for (uint64_t pfn = 3; pfn <= 9; ++pfn) entries.push_back({pfn, pfn + 1000});
+        for (uint64_t pfn = 40; pfn <= 45; ++pfn) entries.push_back({pfn, pfn + 5000});
+        PatternPageSource pages(entries, 7);
+        DumpSpec spec;
+        spec.domain.set("DOMID", "7");
+        spec.domain.set("NAME", "consumer");
+        VcpuContext vcpu;
+        vcpu.bytes.resize(format::kVcpuContextSize64);
+        spec.vcpus.push_back(vcpu);
+        const fs::path dump = scratch("consumer.core");
+        if (!fs::exists(dump)) write_dump_file(dump, spec, pages);
+        std::byte first[4096];
+        fill_pattern_page(7, 3, first);
+        expected_word = word_text(first);
+        return dump;
+    }
+
+    static std::string word_text(const std::byte* page) {
+        uint64_t word = 0;
+        std::memcpy(&word, page, sizeof word);
+        char text[17];
+        std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(word));
+        return text;
+    }
+};
+
+TEST_F(Consumer, ProgramBuiltWithThePkgConfigFileReadsADump) {
+    std::string expected_word;
+    const fs::path dump = write_v1_dump(expected_word);
+    const fs::path exe = build();
+    ASSERT_FALSE(exe.empty());
 
     auto r = run_installed({exe.string(), dump.string()});
     ASSERT_EQ(r.exit_code, 0) << describe(r);
-    EXPECT_EQ(r.out, "pages 13\nfirst pfn 3 word " + std::string(expected_word) + "\n");
+    EXPECT_EQ(r.out, "pages 13\nverify ok\nfirst pfn 3 word " + expected_word + "\n");
+}
+
+// The public conversion API (xendump/convert.hpp) from outside the tree: a
+// legacy xc_core file of an HVM guest (pages in pfn order, 0xf00febed) with
+// holes becomes a v1 file that opens, verifies and holds the guest's pages.
+TEST_F(Consumer, ProgramBuiltWithThePkgConfigFileConvertsADump) {
+    std::string expected_word;
+    const fs::path dump = write_v1_dump(expected_word);
+    auto guest = gen::make_guest({.width = 8, .nr_pfns = 300, .seed = 61, .hole_pfns = {0, 1, 150}});
+    const fs::path legacy = scratch("consumer-legacy.core");
+    gen::write_bytes(legacy, gen::make_file(guest, {.variant = gen::Variant::hvm_pfn_order, .tool_width = 8}));
+    const fs::path output = scratch("consumer-legacy.v1.core");
+    fs::remove(output);
+    const fs::path exe = build();
+    ASSERT_FALSE(exe.empty());
+
+    auto r = run_installed({exe.string(), dump.string(), legacy.string(), output.string()});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    const std::string pages = std::to_string(guest.present());
+    EXPECT_EQ(r.out, "pages 13\nverify ok\nfirst pfn 3 word " + expected_word + "\ninput format xc_core\n" +
+                         "converted xc_core pages " + pages + "\noutput pages " + pages + "\nverify ok\n" +
+                         "output first pfn 2 word " + word_text(guest.page_of_pfn[2].data()) + "\n");
+    EXPECT_TRUE(fs::is_regular_file(output));
+}
+
+// libxendump.so.0 as installed: its SONAME is the name its pkg-config file
+// links (-lxendump, major version 0), and it exports the public API only.
+TEST_F(Installed, LibraryExportsOnlyThePublicApi) {
+    const fs::path lib = at(INSTALL_LIBDIR) / "libxendump.so.0";
+    auto dyn = run({"/usr/bin/readelf", "-d", lib.string()});
+    ASSERT_EQ(dyn.exit_code, 0) << describe(dyn);
+    EXPECT_NE(dyn.out.find("Library soname: [libxendump.so.0]"), std::string::npos) << dyn.out;
+    const std::string pc = read_text(at(INSTALL_LIBDIR) / "pkgconfig" / "libxendump.pc");
+    EXPECT_NE(pc.find("-lxendump"), std::string::npos) << pc;
+    EXPECT_NE(pc.find("Name: libxendump"), std::string::npos) << pc;
+
+    auto r = run({"/usr/bin/python3", (source_root() / "tests" / "abi" / "check_exports.py").string(), lib.string(),
+                  at(INSTALL_INCLUDEDIR).string()});
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
 }
 
 }  // namespace

@@ -170,8 +170,8 @@ TEST(Kdump, HeaderFollowsMakedumpfile) {
     EXPECT_EQ(text, *mixed_spec().vmcoreinfo);
     // Zero pages share one raw page; random pages are stored raw; patterns compressed.
     uint64_t zero_offset = 0;
-    for (uint64_t i = 0; i < k.entries()->size(); ++i) {
-        const uint64_t pfn = (*k.entries())[i].pfn;
+    for (uint64_t i = 0; i < k.stored_pages(); ++i) {
+        const uint64_t pfn = k.stored_bitmap().select(i);
         const kdump::PageDesc d = k.descriptor(i);
         if (pfn % 3 == 0) {
             if (!zero_offset) zero_offset = d.offset;
@@ -186,8 +186,8 @@ TEST(Kdump, HeaderFollowsMakedumpfile) {
             EXPECT_EQ(d.flags, kdump::kFlagZstd) << "pfn " << pfn;
         }
     }
-    EXPECT_TRUE(kdump::test_bit(k.present_bitmap().data(), 4));
-    EXPECT_FALSE(kdump::test_bit(k.present_bitmap().data(), 5));
+    EXPECT_TRUE(k.present_bitmap().test(4));
+    EXPECT_FALSE(k.present_bitmap().test(5));
 }
 
 // The digests are of the uncompressed pages: a flipped bit in a compressed
@@ -325,8 +325,8 @@ TEST(Kdump, PvPagesAreFiledByMachineFrame) {
     write_kdump_file(p, spec, src, {Compression::zstd, 2, {}});
 
     kdump::KdumpFile k(std::make_shared<reader::DumpFile>(p.string()));
-    ASSERT_EQ(k.entries()->size(), list.size());
-    EXPECT_EQ((*k.entries())[0].pfn, 0x90000 - 2 * 699);  // the bitmap holds machine frames
+    ASSERT_EQ(k.stored_pages(), list.size());
+    EXPECT_EQ(k.stored_bitmap().select(0), 0x90000 - 2 * 699);  // the bitmap holds machine frames
     EXPECT_EQ(k.sub_header().max_mapnr_64, 0x90001u);
     const reader::Note* info = k.notes().find("Xen", 0x1000001);
     ASSERT_NE(info, nullptr);

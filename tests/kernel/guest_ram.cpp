@@ -47,6 +47,16 @@ std::string crashed_guest_ram() {
     return ram;
 }
 
+const kernel::Vmcoreinfo& fixture_vmcoreinfo() {
+    static const kernel::Vmcoreinfo info = [] {
+        RamPageSource source(guest_ram());
+        auto r = kernel::find_vmcoreinfo(source);
+        if (!r) throw std::runtime_error("no vmcoreinfo in the fixture");
+        return r->info;
+    }();
+    return info;
+}
+
 kernel::PageReader ram_reader(std::span<const std::byte> ram,
                               const std::map<uint64_t, std::vector<std::byte>>* overlay) {
     return [ram, overlay](uint64_t pfn, kernel::PageSpan out) {

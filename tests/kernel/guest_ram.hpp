@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "xendump/kernel/guest_memory.hpp"
+#include "xendump/kernel/vmcoreinfo.hpp"
 #include "xendump/page_source.hpp"
 
 namespace xendump::test {
@@ -25,6 +26,9 @@ std::span<const std::byte> guest_ram();
 // dmesg prints it: kCrashedPanicLine, then an indented "\xc3\x01\tz".
 std::string crashed_guest_ram();
 inline constexpr std::string_view kCrashedPanicLine = "[    1.978455] Kernel panic - not syncing: testing";
+
+// The VMCOREINFO found in guest_ram() (computed once).
+const kernel::Vmcoreinfo& fixture_vmcoreinfo();
 
 // A page reader over `ram` where `overlay` pages replace the fixture's.
 kernel::PageReader ram_reader(std::span<const std::byte> ram,

@@ -22,6 +22,7 @@
 #include "xendump/dumper.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/printk_log.hpp"
+#include "fake_kernel_memory.hpp"
 #include "xendump/kernel/virtual_memory.hpp"
 #include "xendump/kernel/vmcoreinfo.hpp"
 #include "xendump/reader.hpp"
@@ -33,46 +34,6 @@ using kernel::PrintkLog;
 using kernel::PrintkRecord;
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-// Kernel virtual memory as a few regions of bytes; everything else unmapped.
-class FakeKernelMemory {
-public:
-    std::vector<std::byte>& map(uint64_t base, size_t size) {
-        auto& r = regions_[base];
-        r.assign(size, std::byte{0});
-        return r;
-    }
-    void unmap(uint64_t base) { regions_.erase(base); }
-    bool read(uint64_t va, std::span<std::byte> out) const {
-        ++reads;
-        auto it = regions_.upper_bound(va);
-        if (it == regions_.begin()) return false;
-        --it;
-        const uint64_t off = va - it->first;
-        if (off > it->second.size() || it->second.size() - off < out.size()) return false;
-        std::memcpy(out.data(), it->second.data() + off, out.size());
-        return true;
-    }
-    template <class T>
-    void put(uint64_t va, T value) {
-        auto it = regions_.upper_bound(va);
-        ASSERT_NE(it, regions_.begin());
-        --it;
-        ASSERT_LE(va - it->first + sizeof(T), it->second.size());
-        std::memcpy(it->second.data() + (va - it->first), &value, sizeof(T));
-    }
-    void put_bytes(uint64_t va, std::string_view bytes) {
-        for (size_t i = 0; i < bytes.size(); ++i) put<char>(va + i, bytes[i]);
-    }
-    kernel::VirtualReader reader() const {
-        return [this](uint64_t va, std::span<std::byte> out) { return read(va, out); };
-    }
-
-    mutable size_t reads = 0;
-
-private:
-    std::map<uint64_t, std::vector<std::byte>> regions_;
-};
 
 kernel::Vmcoreinfo parse(const std::string& text) {
     auto info = kernel::Vmcoreinfo::parse(text);
@@ -558,15 +519,6 @@ TEST(KernelVirtualMemory, PvTablesNameMachineFrames) {
 
 // The real guest: Debian's 6.1 kernel with 5-level paging (QEMU la57).
 
-const kernel::Vmcoreinfo& fixture_vmcoreinfo() {
-    static const kernel::Vmcoreinfo info = [] {
-        RamPageSource source(guest_ram());
-        auto r = kernel::find_vmcoreinfo(source);
-        if (!r) throw std::runtime_error("no vmcoreinfo in the fixture");
-        return r->info;
-    }();
-    return info;
-}
 
 TEST(PrintkFixture, DirectMapAddressesWalkTheGuestsTables) {
     const auto& info = fixture_vmcoreinfo();

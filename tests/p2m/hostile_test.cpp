@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <span>
 
+#include "windowed_check.hpp"
 #include "fake_hypervisor.hpp"
 #include "p2m/p2m.hpp"
 
@@ -32,10 +35,18 @@ std::string warning_with(const P2mMap& map, const std::string& text) {
 }
 
 std::string error_of(FakeHypervisor& hv, uint32_t domid) {
+    // The windowed walk fails with the same error.
+    std::string windowed;
+    try {
+        discover_windowed(hv, *hv.domain_info(domid));
+    } catch (const Error& e) {
+        windowed = e.what();
+    }
     try {
         discover_p2m(hv, *hv.domain_info(domid));
     } catch (const Error& e) {
         EXPECT_EQ(e.object(), "domain " + std::to_string(domid));
+        EXPECT_EQ(windowed, e.what());
         return e.what();
     }
     return {};
@@ -49,7 +60,7 @@ TEST(Hostile, AnotherDomainsFrameIsAHole) {
     spec.p2m_overrides = {{10, kOtherDomainMfn}, {11, kOtherDomainMfn + 1}};
     build_pv_guest(hv, spec);
 
-    P2mMap map = discover_p2m(hv, *hv.domain_info(1));
+    P2mMap map = discover_checked(hv, *hv.domain_info(1));
     EXPECT_FALSE(has_pfn(map, 10));
     EXPECT_FALSE(has_pfn(map, 11));
     EXPECT_TRUE(has_pfn(map, 12));
@@ -59,7 +70,7 @@ TEST(Hostile, AnotherDomainsFrameIsAHole) {
     EXPECT_NE(w.find("0xa"), std::string::npos) << w;  // the first one is named
 
     // Without verification the frame is kept (the reader must then cope).
-    P2mMap unverified = discover_p2m(hv, *hv.domain_info(1), P2mOptions{.verify_frames = false});
+    P2mMap unverified = discover_checked(hv, *hv.domain_info(1), P2mOptions{.verify_frames = false});
     EXPECT_TRUE(has_pfn(unverified, 10));
 }
 
@@ -69,7 +80,7 @@ TEST(Hostile, DuplicateFrameKeepsTheLowestPfn) {
     spec.p2m_overrides = {{5000, 0x100000 + 7}, {6000, 0x100000 + 7}};  // pfn 7's frame
     build_pv_guest(hv, spec);
 
-    P2mMap map = discover_p2m(hv, *hv.domain_info(1));
+    P2mMap map = discover_checked(hv, *hv.domain_info(1));
     EXPECT_TRUE(has_pfn(map, 7));
     EXPECT_FALSE(has_pfn(map, 5000));
     EXPECT_FALSE(has_pfn(map, 6000));
@@ -93,7 +104,7 @@ TEST(Hostile, ImplausibleEntriesAreHoles) {
         spec.p2m_overrides = {{16, foreign}, {17, identity}, {18, 0}};
         if (width == 8) spec.p2m_overrides.push_back({19, 0x00f0123456789abc});
         build_pv_guest(hv, spec);
-        P2mMap map = discover_p2m(hv, *hv.domain_info(1));
+        P2mMap map = discover_checked(hv, *hv.domain_info(1));
         for (uint64_t pfn : {16, 17, 18}) EXPECT_FALSE(has_pfn(map, pfn)) << width << " " << pfn;
         std::string w = warning_with(map, "not machine frames");
         EXPECT_NE(w.find(width == 8 ? "4 p2m entries" : "3 p2m entries"), std::string::npos) << w;
@@ -138,7 +149,7 @@ TEST(Hostile, GarbagePageTableEntriesAreHoles) {
     // p2m page 2 not present at all.
     hv.write_u64(l1, (((va >> 12) + 2) & 511) * 8, 0);
 
-    P2mMap map = discover_p2m(hv, *hv.domain_info(1));
+    P2mMap map = discover_checked(hv, *hv.domain_info(1));
     EXPECT_EQ(map.pages.size(), 8192u - 3 * 512);
     EXPECT_FALSE(has_pfn(map, 0));
     EXPECT_FALSE(has_pfn(map, 1023));
@@ -152,7 +163,7 @@ TEST(Hostile, BrokenLinearFallsBackToTheTree) {
     FakeHypervisor hv;
     PvGuest g = build_pv_guest(hv, small_guest(P2mLayout::both));
     set_arch_field(hv, g, 8, 4, 0x0000900000000000);  // p2m_vaddr not canonical
-    P2mMap map = discover_p2m(hv, *hv.domain_info(1));
+    P2mMap map = discover_checked(hv, *hv.domain_info(1));
     EXPECT_EQ(map.kind, format::P2mKind::tree);
     EXPECT_EQ(map.pages.size(), 8192u);
     EXPECT_NE(warning_with(map, "linear p2m cannot be walked"), "");
@@ -182,7 +193,7 @@ TEST(Hostile, MaxPfn2To40FinishesInBoundedWork) {
         set_arch_field(hv, g, 8, 0, uint64_t{1} << 40);
         hv.domains.at(1).max_gpfn = (uint64_t{1} << 40) - 1;
 
-        P2mMap map = discover_p2m(hv, *hv.domain_info(1));
+        P2mMap map = discover_checked(hv, *hv.domain_info(1));
         EXPECT_EQ(map.pages.size(), 8192u);
         EXPECT_LE(map.p2m_size, p2m_size_limit(*hv.domain_info(1)));
         EXPECT_NE(warning_with(map, "implausible"), "");
@@ -196,6 +207,48 @@ TEST(Hostile, SharedInfoThatDoesNotMapIsAnError) {
     build_pv_guest(hv, small_guest(P2mLayout::tree));
     hv.domains.at(1).info.shared_info_frame = kOtherDomainMfn;
     EXPECT_NE(error_of(hv, 1).find("shared_info"), std::string::npos);
+}
+
+// The out-of-core duplicate check against the obvious in-memory one, on
+// stretches that overlap in every way (inside, across, three deep, equal
+// frames at different pfns) and single pages: each frame keeps its lowest pfn.
+TEST(Hostile, FrameDuplicatesDropsExactlyTheHigherPfns) {
+    for (uint64_t seed = 1; seed <= 40; ++seed) {
+        std::vector<PageEntry> pages;
+        uint64_t state = seed, pfn = 0;
+        auto next = [&state] { return state = state * 6364136223846793005ULL + 1442695040888963407ULL; };
+        while (pages.size() < 3000) {
+            pfn += 1 + (next() >> 60);                      // small holes
+            const uint64_t frame = 0x1000 + (next() >> 54);  // frames in a narrow window: many repeats
+            const uint64_t len = 1 + (next() >> 58);
+            for (uint64_t i = 0; i < len; ++i) pages.push_back({pfn + i, frame + i});
+            pfn += len;
+        }
+        FrameDuplicates dup;
+        for (size_t at = 0; at < pages.size(); at += 700)
+            dup.add(std::span(pages).subspan(at, std::min<size_t>(700, pages.size() - at)));
+        dup.finish();
+        std::map<uint64_t, uint64_t> owner;  // frame -> lowest pfn
+        for (const PageEntry& e : pages) owner.try_emplace(e.gmfn, e.pfn);
+        uint64_t dropped = 0;
+        for (const PageEntry& e : pages) {
+            const bool drop = owner.at(e.gmfn) != e.pfn;
+            dropped += drop;
+            ASSERT_EQ(dup.contains(e.pfn), drop) << "seed " << seed << " pfn " << e.pfn << " frame " << e.gmfn;
+        }
+        EXPECT_EQ(dup.dropped_pages(), dropped);
+        EXPECT_EQ(dup.warning().empty(), dropped == 0);
+    }
+}
+
+TEST(Hostile, FrameDuplicatesKeepsStretchesNotPages) {
+    std::vector<PageEntry> pages;
+    for (uint64_t i = 0; i < 100000; ++i) pages.push_back({i, 0x100000 + i});
+    FrameDuplicates dup;
+    dup.add(pages);
+    dup.finish();
+    EXPECT_EQ(dup.stretches(), 1u);
+    EXPECT_EQ(dup.dropped_pages(), 0u);
 }
 
 }  // namespace

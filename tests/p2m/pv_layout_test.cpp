@@ -2,6 +2,7 @@
 // be exactly the guest's extents.
 #include <gtest/gtest.h>
 
+#include "windowed_check.hpp"
 #include "fake_hypervisor.hpp"
 #include "p2m/p2m.hpp"
 
@@ -39,7 +40,7 @@ TEST_P(PvLayout, FindsExactlyTheExtents) {
     spec.extents = {{0, 0x100000, 160}, {256, 0x200000, 300000}, {400000, 0x300000, 150000}};
     PvGuest g = build_pv_guest(hv, spec);
 
-    P2mMap map = discover_p2m(hv, *hv.domain_info(spec.domid));
+    P2mMap map = discover_checked(hv, *hv.domain_info(spec.domid));
     EXPECT_EQ(map.kind, c.expected_kind);
     EXPECT_EQ(map.p2m_size, spec.p2m_size);
     EXPECT_EQ(map.guest_width, c.width);
@@ -67,7 +68,7 @@ TEST(PvLayout, MaxPfnSmallerThanHypervisorSizeIsUsed) {
     spec.extents = {{0, 0x1000, 4096}};
     PvGuest g = build_pv_guest(hv, spec);
     set_arch_field(hv, g, 8, 0, 1024);
-    P2mMap map = discover_p2m(hv, *hv.domain_info(spec.domid));
+    P2mMap map = discover_checked(hv, *hv.domain_info(spec.domid));
     EXPECT_EQ(map.p2m_size, 1024u);
     ASSERT_EQ(map.pages.size(), 1024u);
     EXPECT_EQ(map.pages.back().pfn, 1023u);
@@ -80,7 +81,7 @@ TEST(PvLayout, MaxPfnLargerThanHypervisorSizeWarns) {
     spec.extents = {{0, 0x1000, 2048}};
     PvGuest g = build_pv_guest(hv, spec);
     set_arch_field(hv, g, 8, 0, 1u << 20);
-    P2mMap map = discover_p2m(hv, *hv.domain_info(spec.domid));
+    P2mMap map = discover_checked(hv, *hv.domain_info(spec.domid));
     EXPECT_EQ(map.p2m_size, 2048u);
     EXPECT_EQ(map.pages.size(), 2048u);
     ASSERT_EQ(map.warnings.size(), 1u);
@@ -95,7 +96,7 @@ TEST(PvLayout, GenerationChangeIsNotSeenWhenStable) {
     spec.extents = {{0, 0x1000, 1024}};
     PvGuest g = build_pv_guest(hv, spec);
     set_arch_field(hv, g, 8, 5, 42);
-    P2mMap map = discover_p2m(hv, *hv.domain_info(spec.domid));
+    P2mMap map = discover_checked(hv, *hv.domain_info(spec.domid));
     EXPECT_TRUE(map.warnings.empty());
 }
 

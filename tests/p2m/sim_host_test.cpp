@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "windowed_check.hpp"
 #include "p2m/p2m.hpp"
 #include "../sim/sim_test_util.hpp"
 #include "test_support.hpp"
@@ -17,7 +18,7 @@ namespace {
 // The sim suite's host helper: a host built by xen-dump-sim in a TempDir.
 struct SimHost : sim::Host {
     using sim::Host::Host;
-    P2mMap discover(uint32_t domid) { return discover_p2m(*hv, *hv->domain_info(domid)); }
+    P2mMap discover(uint32_t domid) { return discover_checked(*hv, *hv->domain_info(domid)); }
 };
 
 nlohmann::json domain(uint32_t domid, const std::string& type, unsigned width, uint64_t p2m_size,

@@ -2,6 +2,7 @@
 // MMIO window below 4 GiB are never probed.
 #include <gtest/gtest.h>
 
+#include "windowed_check.hpp"
 #include "fake_hypervisor.hpp"
 #include "p2m/p2m.hpp"
 
@@ -21,7 +22,7 @@ TEST(Translated, FindsPopulatedGfnsAndSkipsDeviceHoles) {
     d.info.max_pages = d.info.tot_pages;
     d.max_gpfn = 0x13ffff;
 
-    P2mMap map = discover_p2m(hv, d.info);
+    P2mMap map = discover_checked(hv, d.info);
     EXPECT_EQ(map.kind, format::P2mKind::translated);
     EXPECT_EQ(map.p2m_size, 0x140000u);
     uint64_t expected = 0;
@@ -53,7 +54,7 @@ TEST(Translated, HugeMaximumGpfnIsBoundedByTheDomainsSize) {
     d.info.max_pages = 0x4001;
     d.max_gpfn = uint64_t{1} << 36;
 
-    P2mMap map = discover_p2m(hv, d.info);
+    P2mMap map = discover_checked(hv, d.info);
     EXPECT_EQ(map.p2m_size, p2m_size_limit(d.info));
     EXPECT_LT(map.p2m_size, uint64_t{1} << 24);
     EXPECT_EQ(map.pages.size(), 0x4000u - 0x20);
@@ -66,6 +67,7 @@ TEST(Translated, NothingPopulatedIsAnError) {
     auto& d = hv.add_domain(5, true, 8);
     d.info.tot_pages = 10;
     d.max_gpfn = 0x1000;
+    EXPECT_THROW(discover_windowed(hv, d.info), Error);
     try {
         discover_p2m(hv, d.info);
         FAIL() << "expected an Error";

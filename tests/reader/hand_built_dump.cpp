@@ -33,7 +33,7 @@ public:
     void put(const T& v) {
         raw(&v, sizeof v);
     }
-    // One note (spec §3): header, name padded to 4, descriptor padded to 8
+    // One note (xen-dump-core(5) "Notes"): header, name padded to 4, descriptor padded to 8
     // (this format keeps every note start 8-aligned). Returns its offset.
     uint64_t note(const std::string& name, uint32_t type, const std::vector<std::byte>& desc) {
         uint64_t at = size();
@@ -102,7 +102,7 @@ HandBuiltDump build_hand_dump(const HandBuildSpec& spec) {
     img.pad_to(sizeof(Elf64_Ehdr) + phnum * sizeof(Elf64_Phdr));
     out.phoff = sizeof(Elf64_Ehdr);
 
-    // Note segment (§3).
+    // Note segment (xen-dump-core(5) "Notes").
     out.notes_offset = img.size();
     format::HeaderDesc hdr{pv ? format::kMagicPV : format::kMagicHVM, spec.nr_vcpus, nr, kPage};
     format::XenVersionDesc ver{};
@@ -132,7 +132,7 @@ HandBuiltDump build_hand_dump(const HandBuildSpec& spec) {
     const uint64_t shared_at = pv ? img.note("XEN CORE", format::kNtXenSharedInfo, si) : 0;
     out.notes_size = img.size() - out.notes_offset;
 
-    // Pages (§4), slot i = entry i.
+    // Pages (xen-dump-core(5) "Page data"), slot i = entry i.
     out.pages_offset = align(img.size(), kPage);
     img.pad_to(out.pages_offset);
     std::vector<std::byte> page(kPage);
@@ -142,7 +142,7 @@ HandBuiltDump build_hand_dump(const HandBuildSpec& spec) {
     }
     const uint64_t pages_end = img.size();
 
-    // Table note (§3.2): descriptor page-aligned, so the 24-byte header sits
+    // Table note (xen-dump-core(5) "The PFN->GMFN table"): descriptor page-aligned, so the 24-byte header sits
     // at the end of the page after the page data.
     out.table_desc_offset = pages_end + kPage;
     out.table_note_offset = out.table_desc_offset - 24;
@@ -156,7 +156,7 @@ HandBuiltDump build_hand_dump(const HandBuildSpec& spec) {
         for (const auto& e : ents) img.put(e.pfn);
     }
 
-    // Trailer (§5): NT_XEN_DIGEST when written, then the room reserved for
+    // Trailer (xen-dump-core(5) "Trailer notes"): NT_XEN_DIGEST when written, then the room reserved for
     // NT_XEN_UNREADABLE (24 + 8 + 8 bytes a page, + 24): here an empty
     // NT_XEN_UNREADABLE and the padding note (type 14) filling the rest.
     uint64_t trailer_at = align(img.size(), 8);
@@ -182,7 +182,7 @@ HandBuiltDump build_hand_dump(const HandBuildSpec& spec) {
     const uint64_t trailer_size = img.size() - trailer_at;
     out.trailer_offset = trailer_at;
 
-    // Section names and headers (§6).
+    // Section names and headers (xen-dump-core(5) "Sections").
     struct Sec { std::string name; uint32_t type; uint64_t off, size, entsize, align; };
     std::vector<Sec> secs = {{"", SHT_NULL, 0, 0, 0, 0}, {".shstrtab", SHT_STRTAB, 0, 0, 0, 1},
                              {".note.Xen", SHT_NOTE, out.notes_offset, note_xen_end - out.notes_offset, 0, 4},
@@ -219,15 +219,8 @@ HandBuiltDump build_hand_dump(const HandBuildSpec& spec) {
         img.put(sh);
     }
 
-    // ELF header (§1) and program headers (§2), now that offsets are known.
-    Elf64_Ehdr eh{};
-    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-    eh.e_ident[EI_CLASS] = ELFCLASS64;
-    eh.e_ident[EI_DATA] = ELFDATA2LSB;
-    eh.e_ident[EI_VERSION] = EV_CURRENT;
-    eh.e_type = ET_CORE;
-    eh.e_machine = EM_X86_64;
-    eh.e_version = EV_CURRENT;
+    // ELF header (xen-dump-core(5) "ELF header") and program headers (xen-dump-core(5) "Program headers"), now that offsets are known.
+    Elf64_Ehdr eh = core_elf_header(EM_X86_64);
     eh.e_phoff = out.phoff;
     eh.e_shoff = out.shoff;
     eh.e_ehsize = sizeof(Elf64_Ehdr);

@@ -1,6 +1,6 @@
 // Reading v1 files built by hand from the spec (hand_built_dump.cpp), and one
 // named test per conformance check: corrupt one thing, expect that check at
-// that offset (spec §8).
+// that offset (xen-dump-core(5) "Conformance").
 #include <gtest/gtest.h>
 
 #include <elf.h>

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,21 @@
 extern char** environ;
 
 namespace xendump::test {
+
+Elf64_Ehdr core_elf_header(uint16_t machine) {
+    Elf64_Ehdr eh{};
+    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+    eh.e_ident[EI_CLASS] = ELFCLASS64;
+    eh.e_ident[EI_DATA] = ELFDATA2LSB;
+    eh.e_ident[EI_VERSION] = EV_CURRENT;
+    eh.e_type = ET_CORE;
+    eh.e_machine = machine;
+    eh.e_version = EV_CURRENT;
+    eh.e_ehsize = sizeof(Elf64_Ehdr);
+    eh.e_phentsize = sizeof(Elf64_Phdr);
+    eh.e_shentsize = sizeof(Elf64_Shdr);
+    return eh;
+}
 
 namespace fs = std::filesystem;
 
@@ -102,7 +118,10 @@ RunResult run(const std::vector<std::string>& argv_in, const std::vector<std::st
         }
     }
     int status = 0;
-    waitpid(pid, &status, 0);
+    struct rusage ru {};
+    while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+    }
+    r.max_rss_kib = ru.ru_maxrss;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
     return r;
 }

@@ -2,6 +2,8 @@
 // of the build tree, a PageSource over in-memory pages.
 #pragma once
 
+#include <elf.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -10,6 +12,10 @@
 #include "xendump/page_source.hpp"
 
 namespace xendump::test {
+
+// An ELF64 little-endian ET_CORE header for `machine`, its sizes filled in
+// (e_phoff, counts and the section fields left to the caller).
+Elf64_Ehdr core_elf_header(uint16_t machine);
 
 // A fresh directory under $TMPDIR, removed (recursively) on destruction.
 class TempDir {
@@ -30,6 +36,7 @@ struct RunResult {
     int exit_code = -1;       // -signal when killed by a signal
     std::string out;
     std::string err;
+    long max_rss_kib = -1;    // peak resident set of the program (wait4's rusage)
 };
 
 // Runs `argv` (argv[0] resolved via build_program() when it names one of the

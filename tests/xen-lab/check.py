@@ -2,7 +2,7 @@
 """The lab's verdict: compares what dom0 sent back and prints the summary.
 
 For each guest, xl's `xl dump-core` file and our xen-dumpd file are read
-through their Xen dump-core sections (both formats have them: spec §6), and
+through their Xen dump-core sections (both formats have them: xen-dump-core(5) "Sections"), and
 must hold the same pfns, the same gmfns (PV), byte-identical pages and equal
 vcpu contexts. Our file must pass `xen-dumpctl verify`; xl's file converted by
 `xen-dump-convert` must verify and hold the same pages. The crash guest must
@@ -254,18 +254,108 @@ def check_guest(name, args, env, tools):
     return row, problems
 
 
+# xen-dumpd's MESSAGE_ID for a dump it wrote (daemon/journal_log.hpp).
+MESSAGE_DUMP_WRITTEN = "a87f8b9b9bce4231b361f9bcb5a18f16"
+SYSTEMD = {}  # what the systemd checks found, printed under the table
+
+
+def read_text(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def journal_dump_entry(out, dump_name, domid, problems):
+    """The journal entry xen-dumpd wrote for the crash dump (journalctl -o
+    json, one object per line): MESSAGE_ID, unit, DOMID, DUMP_PATH,
+    DUMP_RESULT, GUEST_PANIC."""
+    import json
+    entries = []
+    for line in read_text(os.path.join(out, "svc-journal.json")).splitlines():
+        try:
+            entries.append(json.loads(line))
+        except ValueError:
+            continue
+    written = [e for e in entries if e.get("MESSAGE_ID") == MESSAGE_DUMP_WRITTEN]
+    if not written:
+        problems.append(f"no journal entry with MESSAGE_ID={MESSAGE_DUMP_WRITTEN} among the "
+                        f"{len(entries)} entries of xen-dumpd.service (svc-journal.json)")
+        return None
+    e = written[-1]
+    want = {"_SYSTEMD_UNIT": "xen-dumpd.service", "DOMID": domid, "DUMP_RESULT": "ok",
+            "DUMP_PATH": f"/var/lib/xen/dump/{dump_name}", "DOMAIN": "crash"}
+    for key, value in want.items():
+        if e.get(key) != value:
+            problems.append(f"journal entry: {key}={e.get(key)!r}, expected {value!r}")
+    if "Kernel panic - not syncing" not in str(e.get("GUEST_PANIC", "")):
+        problems.append(f"journal entry: GUEST_PANIC={e.get('GUEST_PANIC')!r} lacks the guest's panic")
+    keep = ("MESSAGE_ID", "MESSAGE", "PRIORITY", "_SYSTEMD_UNIT", "DOMID", "DOMAIN", "DUMP_PATH", "DUMP_REASON",
+            "DUMP_RESULT", "DUMP_SIZE", "GUEST_PANIC", "GUEST_DMESG_PATH")
+    return json.dumps({k: e[k] for k in keep if k in e}, indent=1)
+
+
+def check_systemd(args, env, dump_name, problems):
+    """Issue 22: the packaged unit under Debian's systemd as PID 1."""
+    out = args.out
+    if env.get("dom0.pid1") != "systemd":
+        problems.append(f"dom0's PID 1 is {env.get('dom0.pid1')!r}, not systemd")
+    SYSTEMD["dom0"] = (f"PID 1 {env.get('dom0.pid1', '?')} {env.get('dom0.systemd', '')}, "
+                       f"system {env.get('dom0.system_state', '?')}; {env.get('dom0.boot_time', '?')}")
+    if env.get("dom0.failed_units", "").strip():
+        NOTES.append(f"dom0: failed units: {env['dom0.failed_units'].strip()}")
+    if env.get("xen.service") != "active":
+        problems.append(f"Debian's xen.service is {env.get('xen.service')!r}")
+    if env.get("svc.enabled") != "enabled":
+        problems.append(f"xen-dumpd.service is {env.get('svc.enabled')!r}, not enabled by its package")
+    show = read_env(os.path.join(out, "svc-show-start.txt"))
+    status_text = show.get("StatusText", "")
+    status = read_text(os.path.join(out, "svc-status-start.txt"))
+    status_line = next((l.strip() for l in status.splitlines() if l.strip().startswith("Status:")), "")
+    SYSTEMD["unit"] = (f"{env.get('svc.enabled', '?')}, {env.get('svc.active', '?')} "
+                       f"(Type={show.get('Type', '?')}, {show.get('SubState', '?')}); {status_line or 'no Status: line'}")
+    if env.get("svc.active") != "active" or show.get("Type") != "notify":
+        problems.append(f"xen-dumpd.service is {env.get('svc.active')!r} (Type={show.get('Type')}): "
+                        f"{tail(os.path.join(out, 'svc-status-start.txt'), 8)}")
+    if not status_text or f'Status: "{status_text}"' not in status:
+        problems.append(f"systemctl status shows no notify STATUS (StatusText={status_text!r})")
+    security = env.get("svc.security", "")
+    SYSTEMD["security"] = security or "(not recorded)"
+    if not re.match(r"^\d+(\.\d+)? ", security):
+        problems.append(f"systemd-analyze security gave no score: {tail(os.path.join(out, 'svc-security.txt'))}")
+    if env.get("svc.active") != "active":
+        return  # dom0 went no further with the service
+    if dump_name:
+        entry = journal_dump_entry(out, dump_name, env.get("crash.domid"), problems)
+        SYSTEMD["journal"] = entry or "(none)"
+    if env.get("svc.list.rc") != "0":
+        problems.append(f"xen-dumpctl list as root failed (rc {env.get('svc.list.rc')})")
+    refused = read_text(os.path.join(out, "svc-list-unprivileged.txt")).strip()
+    SYSTEMD["unprivileged"] = f"exit {env.get('svc.list_unprivileged.rc')}: {refused[:200]}"
+    if env.get("svc.list_unprivileged.rc") in (None, "0") or "ermission denied" not in refused:
+        problems.append(f"xen-dumpctl list as nobody was not refused: {SYSTEMD['unprivileged']}")
+    if env.get("svc.dump_dir_mode") != "700 root:root":
+        problems.append(f"the dump directory is {env.get('svc.dump_dir_mode')}, not 700 root:root")
+    if env.get("svc.stop.rc") != "0" or env.get("svc.result") != "success" or env.get("svc.nrestarts") != "0":
+        problems.append(f"systemctl stop rc {env.get('svc.stop.rc')}, Result={env.get('svc.result')}, "
+                        f"NRestarts={env.get('svc.nrestarts')}: {tail(os.path.join(out, 'svc-journal.txt'))}")
+
+
 def check_service(args, env, tools):
     out = args.out
     problems = []
     row = {"guest": "crash (service)"}
-    if env.get("svc.started") != "yes":
-        return row, [f"service did not start: {tail(os.path.join(out, 'service.log'))}"]
+    if env.get("svc.active") != "active":
+        check_systemd(args, env, None, problems)
+        return row, problems or [f"xen-dumpd.service is not active: {tail(os.path.join(out, 'svc-journal.txt'))}"]
     if "crash.ready.secs" not in env:
         return row, ["the crash guest did not boot"]
     svc = os.path.join(out, "svc")
     dumps = sorted(f for f in os.listdir(svc) if f.endswith(".core")) if os.path.isdir(svc) else []
     if not dumps:
-        return row, [f"the service did not dump the crashed guest: {tail(os.path.join(out, 'service.log'))}"]
+        return row, [f"the service did not dump the crashed guest: {tail(os.path.join(out, 'svc-journal.txt'))}"]
+    check_systemd(args, env, dumps[0], problems)
     row["ours s"] = env.get("svc.dump_seen_after_crash.secs", "-") + " after crash"
     dump = DumpFile(os.path.join(svc, dumps[0]))
     row["pages"] = str(len(dump.pfns))
@@ -273,13 +363,13 @@ def check_service(args, env, tools):
     row["verify"] = "ok" if rc == 0 else f"FAIL({rc})"
     if rc != 0:
         problems.append(f"service dump does not verify: {tail(os.path.join(out, 'svc-verify.log'))}")
-    listing = open(os.path.join(out, "svc-list.txt"), errors="replace").read() if os.path.exists(
-        os.path.join(out, "svc-list.txt")) else ""
-    if env.get("svc.list.rc") != "0" or "crash" not in listing:
+    listing = read_text(os.path.join(out, "svc-list.txt"))
+    if env.get("svc.list.rc") != "0" or dumps[0] not in listing:
         problems.append(f"xen-dumpctl list (rc {env.get('svc.list.rc')}) does not show the dump: {listing.strip()[:300]}")
     # The crashed guest's own log, from the dump: its panic must be there.
     row["dmesg"] = check_dmesg("svc", dump.path, tools, out, problems, pv=True,
                                must_show="Kernel panic - not syncing")
+    row["bt"] = check_panic_backtrace("svc", dump.path, tools, out, problems)
     marker = dump.data.find(b"XENLAB-GUEST-MEMORY-MARKER") >= 0
     row["equal/compared"] = "marker found" if marker else "NO marker"
     if not marker:
@@ -331,6 +421,8 @@ def check_kernel(name, path, tools, out, row, problems):
         row["vs vmlinux"] = compare_with_vmlinux(tools, path, vmlinux, int(k.get("kernel_offset") or "0", 16),
                                                  name, problems)
         row["crash"] = check_crash(name, path, vmlinux, k.get("release", ""), out, problems)
+        if shutil.which("crash"):
+            row["bt"] = check_idle_backtraces(name, path, tools, vmlinux, out, problems)
     if want is not None and subprocess.run([sys.executable, "-c", "import drgn"], capture_output=True).returncode == 0:
         d = subprocess.run([sys.executable, "-c", DRGN_READ, path, "%x" % want], capture_output=True, text=True)
         row["drgn"] = d.stdout.strip() or "FAIL"
@@ -371,6 +463,146 @@ def check_dmesg(name, path, tools, out, problems, pv=False, must_show=None):
                         f"({len(a)} vs {len(b)} lines): {a[at:at + 1]} vs {b[at:at + 1]}")
         return "FAIL"
     return f"= makedumpfile ({lines})"
+
+
+CRASH_FRAME = re.compile(r"^\s*#(\d+) \[([0-9a-f]+)\] (\S+) at ([0-9a-f]+)")
+
+
+def crash_bt(path, vmlinux, args, out_log):
+    """crash's `bt ARGS` on a dump: per task header, the list of function
+    names of its frames (#0 first)."""
+    cmds = out_log + ".cmds"
+    with open(cmds, "w") as f:
+        f.write(f"bt {args}\nquit\n")
+    r = subprocess.run(["crash", "-s", "-i", cmds, vmlinux, path], capture_output=True, text=True,
+                       timeout=600, errors="replace")
+    with open(out_log, "w") as f:
+        f.write(r.stdout + r.stderr)
+    traces, current = [], None
+    for line in r.stdout.splitlines():
+        if line.startswith("PID:"):
+            cpu = re.search(r"CPU: (\d+)", line)
+            current = {"cpu": int(cpu.group(1)) if cpu else None, "header": line.strip(), "functions": []}
+            traces.append(current)
+        elif current is not None and (m := CRASH_FRAME.match(line)):
+            current["functions"].append(m.group(3))
+    return traces
+
+
+def our_backtraces(tools, path):
+    """`xen-dumpctl backtrace --json`: the JSON object (None on failure)."""
+    import json
+    r = subprocess.run([tools["xen-dumpctl"], "backtrace", "--json", path], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip()[-300:]
+    return json.loads(r.stdout), ""
+
+
+def function_names(trace):
+    """Our reliable frames' function names, innermost first."""
+    return [f["symbol"].split("+")[0] for f in trace.get("frames", []) if f.get("reliable") and f.get("symbol")]
+
+
+def compare_bt(ours, theirs):
+    """How crash's frames line up with ours, in order (ours may have frames
+    above crash's #0, e.g. the hypercall a vcpu sat in; crash may show stale
+    frames that ours, like the kernel's own unwinder, does not). Returns (how
+    many of crash's frames from #0 on match in a row, where the first match
+    is in ours or None, crash's frames ours does not have in that order)."""
+    i, in_row, start, skipped = 0, 0, None, []
+    for k, fn in enumerate(theirs):
+        if fn in ours[i:]:
+            j = ours.index(fn, i)
+            start = j if start is None else start
+            i = j + 1
+            in_row += in_row == k
+        else:
+            skipped.append(fn)
+    return in_row, start, skipped
+
+
+def check_idle_backtraces(name, path, tools, vmlinux, out, problems):
+    """Each vcpu's backtrace (xen-dumpctl backtrace) beside crash's `bt -a`
+    for the task on that cpu, written to NAME-backtrace.txt. crash's #0 of
+    an idle vcpu in a dump without a panic may be a stale frame (it cannot
+    take the vcpu's registers as the point it stopped), so only the frames
+    in common are counted: informational, a failure only when ours fails."""
+    ours_all, err = our_backtraces(tools, path)
+    if ours_all is None:
+        problems.append(f"{name}: xen-dumpctl backtrace failed: {err}")
+        return "FAIL"
+    theirs_all = crash_bt(path, vmlinux, "-a", os.path.join(out, f"{name}-crash-bt-a.log"))
+    common = total = 0
+    with open(os.path.join(out, f"{name}-backtrace.txt"), "w") as f:
+        for t in theirs_all:
+            v = next((x for x in ours_all["vcpus"] if x["vcpu"] == t["cpu"]), None)
+            ours = function_names(v) if v else []
+            _, start, skipped = compare_bt(ours, t["functions"])
+            common += len(t["functions"]) - len(skipped)
+            total += len(t["functions"])
+            f.write(f"cpu {t['cpu']}: crash: {' < '.join(t['functions'])}\n"
+                    f"       ours ({v.get('method') if v else '-'}): {' < '.join(ours)}\n"
+                    f"       crash frames not in ours in that order: {skipped}\n")
+    return f"{common}/{total} of crash's"
+
+
+def check_panic_backtrace(name, path, tools, out, problems):
+    """Issue 20: the backtrace of the panicking vcpu (xen-dumpctl backtrace)
+    names the same functions, in the same order, as crash's `bt` on the dump,
+    at least from crash's #0 down to the caller of panic(); `xen-dumpctl
+    info` and the service's sidecar show its top frames."""
+    import json
+    if not shutil.which("crash"):
+        return "-"
+    info = subprocess.run([tools["xen-dumpctl"], "info", "--json", path], capture_output=True, text=True)
+    try:
+        k = json.loads(info.stdout)["kernel"]
+    except (ValueError, KeyError):
+        problems.append(f"{name}: xen-dumpctl info --json failed: {info.stderr.strip()[-300:]}")
+        return "FAIL"
+    vmlinux = os.environ.get("XENLAB_VMLINUX") or f"/usr/lib/debug/boot/vmlinux-{k.get('release', '')}"
+    if not os.path.exists(vmlinux):
+        return "-"
+    theirs_all = crash_bt(path, vmlinux, "", os.path.join(out, f"{name}-crash-bt.log"))
+    ours_all, err = our_backtraces(tools, path)
+    log = os.path.join(out, f"{name}-backtrace.txt")
+    if ours_all is None:
+        problems.append(f"{name}: xen-dumpctl backtrace failed: {err}")
+        return "FAIL"
+    if not theirs_all or not theirs_all[0]["functions"]:
+        problems.append(f"{name}: crash bt printed no frames (see {name}-crash-bt.log)")
+        return "FAIL"
+    theirs = theirs_all[0]["functions"]
+    vcpu = ours_all.get("panic_vcpu")
+    trace = next((v for v in ours_all["vcpus"] if v["vcpu"] == vcpu), None)
+    if trace is None:
+        problems.append(f"{name}: xen-dumpctl backtrace did not find the vcpu that panicked (panic_vcpu {vcpu})")
+        return "FAIL"
+    ours = function_names(trace)
+    in_row, start, skipped = compare_bt(ours, theirs)
+    # crash's #0 is panic (or the function that called into it); its caller follows.
+    need = theirs.index("panic") + 2 if "panic" in theirs else 2
+    with open(log, "w") as f:
+        f.write(f"crash bt ({theirs_all[0]['header']}):\n  " + "\n  ".join(theirs) + "\n")
+        f.write(f"ours (vcpu {vcpu}, {trace.get('method')}):\n  " + "\n  ".join(ours) + "\n")
+        f.write(f"crash's first {in_row} frames follow ours in order from our frame {start}; "
+                f"crash frames ours skips: {skipped}\n")
+    if in_row < min(need, len(theirs)):
+        problems.append(f"{name}: our backtrace of vcpu {vcpu} {ours[:12]} does not name crash's bt frames "
+                        f"{theirs[:need]} in order (see {log})")
+        return "FAIL"
+    bt = k.get("crash_backtrace") or {}
+    if bt.get("vcpu") != vcpu or function_names(bt)[:len(ours[:8])] != ours[:8]:
+        problems.append(f"{name}: xen-dumpctl info does not show vcpu {vcpu}'s top frames: {bt}")
+    sidecar = path + ".json"
+    if os.path.exists(sidecar):
+        with open(sidecar) as f:
+            frames = (json.load(f).get("guest_backtrace") or {}).get("frames") or []
+        caller = theirs[min(need, len(theirs)) - 1]
+        if not any(fn.split("+")[0] == caller for fn in frames):
+            problems.append(f"{name}: the service's sidecar has no guest_backtrace naming {caller} "
+                            f"(frames: {frames[:8]})")
+    return f"= crash bt ({in_row}/{len(theirs)})"
 
 
 def check_crash(name, path, vmlinux, release, out, problems):
@@ -450,7 +682,7 @@ def _vmcoreinfo_text(dump):
 
 
 def print_table(rows):
-    columns = ["guest", "pages", "equal/compared", "verify", "convert", "ours s", "xl s", "xl/ours", "kernel", "dmesg", "drgn", "vs vmlinux", "crash"]
+    columns = ["guest", "pages", "equal/compared", "verify", "convert", "ours s", "xl s", "xl/ours", "kernel", "dmesg", "drgn", "vs vmlinux", "crash", "bt"]
     widths = {c: max(len(c), *(len(str(r.get(c, "-"))) for r in rows)) for c in columns}
     print(" | ".join(c.ljust(widths[c]) for c in columns))
     print("-+-".join("-" * widths[c] for c in columns))
@@ -461,7 +693,7 @@ def print_table(rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True, help="what dom0 sent back")
-    parser.add_argument("--build", required=True, help="the project's build directory")
+    parser.add_argument("--bin", required=True, help="where xen-dumpctl and xen-dump-convert are")
     parser.add_argument("--work", required=True)
     parser.add_argument("--guests", default="pv pvh hvm")
     parser.add_argument("--xl", default="1")
@@ -470,8 +702,8 @@ def main():
     parser.add_argument("--summary", default="", help="write passed=N failed=N (one per table row) here")
     args = parser.parse_args()
     env = read_env(os.path.join(args.out, "results.env"))
-    tools = {"xen-dumpctl": os.path.join(args.build, "ctl", "xen-dumpctl"),
-             "xen-dump-convert": os.path.join(args.build, "convert", "xen-dump-convert")}
+    tools = {"xen-dumpctl": os.path.join(args.bin, "xen-dumpctl"),
+             "xen-dump-convert": os.path.join(args.bin, "xen-dump-convert")}
     rows, problems = [], []
     passed = failed = 0
     for name in args.guests.split():
@@ -495,6 +727,15 @@ def main():
     print("dom0 /init at uptime {} s, toolstack ready at {} s; VM run {} s in all".format(
         env.get("dom0.uptime_at_init", "?"), env.get("dom0.toolstack_ready", "?"), times.get("vm.secs", "?")))
     print("stages: " + ", ".join(f"{k[6:-5]} {v} s" for k, v in times.items() if k.startswith("stage.")))
+    if SYSTEMD:
+        print()
+        print("systemd (dom0): " + SYSTEMD.get("dom0", "?"))
+        print("xen-dumpd.service: " + SYSTEMD.get("unit", "?"))
+        print("systemd-analyze security xen-dumpd: " + SYSTEMD.get("security", "?"))
+        print("xen-dumpctl list as nobody: " + SYSTEMD.get("unprivileged", "?"))
+        if "journal" in SYSTEMD:
+            print("journal entry of the crash dump (journalctl -o json, selected fields):")
+            print(SYSTEMD["journal"])
     for note in NOTES:
         print("note: " + note)
     print()

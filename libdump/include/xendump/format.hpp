@@ -40,7 +40,7 @@ inline constexpr uint32_t kNtXenDigest = 12;
 inline constexpr uint32_t kNtXenUnreadable = 13;
 // Filler in .note.xen_trailer: the writer reserves room for the largest
 // NT_XEN_UNREADABLE up front (streaming output) and fills what is unused with
-// one note of this type; readers skip it like any unknown note (spec §3, §5).
+// one note of this type; readers skip it like any unknown note (xen-dump-core(5) "Notes", xen-dump-core(5) "Trailer notes").
 inline constexpr uint32_t kNtXenPadding = 14;
 inline constexpr uint32_t kNtPrstatus = 1;   // "CORE" NT_PRSTATUS
 inline constexpr uint32_t kNtVmcoreinfo = 0;  // "VMCOREINFO"

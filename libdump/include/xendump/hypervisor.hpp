@@ -38,6 +38,9 @@ struct DomainInfo {
     uint32_t max_vcpu_id = 0;
     std::array<uint8_t, 16> handle{};  // uuid
     bool crashed() const { return shutdown && shutdown_reason == ShutdownReason::crash; }
+    format::GuestType type() const {
+        return !hvm ? format::GuestType::pv : pvh ? format::GuestType::pvh : format::GuestType::hvm;
+    }
 };
 
 std::string uuid_to_string(const std::array<uint8_t, 16>& handle);

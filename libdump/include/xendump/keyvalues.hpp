@@ -25,7 +25,7 @@ private:
     std::vector<std::pair<std::string, std::string>> items_;
 };
 
-// Standard keys of NT_XEN_DOMAIN (spec §3.1).
+// Standard keys of NT_XEN_DOMAIN (xen-dump-core(5) "NT_XEN_DOMAIN keys").
 namespace keys {
 inline constexpr const char* kDomid = "DOMID";
 inline constexpr const char* kName = "NAME";

@@ -2,7 +2,7 @@
 // it was being written: once a stretch of .xen_pages has been written back
 // without error, and just before it is dropped from the page cache, the
 // writer reads it back from the file (from the cache) and hashes it in
-// 256-page chunks (spec §5). A check of the finished file
+// 256-page chunks (xen-dump-core(5) "Trailer notes"). A check of the finished file
 // (WriteOptions::check_before_publish, then VerifyOptions::pages_read_back)
 // compares these with the stored digests instead of reading those pages
 // from the disk again. What it proves is that the file holds the right

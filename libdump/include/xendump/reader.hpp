@@ -1,6 +1,27 @@
 // Reading dump files: v1 files (this project's format), compact (kdump)
 // files, and Xen's own section-only ELF dump-core files (`xl dump-core`). Opened with libelf, an
 // independent path from the writer so each checks the other.
+//
+// Memory (issue 19): a reader never holds the PFN->GMFN table (16 bytes a
+// page) nor anything per page. open() streams the table once, in 1 MiB
+// windows, to find the runs; pfn lookups search the runs, entry(i) reads
+// the table through a 1 MiB block cache, gmfn lookups (PV) search the
+// stretches of entries whose gmfns rise by one, and verify() streams the
+// table and the pages. What a DumpReader holds, whatever the dump's size:
+//   ~2.5 MiB (windows, cache, read buffers) + the note segment (kilobytes)
+//   + ~100 bytes a run (PT_LOAD + PageRun)
+//   + 32 bytes a gmfn stretch (PV, after the first gmfn lookup or verify)
+//   + 8 bytes an unreadable page
+//   + 16 bytes a 256-page digest chunk (the NT_XEN_DIGEST note: 1 MiB for
+//     64 GiB of guest, 16 MiB for 1 TiB; verify compares each chunk as it
+//     is hashed and keeps nothing per chunk).
+// A compact (kdump) file adds 8 bytes per 32768 frames of its two bitmaps
+// (which stay on disk: a count of set bits per 4 KiB block) and a 32 KiB
+// block cache for each; its runs (an HVM or PVH guest's table is made from them)
+// are as many as the stretches of pfns its dump level kept.
+// A usual guest has few runs and stretches: a 1 TiB guest stays well under
+// 128 MiB. Only entries() and page_source() (span-based, for the writer and
+// converter until they take windows) load the whole table, on first use.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +62,7 @@ struct KernelImageMapping {
     uint64_t file_offset;
 };
 
-// One failed conformance check (spec §8).
+// One failed conformance check (xen-dump-core(5) "Conformance").
 struct Finding {
     std::string check;      // short stable name, e.g. "phdr-run-mismatch"
     std::string structure;  // e.g. "program header [3]"
@@ -104,7 +125,11 @@ public:
     const format::HeaderDesc& header() const;
     const format::XenVersionDesc& xen_version() const;
     const KeyValues& domain() const;   // empty for xen_elf files
+    // The whole table, loaded into memory on first use (16 bytes a page):
+    // prefer nr_pages(), entry() and the lookups, which do not.
     std::span<const PageEntry> entries() const;  // ascending pfn; gmfn == pfn for HVM/PVH
+    // Entry `index` (< nr_pages()), read from the file through a bounded cache.
+    PageEntry entry(uint64_t index) const;
     const std::vector<PageRun>& runs() const;
     std::vector<VcpuContext> vcpus() const;
     std::optional<std::vector<std::byte>> shared_info() const;
@@ -121,8 +146,11 @@ public:
     std::optional<uint64_t> index_of_pfn(uint64_t pfn) const;
     std::optional<uint64_t> index_of_gmfn(uint64_t gmfn) const;
     uint64_t page_offset(uint64_t index) const;
+    // Pages [first, first + count) of .xen_pages (table order) into `out`,
+    // with one read: count * 4096 bytes.
+    void read_pages(uint64_t first, uint64_t count, std::span<std::byte> out) const;
 
-    // Every conformance check of spec §8; empty when the file conforms.
+    // Every conformance check of xen-dump-core(5) "Conformance"; empty when the file conforms.
     std::vector<Finding> verify(const VerifyOptions& options = {}) const;
     // Opens `path` and verifies it; a file that cannot even be opened as a
     // dump yields the one Finding that stopped open() instead of an Error.

@@ -1,4 +1,4 @@
-// The v1 writer. Layout (spec §7): ELF header, program headers, note segment,
+// The v1 writer. Layout (xen-dump-core(5) "Layout"): ELF header, program headers, note segment,
 // pages, PFN->GMFN table note, .xen_pfn (HVM/PVH), trailer, .shstrtab, section
 // headers. Writes to a seekable file or streams to a pipe: same bytes.
 #pragma once
@@ -36,7 +36,7 @@ struct KernelImageSegment {
 };
 
 // What the page pass found about the guest kernel, written into the room
-// DumpSpec::reserve_vmcoreinfo kept (spec §3 note 7, §3.1 keys, §2 the
+// DumpSpec::reserve_vmcoreinfo kept (xen-dump-core(5) "Notes" note 7, xen-dump-core(5) "NT_XEN_DOMAIN keys" keys, xen-dump-core(5) "Program headers" the
 // kernel image program header).
 struct LateNotes {
     std::optional<std::string> vmcoreinfo;  // the VMCOREINFO text (at most kMaxVmcoreinfoText bytes)

@@ -168,8 +168,8 @@ DumpResult run_dump(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt,
     WriteOptions wo = write_options(opt);
     // Guest kernel (issue 9): NT_PRSTATUS up front, VMCOREINFO and the
     // KERNEL=/KERNELOFFSET= keys of NT_XEN_DOMAIN found during the single
-    // pass and patched into room the writer reserves. Spec §3.1 lets
-    // writers add keys; §3 has readers skip the padding note. A pipe cannot
+    // pass and patched into room the writer reserves. xen-dump-core(5) "NT_XEN_DOMAIN keys" lets
+    // writers add keys; xen-dump-core(5) "Notes" has readers skip the padding note. A pipe cannot
     // be patched, so streamed dumps carry the room as padding only (see
     // writer/late_notes.hpp).
     writer::GuestKernelNotes kernel_notes;

@@ -1,6 +1,6 @@
 // An output that is written strictly front to back: a pipe or a file. The
 // same calls produce the same bytes on both; a file may leave zero ranges as
-// holes (spec §4: holes read as zeros, so the layout does not change).
+// holes (xen-dump-core(5) "Page data": holes read as zeros, so the layout does not change).
 #pragma once
 
 #include <sys/uio.h>

@@ -1,6 +1,5 @@
 #include "kdump/kdump_file.hpp"
 
-#include <bit>
 #include <cstring>
 
 #include "kdump/codec.hpp"
@@ -16,8 +15,8 @@ using reader::hex;
 using reader::range_inside;
 
 namespace {
-// The note area is read whole; a PV guest's table is 16 bytes a page in it.
-constexpr uint64_t kMaxNoteArea = 1ull << 31;
+// A note's descriptor a reader loads (the vcpu contexts: 5168 bytes each).
+constexpr uint64_t kMaxNote = 64ull << 20;
 constexpr uint64_t kPage = format::kPageSize;
 }  // namespace
 
@@ -65,50 +64,38 @@ KdumpFile::KdumpFile(std::shared_ptr<const reader::DumpFile> file) : file_(std::
     if (max_mapnr_ == 0 || max_mapnr_ / 8 > bitmap_size_ || (max_mapnr_ + 7) / 8 > bitmap_size_)
         fail("kdump-bitmap", "kdump_sub_header", kBlockSize + offsetof(KdumpSubHeader, max_mapnr_64),
              "max_mapnr " + std::to_string(max_mapnr_) + " does not fit bitmaps of " + hex(bitmap_size_) + " bytes");
-    bitmap1_ = file_->read_bytes(bitmap_offset_, bitmap_size_, "1st bitmap");
-    bitmap2_ = file_->read_bytes(bitmap_offset_ + bitmap_size_, bitmap_size_, "2nd bitmap");
-
-    // Count before allocating: every stored page has a descriptor in the file.
-    uint64_t stored = 0;
-    for (uint64_t i = 0; i + 8 <= bitmap_size_; i += 8) {
-        uint64_t w;
-        std::memcpy(&w, bitmap2_.data() + i, 8);
-        stored += static_cast<uint64_t>(std::popcount(w));
-    }
-    for (uint64_t pfn = max_mapnr_; pfn < bitmap_size_ * 8; ++pfn)
-        if (test_bit(bitmap2_.data(), pfn))
-            fail("kdump-bitmap", "2nd bitmap", bitmap_offset_ + bitmap_size_ + pfn / 8,
-                 "pfn " + std::to_string(pfn) + " is stored but not below max_mapnr " + std::to_string(max_mapnr_));
+    bitmap1_ = BitmapOnDisk(file_, bitmap_offset_, bitmap_size_, max_mapnr_, "1st bitmap");
+    bitmap2_ = BitmapOnDisk(file_, bitmap_offset_ + bitmap_size_, bitmap_size_, max_mapnr_, "2nd bitmap");
+    if (const uint64_t pfn = bitmap2_.first_past_frames(); pfn != ~uint64_t{0})
+        fail("kdump-bitmap", "2nd bitmap", bitmap_offset_ + bitmap_size_ + pfn / 8,
+             "pfn " + std::to_string(pfn) + " is stored but not below max_mapnr " + std::to_string(max_mapnr_));
+    // Every stored page has a descriptor in the file.
+    const uint64_t stored = bitmap2_.count();
     if (!range_inside(desc_offset_, stored * sizeof(PageDesc), size))
         fail("kdump-descriptors", "page descriptors", desc_offset_,
              std::to_string(stored) + " stored pages need descriptors up to " +
                  hex(desc_offset_ + stored * sizeof(PageDesc)) + ", past the end of the file (" + hex(size) + ")");
-    entries_ = std::make_shared<reader::EntryTable>(stored);
-    uint64_t k = 0;
-    for (uint64_t byte = 0; byte < (max_mapnr_ + 7) / 8; ++byte) {
-        unsigned bits = std::to_integer<unsigned>(bitmap2_[byte]);
-        while (bits) {
-            const unsigned b = static_cast<unsigned>(std::countr_zero(bits));
-            bits &= bits - 1;
-            const uint64_t pfn = byte * 8 + b;
-            (*entries_)[k++] = {pfn, pfn};
-        }
-    }
 
     if (!range_inside(sub_.offset_note, sub_.size_note, size))
         fail("kdump-notes", "kdump_sub_header", kBlockSize + offsetof(KdumpSubHeader, offset_note),
              reader::past_end("offset_note", sub_.offset_note, "size_note", sub_.size_note, size));
-    if (sub_.size_note > kMaxNoteArea)
-        fail("kdump-notes", "kdump_sub_header", kBlockSize + offsetof(KdumpSubHeader, size_note),
-             "size_note " + hex(sub_.size_note) + " is more than a reader loads (" + hex(kMaxNoteArea) + ")");
-    const auto bytes = file_->read_bytes(sub_.offset_note, sub_.size_note, "note area");
-    notes_ = reader::parse_notes(bytes, sub_.offset_note, "note area");
+    // Note by note: the table stays on disk; the digests and the unreadable
+    // list are at most as large as they can be for this many pages.
+    auto limit = [stored](std::string_view name, uint32_t type) -> uint64_t {
+        if (name == format::kNameXenCore) {
+            if (type == format::kNtXenP2m) return 0;
+            if (type == format::kNtXenDigest) return sizeof(format::DigestDescHead) + 16 * (stored + 2);
+            if (type == format::kNtXenUnreadable) return 8 + 8 * stored;
+        }
+        return kMaxNote;
+    };
+    notes_ = reader::parse_notes_in_file(*file_, sub_.offset_note, sub_.size_note, "note area", limit, reader::kMaxNotes);
 }
 
 PageDesc KdumpFile::descriptor(uint64_t index) const {
-    if (index >= entries_->size())
+    if (index >= stored_pages())
         throw Error("page index " + std::to_string(index) + " is past the stored pages (" +
-                        std::to_string(entries_->size()) + ")",
+                        std::to_string(stored_pages()) + ")",
                     file_->path());
     PageDesc d;
     file_->read_exact(desc_offset_ + index * sizeof d, std::as_writable_bytes(std::span(&d, 1)),
@@ -121,23 +108,26 @@ std::string KdumpFile::try_read_page(uint64_t index, std::span<std::byte> out, u
     if (out.size() < kPage) return "page buffer smaller than a page";
     out = out.first(kPage);
     const PageDesc d = descriptor(index);
-    const uint64_t pfn = (*entries_)[index].pfn;  // the frame it is filed under
-    const std::string what = "page descriptor " + std::to_string(index) + " (frame " + hex(pfn) + ")";
-    if (d.size == 0 || d.size > kPage) return what + ": size " + std::to_string(d.size) + " is not 1 to 4096 bytes";
-    if (!known_page_flags(d.flags)) return what + ": unknown compression flags " + hex(d.flags);
-    if (d.flags == 0 && d.size != kPage) return what + ": a raw page of " + std::to_string(d.size) + " bytes";
+    // What went wrong names the frame the page is filed under (found only then).
+    auto what = [&] {
+        return "page descriptor " + std::to_string(index) + " (frame " + hex(bitmap2_.select(index)) + ")";
+    };
+    if (d.size == 0 || d.size > kPage) return what() + ": size " + std::to_string(d.size) + " is not 1 to 4096 bytes";
+    if (!known_page_flags(d.flags)) return what() + ": unknown compression flags " + hex(d.flags);
+    if (d.flags == 0 && d.size != kPage) return what() + ": a raw page of " + std::to_string(d.size) + " bytes";
     if (!range_inside(d.offset, d.size, file_->size()))
-        return what + ": " + reader::past_end("offset", d.offset, "size", d.size, file_->size());
+        return what() + ": " + reader::past_end("offset", d.offset, "size", d.size, file_->size());
     where = d.offset;
+    const std::string data = "page data of descriptor " + std::to_string(index);
     if (d.flags == 0) {
-        file_->read_exact(d.offset, out, "page data of pfn " + hex(pfn));
+        file_->read_exact(d.offset, out, data);
         return {};
     }
     std::byte in[kPage];
-    file_->read_exact(d.offset, std::span(in, d.size), "page data of pfn " + hex(pfn));
+    file_->read_exact(d.offset, std::span(in, d.size), data);
     thread_local PageDecompressor decompressor;
     std::string e = decompressor.decompress(d.flags, std::span(in, d.size), out);
-    if (!e.empty()) return "page data of frame " + hex(pfn) + " (" + what + "): " + e;
+    if (!e.empty()) return "page data of " + what() + ": " + e;
     return {};
 }
 

@@ -23,13 +23,20 @@ constexpr uint64_t kPage = format::kPageSize;
 using Canonical = XXH128_canonical_t;
 
 void check_structure(const DumpReader::Impl& d, const kdump::KdumpFile& k, FindingList& out) {
-    const auto& b1 = k.present_bitmap();
-    const auto& b2 = k.stored_bitmap();
-    for (uint64_t i = 0; i < b2.size(); ++i)
-        if ((b2[i] & ~b1[i]) != std::byte{0})
-            out.add({"kdump-bitmap", "2nd bitmap", k.bitmap_offset() + k.bitmap_size() + i,
-                     "pages stored (2nd bitmap) that do not exist (1st bitmap) around pfn " + hex(i * 8)});
-    const uint64_t n = d.entries->size();
+    // Stored (2nd bitmap) only what exists (1st), a block at a time.
+    const kdump::BitmapOnDisk& b1 = k.present_bitmap();
+    const kdump::BitmapOnDisk& b2 = k.stored_bitmap();
+    std::vector<std::byte> w1(kdump::BitmapOnDisk::kBlockBytes), w2(w1.size());
+    for (uint64_t at = 0; at < b2.bytes(); at += w1.size()) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(w1.size(), b2.bytes() - at));
+        b1.read(at, std::span(w1).first(n));
+        b2.read(at, std::span(w2).first(n));
+        for (size_t i = 0; i < n; ++i)
+            if ((w2[i] & ~w1[i]) != std::byte{0})
+                out.add({"kdump-bitmap", "2nd bitmap", b2.offset() + at + i,
+                         "pages stored (2nd bitmap) that do not exist (1st bitmap) around pfn " + hex((at + i) * 8)});
+    }
+    const uint64_t n = d.nr_entries();
     if (d.header.xch_nr_pages != n)
         out.add({"header-pages", "NT_XEN_HEADER note", d.notes_offset,
                  "nr_pages " + std::to_string(d.header.xch_nr_pages) + " but the 2nd bitmap stores " +
@@ -46,14 +53,55 @@ void check_structure(const DumpReader::Impl& d, const kdump::KdumpFile& k, Findi
         out.add({"kdump-notes", "kdump_sub_header", kdump::kBlockSize + offsetof(kdump::KdumpSubHeader, offset_vmcoreinfo),
                  "offset_vmcoreinfo " + hex(sub.offset_vmcoreinfo) + " + size_vmcoreinfo " + hex(sub.size_vmcoreinfo) +
                      " is not inside the note area"});
-    const uint64_t data_start = k.desc_offset() + n * sizeof(kdump::PageDesc);
-    for (uint64_t i = 0; i < n; ++i) {
-        const kdump::PageDesc pd = k.descriptor(i);
-        if (pd.offset < data_start)
-            out.add({"kdump-page", "page descriptor " + std::to_string(i), k.desc_offset() + i * sizeof pd,
-                     "data offset " + hex(pd.offset) + " is inside the headers, bitmaps or descriptors (before " +
-                         hex(data_start) + ")"});
+    // A PV guest's table names each stored frame once (open checked that
+    // every frame it names is stored, and that there are as many).
+    if (d.type == format::GuestType::pv) {
+        const auto& x = d.gmfn_extents();
+        for (size_t i = 1; i < x.size(); ++i)
+            if (x[i - 1].end_max > x[i].gmfn)
+                out.add({"kdump-table", d.table_structure, d.table_offset + x[i].index * sizeof(PageEntry),
+                         "entry " + std::to_string(x[i].index) + ": machine frame " + hex(x[i].gmfn) +
+                             " is named by an earlier entry too"});
     }
+    // The descriptors, a window at a time: data after the descriptors.
+    const uint64_t data_start = k.desc_offset() + n * sizeof(kdump::PageDesc);
+    std::vector<kdump::PageDesc> descs(4096);
+    for (uint64_t at = 0; at < n; at += descs.size()) {
+        const size_t m = static_cast<size_t>(std::min<uint64_t>(descs.size(), n - at));
+        k.file().read_exact(k.desc_offset() + at * sizeof(kdump::PageDesc),
+                            std::as_writable_bytes(std::span(descs).first(m)), "page descriptors");
+        for (size_t i = 0; i < m; ++i)
+            if (descs[i].offset < data_start)
+                out.add({"kdump-page", "page descriptor " + std::to_string(at + i),
+                         k.desc_offset() + (at + i) * sizeof(kdump::PageDesc),
+                         "data offset " + hex(descs[i].offset) + " is inside the headers, bitmaps or descriptors (before " +
+                             hex(data_start) + ")"});
+    }
+}
+
+// XXH3-128 of [offset, offset + size) of the file, read a window at a time.
+Canonical digest_of_range(const DumpFile& file, uint64_t offset, uint64_t size, const std::string& structure) {
+    StreamHash h;
+    std::vector<std::byte> w(1 << 20);
+    for (uint64_t at = 0; at < size; at += w.size()) {
+        const size_t m = static_cast<size_t>(std::min<uint64_t>(w.size(), size - at));
+        file.read_exact(offset + at, std::span(w).first(m), structure);
+        h.update(w.data(), m);
+    }
+    return h.finish_and_reset();
+}
+
+// The table as a v1 file stores it ({pfn, gmfn}; HVM and PVH: gmfn = pfn,
+// as the made table has it), a window at a time.
+Canonical digest_of_table(const DumpReader::Impl& d) {
+    StreamHash h;
+    std::vector<PageEntry> w(TableOnDisk::kWindow);
+    for (uint64_t at = 0; at < d.table.size(); at += w.size()) {
+        const size_t m = static_cast<size_t>(std::min<uint64_t>(w.size(), d.table.size() - at));
+        d.table.read(at, std::span(w).first(m));
+        h.update(w.data(), m * sizeof(PageEntry));
+    }
+    return h.finish_and_reset();
 }
 
 }  // namespace
@@ -65,7 +113,7 @@ std::vector<Finding> check_kdump(const DumpReader::Impl& d, const VerifyOptions&
     check_structure(d, k, out);
 
     const bool digests = options.digests && d.digest;
-    const uint64_t n = d.entries->size();
+    const uint64_t n = d.nr_entries();
     const Note* note = d.digest;
     format::DigestDescHead head{};
     uint64_t chunks = 0;
@@ -104,14 +152,18 @@ std::vector<Finding> check_kdump(const DumpReader::Impl& d, const VerifyOptions&
             const uint64_t last = std::min(n, chunk_first + head.chunk_pages) - 1;
             mismatch("page chunk [" + std::to_string(chunk) + "]", k.desc_offset() + chunk_first * sizeof(kdump::PageDesc),
                      chunk, "pages " + std::to_string(chunk_first) + "-" + std::to_string(last) + " (pfns " +
-                                hex((*d.entries)[chunk_first].pfn) + "-" + hex((*d.entries)[last].pfn) + ")");
+                                hex(d.pfn_of_index(chunk_first)) + "-" + hex(d.pfn_of_index(last)) + ")");
         }
         ++chunk;
         chunk_first += head.chunk_pages;
     };
+    // The table in pfn order, a window at a time: each page's descriptor.
+    std::vector<PageEntry> entries(TableOnDisk::kWindow);
     for (uint64_t i = 0; i < n; ++i) {
+        if (i % entries.size() == 0)
+            d.table.read(i, std::span(entries).first(static_cast<size_t>(std::min<uint64_t>(entries.size(), n - i))));
         uint64_t where = 0;
-        std::string e = k.try_read_page(d.kdump_desc(i), page, where);
+        std::string e = k.try_read_page(d.kdump_desc(i, entries[i % entries.size()].gmfn), page, where);
         if (!e.empty()) {
             out.add({"kdump-page", "page " + std::to_string(i), where, e});
             std::fill(page.begin(), page.end(), std::byte{0});
@@ -122,12 +174,10 @@ std::vector<Finding> check_kdump(const DumpReader::Impl& d, const VerifyOptions&
     if (hash && hash->pending()) close_chunk(hash->finish());
     if (digests) {
         // The note area up to the digest note, and the table as a v1 file stores it.
-        const uint64_t before = note->offset - d.notes_offset;
-        const auto bytes = d.file->read_bytes(d.notes_offset, before, "note area");
-        Canonical c, want = stored(chunks);
-        XXH128_canonicalFromHash(&c, XXH3_128bits(bytes.data(), bytes.size()));
+        Canonical c = digest_of_range(*d.file, d.notes_offset, note->offset - d.notes_offset, "note area");
+        Canonical want = stored(chunks);
         if (std::memcmp(&c, &want, sizeof c) != 0) mismatch("note area", d.notes_offset, chunks, "the note area");
-        c = kdump::table_digest(*d.entries, d.type == format::GuestType::pv);
+        c = digest_of_table(d);
         want = stored(chunks + 1);
         if (std::memcmp(&c, &want, sizeof c) != 0)
             mismatch(d.table_structure, d.table_offset, chunks + 1, "the page table (bitmap and PFN->GMFN entries)");

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "util/util.hpp"
 #include "xendump/error.hpp"
 
 namespace xendump::kernel {
@@ -31,11 +32,7 @@ constexpr unsigned kMaxSizeBits = 31;
 constexpr unsigned kMaxCountBits = 31 - 5;
 constexpr uint64_t kMaxStructSize = 4096;
 
-std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
+using util::hex;
 
 // VMCOREINFO lookups that name the missing line in their error.
 class Fields {

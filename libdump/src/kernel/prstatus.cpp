@@ -1,4 +1,4 @@
-// Xen x86_64 vcpu_guest_context -> Linux x86_64 elf_prstatus (spec §3 note 8).
+// Xen x86_64 vcpu_guest_context -> Linux x86_64 elf_prstatus (xen-dump-core(5) "Notes" note 8).
 #include "xendump/kernel/prstatus.hpp"
 
 #include <cstring>

@@ -58,7 +58,14 @@ std::optional<SymbolTable::Resolved> SymbolTable::resolve(uint64_t address) cons
     auto it = std::upper_bound(by_address_.begin(), by_address_.end(), address,
                                [this](uint64_t a, size_t i) { return a < symbols_[i].address; });
     if (it == by_address_.begin()) return std::nullopt;
-    const KernelSymbol& s = symbols_[*(it - 1)];
+    // Of symbols sharing that address, the first in kallsyms order, as the
+    // kernel's own lookup picks it (kernel/kallsyms.c get_symbol_pos: the
+    // table is sorted with section markers such as __cpuidle_text_start,
+    // whose names start with more underscores, after the function).
+    --it;
+    const uint64_t at = symbols_[*it].address;
+    while (it != by_address_.begin() && symbols_[*(it - 1)].address == at) --it;
+    const KernelSymbol& s = symbols_[*it];
     return Resolved{&s, address - s.address};
 }
 

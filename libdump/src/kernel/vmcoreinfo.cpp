@@ -1,4 +1,4 @@
-// Finding and validating the guest kernel's vmcoreinfo (spec §3 note 7).
+// Finding and validating the guest kernel's vmcoreinfo (xen-dump-core(5) "Notes" note 7).
 //
 // Validation rules (a candidate must pass all of them):
 //  - the text is printable ASCII lines, each ending in '\n', NUL-terminated

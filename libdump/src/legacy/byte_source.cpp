@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "legacy/hex.hpp"
+#include "util/util.hpp"
 #include "xendump/error.hpp"
 
 namespace xendump::legacy {
@@ -21,19 +22,6 @@ void ByteSource::read(uint64_t offset, std::span<std::byte> out, const char* wha
     read_unchecked(offset, out);
 }
 
-const char* file_kind(unsigned mode) {
-    switch (mode & S_IFMT) {
-    case S_IFREG: return "a regular file";
-    case S_IFDIR: return "a directory";
-    case S_IFIFO: return "a FIFO";
-    case S_IFSOCK: return "a socket";
-    case S_IFCHR: return "a character device";
-    case S_IFBLK: return "a block device";
-    case S_IFLNK: return "a symbolic link";
-    }
-    return "of an unknown kind";
-}
-
 FileByteSource::FileByteSource(std::string path) : path_(std::move(path)) {
     // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused
     // below); on a regular file the flag changes nothing.
@@ -41,23 +29,16 @@ FileByteSource::FileByteSource(std::string path) : path_(std::move(path)) {
     if (!fd_) throw_errno("cannot open", path_);
     struct stat st {};
     if (fstat(fd_.get(), &st) != 0) throw_errno("cannot stat", path_);
-    if (!S_ISREG(st.st_mode)) throw Error(std::string("not a regular file: it is ") + file_kind(st.st_mode), path_);
+    if (!S_ISREG(st.st_mode)) throw Error(std::string("not a regular file: it is ") + util::file_kind(st.st_mode), path_);
     size_ = static_cast<uint64_t>(st.st_size);
     mtime_ = st.st_mtim;
 }
 
 void FileByteSource::read_unchecked(uint64_t offset, std::span<std::byte> out) const {
-    size_t done = 0;
-    while (done < out.size()) {
-        ssize_t n = ::pread(fd_.get(), out.data() + done, out.size() - done,
-                            static_cast<off_t>(offset + done));
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            throw_errno("read failed", path_, offset + done);
-        }
-        if (n == 0) throw Error("file shrank while being read", path_, offset + done);
-        done += static_cast<size_t>(n);
-    }
+    const long n = util::pread_full(fd_.get(), out.data(), out.size(), offset);
+    if (n < 0) throw_errno("read failed", path_, offset);
+    if (static_cast<size_t>(n) < out.size())
+        throw Error("file shrank while being read", path_, offset + static_cast<uint64_t>(n));
 }
 
 void MemoryByteSource::read_unchecked(uint64_t offset, std::span<std::byte> out) const {

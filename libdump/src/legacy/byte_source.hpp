@@ -31,10 +31,6 @@ protected:
     virtual void read_unchecked(uint64_t offset, std::span<std::byte> out) const = 0;
 };
 
-// "a FIFO", "a directory", "a socket", ... for messages about a file of the
-// wrong kind (st_mode of stat(2)).
-const char* file_kind(unsigned mode);
-
 // Over a regular file, opened read-only (the source is never modified).
 // Anything else (a FIFO, a device, a socket) is refused without blocking.
 class FileByteSource : public ByteSource {

@@ -12,13 +12,16 @@
 #include "legacy/legacy_page_source.hpp"
 #include "legacy/source_identity.hpp"
 #include "legacy/xc_core.hpp"
+#include "util/util.hpp"
 #include "writer/guest_kernel_notes.hpp"
 #include "xendump/error.hpp"
 #include "xendump/reader.hpp"
 #include "xendump_config.h"
 
-namespace xendump::legacy {
+namespace xendump {
 namespace fs = std::filesystem;
+using legacy::FileByteSource;
+using legacy::looks_like_xc_core;
 
 std::string_view to_string(InputFormat f) {
     switch (f) {
@@ -40,7 +43,7 @@ InputFormat sniff_format(const fs::path& path) {
     if (n >= 8 && std::memcmp(head, "KDUMP   ", 8) == 0) return InputFormat::kdump;
     if (n >= EI_NIDENT && std::memcmp(head, ELFMAG, SELFMAG) == 0) {
         // Xen's own dump-core has sections only; v1 adds program headers
-        // (spec xen-core-format.md §1-2). e_phnum sits at the same offset
+        // (spec xen-core-format.md xen-dump-core(5) "ELF header"-2). e_phnum sits at the same offset
         // for both ELF classes' headers only in ELF64, the only class used.
         if (n < sizeof(Elf64_Ehdr)) return InputFormat::unknown;
         Elf64_Ehdr eh;
@@ -51,6 +54,9 @@ InputFormat sniff_format(const fs::path& path) {
     return InputFormat::unknown;
 }
 
+}  // namespace xendump
+
+namespace xendump::legacy {
 namespace {
 
 // Drops the entries of ~0 that Xen's writer leaves at the end of .xen_p2m /
@@ -77,13 +83,7 @@ private:
     std::span<const PageEntry> entries_;
 };
 
-std::string rfc3339(time_t t) {
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
+std::string rfc3339(time_t t) { return util::utc_time(t, "%Y-%m-%dT%H:%M:%SZ"); }
 
 void common_keys(KeyValues& kv, const fs::path& input, const std::string& source_kind, const std::string& layout,
                  const SourceIdentity& id, const ConvertOptions& opt) {
@@ -135,9 +135,9 @@ void write_converted(const fs::path& input, const SourceIdentity& id, const fs::
 // conversion.
 Plan v1_to_kdump(const fs::path& input, const fs::path* output, const ConvertOptions& opt) {
     DumpReader reader = DumpReader::open(input);
-    auto pages = reader.page_source();
-    Plan plan{InputFormat::v1, "v1", pages->entries().size(), false};
+    Plan plan{InputFormat::v1, "v1", reader.nr_pages(), false};
     if (!output) return plan;
+    auto pages = reader.page_source();
     const SourceIdentity id = identify_source(input);
     DumpSpec spec;
     spec.type = reader.type();
@@ -181,12 +181,15 @@ Plan legacy(const fs::path& input, const fs::path* output, const ConvertOptions&
 }
 
 Plan xen_elf(const fs::path& input, const fs::path* output, const ConvertOptions& opt) {
+    // The reader drops the table's trailing ~0 entries and does not load the
+    // table: planning (no output) costs no memory per page. The writer takes
+    // the whole list of entries (PageSource::entries()) until it takes windows.
     DumpReader reader = DumpReader::open(input);
-    TrimmedSource pages(reader.page_source());
     bool pv = reader.type() == format::GuestType::pv;
     std::string layout = std::string(pv ? "pfn-table" : "pfn-array") + ";decided-by=" + (pv ? ".xen_p2m" : ".xen_pfn");
-    Plan plan{InputFormat::xen_elf, layout, pages.entries().size(), false};
+    Plan plan{InputFormat::xen_elf, layout, reader.nr_pages(), false};
     if (!output) return plan;
+    TrimmedSource pages(reader.page_source());
 
     const SourceIdentity id = identify_source(input);
     DumpSpec spec;
@@ -218,11 +221,16 @@ Plan run(const fs::path& input, const fs::path* output, const ConvertOptions& op
 }
 
 }  // namespace
+}  // namespace xendump::legacy
 
-Plan plan_conversion(const fs::path& input, const ConvertOptions& options) { return run(input, nullptr, options); }
+namespace xendump {
 
-Plan convert_file(const fs::path& input, const fs::path& output, const ConvertOptions& options) {
-    return run(input, &output, options);
+ConversionPlan plan_conversion(const fs::path& input, const ConvertOptions& options) {
+    return legacy::run(input, nullptr, options);
 }
 
-}  // namespace xendump::legacy
+ConversionPlan convert_file(const fs::path& input, const fs::path& output, const ConvertOptions& options) {
+    return legacy::run(input, &output, options);
+}
+
+}  // namespace xendump

@@ -11,7 +11,7 @@
 namespace xendump::legacy {
 namespace {
 
-constexpr uint64_t kPage = 4096;
+using util::kPage;
 constexpr uint64_t kPresent = 0x1;
 constexpr uint64_t kLarge = 0x80;  // PSE
 constexpr uint64_t kAddrMask = 0x000FFFFFFFFFF000ull;

@@ -1,16 +1,11 @@
-// "0x…" formatting for error messages and LAYOUT= values.
+// "0x…" formatting for error messages and LAYOUT= values: util::hex, under
+// the name the legacy code uses.
 #pragma once
 
-#include <cstdint>
-#include <cstdio>
-#include <string>
+#include "util/util.hpp"
 
 namespace xendump::legacy {
 
-inline std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
+using util::hex;
 
 }  // namespace xendump::legacy

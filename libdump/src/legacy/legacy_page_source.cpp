@@ -1,10 +1,11 @@
 #include "legacy/legacy_page_source.hpp"
 
+#include "util/util.hpp"
 #include "xendump/error.hpp"
 
 namespace xendump::legacy {
 namespace {
-constexpr size_t kPage = 4096;
+using util::kPage;
 }
 
 void LegacyPageSource::read_pages(size_t first, size_t count, std::span<std::byte> out,

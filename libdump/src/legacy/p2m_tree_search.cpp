@@ -11,7 +11,7 @@
 namespace xendump::legacy {
 namespace {
 
-constexpr size_t kPage = 4096;
+using util::kPage;
 // More candidate roots than this means the shape does not discriminate
 // (e.g. a guest full of MFN lists); stop rather than spend minutes.
 constexpr size_t kMaxRootsTried = 64;

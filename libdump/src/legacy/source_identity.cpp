@@ -98,6 +98,10 @@ bool parse_number(std::string_view text, T& out) {
 }
 
 }  // namespace
+}  // namespace xendump::legacy
+
+namespace xendump {
+using legacy::parse_number;
 
 std::string SourceIdentity::mtime_text() const {
     std::string ns = std::to_string(mtime_nsec);
@@ -144,6 +148,10 @@ std::string SourceIdentity::difference_from(const SourceIdentity& recorded) cons
     return {};
 }
 
+}  // namespace xendump
+
+namespace xendump::legacy {
+
 SourceIdentity identify_source(const FileByteSource& src) {
     StreamHash hash;
     std::byte head[kXcCoreHeaderSize]{};
@@ -164,8 +172,12 @@ SourceIdentity identify_source(const FileByteSource& src) {
     return id;
 }
 
+}  // namespace xendump::legacy
+
+namespace xendump {
+
 SourceIdentity identify_source(const std::filesystem::path& path) {
-    return identify_source(FileByteSource(path.string()));
+    return legacy::identify_source(legacy::FileByteSource(path.string()));
 }
 
-}  // namespace xendump::legacy
+}  // namespace xendump

@@ -8,7 +8,7 @@
 namespace xendump::legacy {
 namespace {
 
-constexpr uint64_t kPage = 4096;
+using util::kPage;
 constexpr size_t kContext32 = 2800;  // sizeof(vcpu_guest_context) with 32-bit tools
 constexpr size_t kContext64 = 5168;  // ... with 64-bit tools
 

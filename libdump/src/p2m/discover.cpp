@@ -71,7 +71,11 @@ void add_structure_warnings(const Walk& walk, P2mMap& map) {
                                        "the pfns below them are treated as holes"));
 }
 
-void discover_pv(Hypervisor& hv, const DomainInfo& info, const P2mOptions& options, P2mMap& map) {
+}  // namespace
+
+namespace p2m_detail {
+
+PvStart start_pv(Hypervisor& hv, const DomainInfo& info, P2mMap& map) {
     const std::string object = "domain " + std::to_string(info.domid);
     const unsigned width = hv.guest_width(info.domid);
     if (width != 4 && width != 8)
@@ -81,9 +85,9 @@ void discover_pv(Hypervisor& hv, const DomainInfo& info, const P2mOptions& optio
     const ArchSharedInfo arch = parse_arch_shared_info(map.shared_info, width);
 
     uint64_t size = choose_p2m_size(hv, info, arch.max_pfn, map);
-    Walk walk{hv, info.domid, width, size, object, {}, {}, {}};
-
-    std::vector<uint64_t> frames;
+    PvStart st{Walk{hv, info.domid, width, size, object, {}, {}, {}}, {}, arch};
+    Walk& walk = st.walk;
+    std::vector<uint64_t>& frames = st.frames;
     if (arch.p2m_cr3 != 0) {
         map.kind = format::P2mKind::linear;
         try {
@@ -111,16 +115,42 @@ void discover_pv(Hypervisor& hv, const DomainInfo& info, const P2mOptions& optio
         frames = tree_p2m_frames(walk, arch.frame_list_list);
     }
     map.p2m_size = walk.p2m_size;
-    read_p2m_entries(walk, frames, options, map);
-    add_structure_warnings(walk, map);
+    return st;
+}
 
+void finish_pv(const PvStart& st, const DomainInfo& info, P2mMap& map) {
+    add_structure_warnings(st.walk, map);
     // A live guest may rewrite its p2m while we read it; Linux bumps
     // p2m_generation around every change (arch-x86/xen.h).
-    const ArchSharedInfo after = parse_arch_shared_info(read_shared_info(hv, info, object), width);
-    if (after.p2m_generation != arch.p2m_generation)
+    const ArchSharedInfo after =
+        parse_arch_shared_info(read_shared_info(st.walk.hv, info, st.walk.object), st.walk.width);
+    if (after.p2m_generation != st.arch.p2m_generation)
         map.warnings.push_back("the guest changed its p2m during discovery (p2m_generation " +
-                               std::to_string(arch.p2m_generation) + " -> " +
+                               std::to_string(st.arch.p2m_generation) + " -> " +
                                std::to_string(after.p2m_generation) + ")");
+}
+
+void start_translated(Hypervisor& hv, const DomainInfo& info, P2mMap& map) {
+    map.kind = format::P2mKind::translated;
+    map.guest_width = 8;
+    map.p2m_size = choose_p2m_size(hv, info, std::nullopt, map);
+}
+
+void check_not_empty(const P2mMap& map, uint64_t pages, uint32_t domid) {
+    if (pages == 0)
+        throw Error("no present page found in " + std::string(to_string(map.kind)) + " p2m of size " +
+                        hex(map.p2m_size),
+                    "domain " + std::to_string(domid));
+}
+
+}  // namespace p2m_detail
+
+namespace {
+
+void discover_pv(Hypervisor& hv, const DomainInfo& info, const P2mOptions& options, P2mMap& map) {
+    PvStart st = start_pv(hv, info, map);
+    read_p2m_entries(st.walk, st.frames, options, map);
+    finish_pv(st, info, map);
 }
 
 }  // namespace
@@ -128,17 +158,12 @@ void discover_pv(Hypervisor& hv, const DomainInfo& info, const P2mOptions& optio
 P2mMap discover_p2m(Hypervisor& hv, const DomainInfo& info, const P2mOptions& options) {
     P2mMap map;
     if (info.hvm) {
-        map.kind = format::P2mKind::translated;
-        map.guest_width = 8;
-        map.p2m_size = choose_p2m_size(hv, info, std::nullopt, map);
+        start_translated(hv, info, map);
         probe_translated(hv, info, map.p2m_size, map);
     } else {
         discover_pv(hv, info, options, map);
     }
-    if (map.pages.empty())
-        throw Error("no present page found in " + std::string(to_string(map.kind)) + " p2m of size " +
-                        hex(map.p2m_size),
-                    "domain " + std::to_string(info.domid));
+    check_not_empty(map, map.pages.size(), info.domid);
     return map;
 }
 

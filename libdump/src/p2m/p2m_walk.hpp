@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "util/util.hpp"
 #include "p2m/p2m.hpp"
 #include "xendump/hypervisor.hpp"
 
@@ -95,10 +96,64 @@ std::vector<uint64_t> linear_p2m_frames(Walk& walk, uint64_t p2m_cr3, uint64_t p
 void read_p2m_entries(Walk& walk, std::span<const uint64_t> p2m_frames, const P2mOptions& options,
                       P2mMap& map);
 
+// p2m pages per mapping call and per window: 512 pages hold 256Ki (64-bit)
+// or 512Ki (32-bit) entries.
+inline constexpr size_t kP2mPagesPerChunk = 512;
+
+// The p2m pages' entries a chunk of p2m pages at a time, in pfn order: holes,
+// implausible values and (verify_frames) frames the domain does not own are
+// left out and counted; duplicate frames are not looked at here.
+class EntryReader {
+public:
+    EntryReader(Walk& walk, std::span<const uint64_t> frames, const P2mOptions& options);
+    // Claims the leaf frames in `walk` (a loop is an Error) and lists them.
+    void claim_leaves(std::vector<uint64_t>& p2m_frames);
+    // Appends the next chunk's present pages to `out`; false when done.
+    bool read_next(std::vector<PageEntry>& out);
+    void add_warnings(std::vector<std::string>& warnings) const;
+
+private:
+    Walk& walk_;
+    std::span<const uint64_t> frames_;
+    const P2mOptions& options_;
+    size_t next_ = 0;
+    AnomalyCount unmappable_, implausible_, not_owned_;
+};
+
+// Drops every entry whose gmfn a lower pfn already names (in memory).
+void drop_duplicate_frames(std::vector<PageEntry>& pages, AnomalyCount& duplicate);
+std::string duplicate_warning(const AnomalyCount& duplicate);
+
 // HVM/PVH: probes gfns 0 … p2m_size-1 and fills map.pages.
 void probe_translated(Hypervisor& hv, const DomainInfo& info, uint64_t p2m_size, P2mMap& map);
 
-std::string hex(uint64_t value);
+// HVM/PVH probing a window of gfns at a time (kMapBatch gfns a call).
+class TranslatedProber {
+public:
+    TranslatedProber(Hypervisor& hv, uint32_t domid, uint64_t p2m_size) : hv_(hv), domid_(domid), size_(p2m_size) {}
+    // Appends the populated gfns among the next `gfns` probed to `out`;
+    // false when every gfn was probed.
+    bool read_next(std::vector<PageEntry>& out, uint64_t gfns);
+
+private:
+    Hypervisor& hv_;
+    uint32_t domid_;
+    uint64_t size_, next_ = 0;
+};
+
+// The steps of discover_p2m, for the whole walk and the windowed one.
+struct PvStart {
+    Walk walk;
+    std::vector<uint64_t> frames;  // leaf p2m frames, kNoFrame for holes
+    ArchSharedInfo arch;
+};
+PvStart start_pv(Hypervisor& hv, const DomainInfo& info, P2mMap& map);
+void finish_pv(const PvStart& st, const DomainInfo& info, P2mMap& map);
+void start_translated(Hypervisor& hv, const DomainInfo& info, P2mMap& map);
+// Error "no present page found" when pages == 0.
+void check_not_empty(const P2mMap& map, uint64_t pages, uint32_t domid);
+
+using util::hex;
 // "N <what> (first: …); <consequence>"
 std::string counted(const AnomalyCount& a, const std::string& what, const std::string& consequence);
 

@@ -16,14 +16,6 @@ std::string counted(const AnomalyCount& a, const std::string& what, const std::s
     return std::to_string(a.count) + " " + what + " (first: " + a.first + "); " + consequence;
 }
 
-namespace {
-
-// p2m pages per mapping call: 512 pages hold 256Ki (64-bit) or 512Ki
-// (32-bit) entries.
-constexpr size_t kP2mPagesPerChunk = 512;
-
-}  // namespace
-
 // Drops every entry whose gmfn a lower pfn already names. Sorting in place
 // keeps the memory at the 16 bytes per page the list needs anyway (a hash set
 // of frames would cost three times that); the usual guest, whose frames rise
@@ -57,42 +49,41 @@ void drop_duplicate_frames(std::vector<PageEntry>& pages, AnomalyCount& duplicat
     std::sort(pages.begin(), pages.end(), [](const PageEntry& a, const PageEntry& b) { return a.pfn < b.pfn; });
 }
 
-void read_p2m_entries(Walk& walk, std::span<const uint64_t> frames, const P2mOptions& options,
-                      P2mMap& map) {
-    const uint64_t fpp = walk.entries_per_page();
-    AnomalyCount unmappable, implausible, not_owned, duplicate;
+EntryReader::EntryReader(Walk& walk, std::span<const uint64_t> frames, const P2mOptions& options)
+    : walk_(walk), frames_(frames), options_(options) {}
 
+void EntryReader::claim_leaves(std::vector<uint64_t>& p2m_frames) {
     // The leaf pages must not double as structure pages (a loop).
-    {
-        std::unordered_map<uint64_t, bool> seen;
-        for (uint64_t mfn : frames) {
-            if (mfn == kNoFrame || !seen.emplace(mfn, true).second) continue;
-            walk.claim(mfn, "p2m page");
-            map.p2m_frames.push_back(mfn);
-        }
+    std::unordered_map<uint64_t, bool> seen;
+    for (uint64_t mfn : frames_) {
+        if (mfn == kNoFrame || !seen.emplace(mfn, true).second) continue;
+        walk_.claim(mfn, "p2m page");
+        p2m_frames.push_back(mfn);
     }
+}
 
-    // One allocation of the list's final size for an ordinary guest (growing
-    // by doubling would briefly hold three times the list).
-    map.pages.reserve(static_cast<size_t>(std::min<uint64_t>(walk.p2m_size, frames.size() * fpp)));
-    for (size_t chunk = 0; chunk < frames.size(); chunk += kP2mPagesPerChunk) {
-        const size_t chunk_end = std::min(frames.size(), chunk + kP2mPagesPerChunk);
+bool EntryReader::read_next(std::vector<PageEntry>& out) {
+    const uint64_t fpp = walk_.entries_per_page();
+    while (next_ < frames_.size()) {
+        const size_t chunk = next_;
+        const size_t chunk_end = std::min(frames_.size(), chunk + kP2mPagesPerChunk);
+        next_ = chunk_end;
         std::vector<uint64_t> distinct;
         std::unordered_map<uint64_t, size_t> slot;
         for (size_t j = chunk; j < chunk_end; ++j)
-            if (frames[j] != kNoFrame && slot.emplace(frames[j], distinct.size()).second)
-                distinct.push_back(frames[j]);
+            if (frames_[j] != kNoFrame && slot.emplace(frames_[j], distinct.size()).second)
+                distinct.push_back(frames_[j]);
         if (distinct.empty()) continue;
-        auto mapping = walk.hv.map_foreign(walk.domid, distinct);
+        auto mapping = walk_.hv.map_foreign(walk_.domid, distinct);
 
         // Candidates of this chunk in ascending pfn order.
-        const size_t chunk_first = map.pages.size();
+        const size_t chunk_first = out.size();
         for (size_t j = chunk; j < chunk_end; ++j) {
-            if (frames[j] == kNoFrame) continue;
-            const size_t s = slot.at(frames[j]);
+            if (frames_[j] == kNoFrame) continue;
+            const size_t s = slot.at(frames_[j]);
             if (mapping->error(s) != 0) {
-                unmappable.add([&] {
-                    return "p2m page " + std::to_string(j) + " at mfn " + hex(frames[j]) + ", pfns " +
+                unmappable_.add([&] {
+                    return "p2m page " + std::to_string(j) + " at mfn " + hex(frames_[j]) + ", pfns " +
                            hex(j * fpp) + "…";
                 });
                 continue;
@@ -100,51 +91,68 @@ void read_p2m_entries(Walk& walk, std::span<const uint64_t> frames, const P2mOpt
             const std::byte* page = mapping->page(s);
             for (uint64_t k = 0; k < fpp; ++k) {
                 const uint64_t pfn = j * fpp + k;
-                if (pfn >= walk.p2m_size) break;
-                const uint64_t value = read_word(page, k, walk.width);
-                if (walk.invalid_entry(value)) continue;
-                if (!walk.plausible_mfn(value)) {
-                    implausible.add([&] { return "pfn " + hex(pfn) + " = " + hex(value); });
+                if (pfn >= walk_.p2m_size) break;
+                const uint64_t value = read_word(page, k, walk_.width);
+                if (walk_.invalid_entry(value)) continue;
+                if (!walk_.plausible_mfn(value)) {
+                    implausible_.add([&] { return "pfn " + hex(pfn) + " = " + hex(value); });
                     continue;
                 }
-                map.pages.push_back({pfn, value});
+                out.push_back({pfn, value});
             }
         }
         mapping.reset();
-        if (!options.verify_frames) continue;
-
-        // Keep only the frames that map for this domain.
-        std::vector<uint64_t> mfns(map.pages.size() - chunk_first);
-        std::transform(map.pages.begin() + static_cast<ptrdiff_t>(chunk_first), map.pages.end(), mfns.begin(),
-                       [](const PageEntry& e) { return e.gmfn; });
-        size_t kept = chunk_first;
-        map_batches(walk.hv, walk.domid, mfns, kMapBatch, [&](size_t first, const ForeignMapping& m) {
-            for (size_t i = 0; i < m.count(); ++i) {
-                const PageEntry e = map.pages[chunk_first + first + i];
-                if (m.error(i) != 0) {
-                    not_owned.add([&] { return "pfn " + hex(e.pfn) + " -> mfn " + hex(e.gmfn); });
-                    continue;
+        if (options_.verify_frames) {
+            // Keep only the frames that map for this domain.
+            std::vector<uint64_t> mfns(out.size() - chunk_first);
+            std::transform(out.begin() + static_cast<ptrdiff_t>(chunk_first), out.end(), mfns.begin(),
+                           [](const PageEntry& e) { return e.gmfn; });
+            size_t kept = chunk_first;
+            map_batches(walk_.hv, walk_.domid, mfns, kMapBatch, [&](size_t first, const ForeignMapping& m) {
+                for (size_t i = 0; i < m.count(); ++i) {
+                    const PageEntry e = out[chunk_first + first + i];
+                    if (m.error(i) != 0) {
+                        not_owned_.add([&] { return "pfn " + hex(e.pfn) + " -> mfn " + hex(e.gmfn); });
+                        continue;
+                    }
+                    out[kept++] = e;
                 }
-                map.pages[kept++] = e;
-            }
-        });
-        map.pages.resize(kept);
+            });
+            out.resize(kept);
+        }
+        return true;
     }
+    return false;
+}
+
+void EntryReader::add_warnings(std::vector<std::string>& warnings) const {
+    if (unmappable_.count)
+        warnings.push_back(counted(unmappable_, "p2m pages could not be mapped", "their pfns are treated as holes"));
+    if (implausible_.count)
+        warnings.push_back(counted(implausible_, "p2m entries hold values that are not machine frames",
+                                   "treated as holes"));
+    if (not_owned_.count)
+        warnings.push_back(counted(not_owned_, "pfns name frames the domain does not own", "treated as holes"));
+}
+
+std::string duplicate_warning(const AnomalyCount& duplicate) {
+    return counted(duplicate, "pfns name a frame a lower pfn already names", "dropped");
+}
+
+void read_p2m_entries(Walk& walk, std::span<const uint64_t> frames, const P2mOptions& options,
+                      P2mMap& map) {
+    EntryReader reader(walk, frames, options);
+    reader.claim_leaves(map.p2m_frames);
+    // One allocation of the list's final size for an ordinary guest (growing
+    // by doubling would briefly hold three times the list).
+    map.pages.reserve(static_cast<size_t>(std::min<uint64_t>(walk.p2m_size, frames.size() * walk.entries_per_page())));
+    while (reader.read_next(map.pages)) {
+    }
+    AnomalyCount duplicate;
     drop_duplicate_frames(map.pages, duplicate);
     if (map.pages.capacity() - map.pages.size() > map.pages.size() / 4) map.pages.shrink_to_fit();
-
-    if (unmappable.count)
-        map.warnings.push_back(counted(unmappable, "p2m pages could not be mapped",
-                                       "their pfns are treated as holes"));
-    if (implausible.count)
-        map.warnings.push_back(counted(implausible, "p2m entries hold values that are not machine frames",
-                                       "treated as holes"));
-    if (not_owned.count)
-        map.warnings.push_back(counted(not_owned, "pfns name frames the domain does not own",
-                                       "treated as holes"));
-    if (duplicate.count)
-        map.warnings.push_back(counted(duplicate, "pfns name a frame a lower pfn already names",
-                                       "dropped"));
+    reader.add_warnings(map.warnings);
+    if (duplicate.count) map.warnings.push_back(duplicate_warning(duplicate));
 }
 
 }  // namespace xendump::p2m_detail

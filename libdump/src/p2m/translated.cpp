@@ -21,28 +21,36 @@ constexpr GfnRange kSkipped[] = {{0xa0, 0xc0}, {0xf0000, 0x100000}};
 
 }  // namespace
 
-void probe_translated(Hypervisor& hv, const DomainInfo& info, uint64_t p2m_size, P2mMap& map) {
+bool TranslatedProber::read_next(std::vector<PageEntry>& out, uint64_t count) {
+    if (next_ >= size_) return false;
     std::vector<uint64_t> gfns;
     gfns.reserve(kMapBatch);
     auto flush = [&] {
         if (gfns.empty()) return;
-        auto m = hv.map_foreign(info.domid, gfns);
+        auto m = hv_.map_foreign(domid_, gfns);
         for (size_t i = 0; i < m->count(); ++i)
-            if (m->error(i) == 0) map.pages.push_back({gfns[i], gfns[i]});
+            if (m->error(i) == 0) out.push_back({gfns[i], gfns[i]});
         gfns.clear();
     };
-    uint64_t gfn = 0;
-    while (gfn < p2m_size) {
+    const uint64_t end = size_ - next_ > count ? next_ + count : size_;
+    while (next_ < end) {
         const GfnRange* skip = std::find_if(std::begin(kSkipped), std::end(kSkipped),
-                                            [&](const GfnRange& r) { return gfn >= r.first && gfn < r.end; });
+                                            [&](const GfnRange& r) { return next_ >= r.first && next_ < r.end; });
         if (skip != std::end(kSkipped)) {
-            gfn = skip->end;
+            next_ = skip->end;
             continue;
         }
-        gfns.push_back(gfn++);
+        gfns.push_back(next_++);
         if (gfns.size() == kMapBatch) flush();
     }
     flush();
+    return true;
+}
+
+void probe_translated(Hypervisor& hv, const DomainInfo& info, uint64_t p2m_size, P2mMap& map) {
+    TranslatedProber prober(hv, info.domid, p2m_size);
+    while (prober.read_next(map.pages, UINT64_MAX)) {
+    }
 }
 
 }  // namespace xendump::p2m_detail

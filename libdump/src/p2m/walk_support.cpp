@@ -10,12 +10,6 @@
 
 namespace xendump::p2m_detail {
 
-std::string hex(uint64_t value) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
-    return buf;
-}
-
 uint64_t read_word(const std::byte* page, size_t i, unsigned width) {
     if (width == 4) {
         uint32_t v;

@@ -1,5 +1,5 @@
 // An Error raised while opening a dump that also names the conformance check
-// (spec §8) that failed, so `verify` can report a file that cannot even be
+// (xen-dump-core(5) "Conformance") that failed, so `verify` can report a file that cannot even be
 // opened in the same "check: structure at offset: message" form.
 #pragma once
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/util.hpp"
+
 namespace xendump::reader {
 
 // True when [offset, offset + size) lies inside [0, limit).
@@ -28,11 +30,7 @@ inline std::optional<uint64_t> checked_add(uint64_t a, uint64_t b) {
     return r;
 }
 
-inline std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
+using util::hex;
 
 // "p_offset 0x1000 + p_filesz 0x2000 is past the end of the file (0x2800)"
 inline std::string past_end(const char* off_name, uint64_t off, const char* size_name, uint64_t size,

@@ -1,4 +1,4 @@
-// NT_XEN_DIGEST (spec §5): XXH3-128 of every 256-page chunk of .xen_pages,
+// NT_XEN_DIGEST (xen-dump-core(5) "Trailer notes"): XXH3-128 of every 256-page chunk of .xen_pages,
 // of the note segment and of the table's descriptor, recomputed in one
 // sequential pass. Reads are small enough (256 KiB) that the hash finds the
 // bytes the kernel just copied still in the CPU cache (hashing from memory
@@ -89,37 +89,53 @@ std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOption
     // read back from this file by its writer (same offset and chunk size)
     // are taken from there.
     const uint64_t chunk_bytes = uint64_t{head.chunk_pages} * format::kPageSize;
-    std::vector<Canonical> computed(chunks);
+    // Each chunk is compared as soon as it is hashed: only the mismatching
+    // chunks' numbers are kept (the first kMaxReported of each half, and a
+    // count), nothing per chunk.
+    struct Mismatches {
+        std::vector<uint64_t> first;
+        uint64_t count = 0;
+        void check(uint64_t k, const Canonical& c, const Canonical& want) {
+            if (std::memcmp(&c, &want, sizeof c) == 0) return;
+            if (++count <= kMaxReported) first.push_back(k);
+        }
+    };
+    Mismatches half_a, half_b;
     uint64_t known = 0;
     if (const PagesReadBack* rb = options.pages_read_back;
         rb && rb->pages_offset == d.pages_offset && rb->pages_size == d.pages_size && rb->chunk_bytes == chunk_bytes) {
         known = std::min<uint64_t>(rb->chunks.size(), chunks);
-        for (uint64_t k = 0; k < known; ++k) std::memcpy(&computed[k], rb->chunks[k].data(), sizeof(Canonical));
+        for (uint64_t k = 0; k < known; ++k) {
+            Canonical c;
+            std::memcpy(&c, rb->chunks[k].data(), sizeof c);
+            half_a.check(k, c, stored(k));
+        }
     }
     std::atomic<uint64_t> pages_done{std::min(d.pages_size, known * chunk_bytes)};
-    auto hash_chunks = [&](uint64_t k0, uint64_t k1, std::vector<std::byte>& b, bool report) {
+    auto hash_chunks = [&](uint64_t k0, uint64_t k1, std::vector<std::byte>& b, bool report, Mismatches& m) {
         const uint64_t from = k0 * chunk_bytes, to = std::min(d.pages_size, k1 * chunk_bytes);
         if (from >= to) return;
         hash_range(
             *d.file, d.pages_offset + from, to - from, chunk_bytes, b, ".xen_pages", options.drop_behind,
-            [&](uint64_t k, const Canonical& c) { computed[k0 + k] = c; },
+            [&](uint64_t k, const Canonical& c) { m.check(k0 + k, c, stored(k0 + k)); },
             [&](uint64_t n) {
                 const uint64_t all = pages_done.fetch_add(n) + n;
                 if (report && options.on_progress) options.on_progress(all, total);
             });
     };
     in_two_halves(chunks - known, chunks - known >= 64, [&](uint64_t k0, uint64_t k1, bool second) {
-        if (!second) return hash_chunks(known + k0, known + k1, buf, true);
+        if (!second) return hash_chunks(known + k0, known + k1, buf, true, half_a);
         std::vector<std::byte> buf2(kReadSize);
-        hash_chunks(known + k0, known + k1, buf2, false);
+        hash_chunks(known + k0, known + k1, buf2, false, half_b);
     });
     done = pages_done.load();
 
-    size_t mismatches = 0;
-    for (uint64_t k = 0; k < chunks; ++k) {
-        const Canonical want = stored(k);
-        if (std::memcmp(&computed[k], &want, sizeof want) == 0) continue;
-        if (++mismatches > kMaxReported) continue;
+    // The first half's chunks come before the second's.
+    std::vector<uint64_t> listed = half_a.first;
+    listed.insert(listed.end(), half_b.first.begin(), half_b.first.end());
+    listed.resize(std::min(listed.size(), kMaxReported));
+    const uint64_t mismatches = half_a.count + half_b.count;
+    for (uint64_t k : listed) {
         const uint64_t first = k * head.chunk_pages;
         const uint64_t last = std::min(pages, first + head.chunk_pages) - 1;
         out.push_back({"digest-mismatch", "page chunk [" + std::to_string(k) + "]", d.pages_offset + k * chunk_bytes,

@@ -22,7 +22,7 @@ using ElfHandle = std::unique_ptr<Elf, ElfCloser>;
     throw CheckError(Finding{check, structure, offset, msg}, f.path());
 }
 
-// Spec §1: the fixed fields of the ELF header.
+// xen-dump-core(5) "ELF header": the fixed fields of the ELF header.
 void check_ident(const DumpFile& f, const Elf64_Ehdr& eh) {
     const std::string s = "ELF header";
     if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) fail(f, "elf-ident", s, 0, "bad ELF magic (not an ELF file)");

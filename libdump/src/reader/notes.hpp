@@ -1,4 +1,4 @@
-// ELF note iteration over bytes read from a dump (spec §3): namesz, descsz,
+// ELF note iteration over bytes read from a dump (xen-dump-core(5) "Notes"): namesz, descsz,
 // type, name padded to 4, descriptor padded to 4. Parsing can fail; the
 // failure is returned as a Finding so callers choose strict or lenient.
 #pragma once
@@ -23,6 +23,7 @@ struct Note {
     uint64_t offset = 0;           // file offset of the note header
     uint64_t desc_offset = 0;      // file offset of the descriptor
     uint64_t end_offset = 0;       // file offset just past the padded descriptor
+    uint64_t desc_size = 0;        // descsz (also when the descriptor is left unread)
     std::vector<std::byte> desc;   // descsz bytes
 };
 

@@ -16,7 +16,7 @@ using namespace reader;
 
 namespace {
 
-// The note segment is read whole at open (spec §3: kilobytes in practice).
+// The note segment is read whole at open (xen-dump-core(5) "Notes": kilobytes in practice).
 constexpr uint64_t kMaxNoteSegment = 256ull << 20;
 // The trailer holds NT_XEN_DIGEST, NT_XEN_UNREADABLE and one padding note.
 constexpr size_t kMaxTrailerNotes = 16;
@@ -46,6 +46,7 @@ private:
     void load_vcpus_v1();
     void load_vcpus_xen_elf();
     void load_trailer();
+    void load_unreadable(const Note* note);
     void build_runs();
 
     DumpReader::Impl& d_;
@@ -141,7 +142,7 @@ void Loader::load_v1() {
     build_runs();
 }
 
-// The notes a v1 note segment and a kdump note area share (spec §3).
+// The notes a v1 note segment and a kdump note area share (xen-dump-core(5) "Notes").
 void Loader::load_v1_notes() {
     if (const Note* dom = d_.notes.find(format::kNameXenCore, format::kNtXenDomain)) {
         std::string_view text(reinterpret_cast<const char*>(dom->desc.data()), dom->desc.size());
@@ -164,7 +165,10 @@ void Loader::load_v1_notes() {
 }
 
 // A compact (kdump) file: the pages are those of the 2nd bitmap, the notes
-// those of a v1 file (xen-dump-core(5), "The compact format").
+// those of a v1 file (xen-dump-core(5), "The compact format"). Nothing is
+// loaded that grows with the guest but the runs, as for v1 files: an HVM or
+// PVH guest's table is made from the runs of the bitmap, a PV guest's is the
+// NT_XEN_P2M note's descriptor, read where it lies.
 void Loader::load_kdump() {
     auto k = std::make_shared<const kdump::KdumpFile>(d_.file);
     d_.kdump = k;
@@ -185,58 +189,66 @@ void Loader::load_kdump() {
         d_.vcpus.clear();
         load_vcpus_v1();
     }
-    auto keys = k->entries();  // the 2nd bitmap's frames, ascending
-    d_.table_structure = "2nd bitmap";
-    d_.table_offset = k->bitmap_offset() + k->bitmap_size();
-    d_.table_size = k->bitmap_size();
-    std::shared_ptr<EntryTable> entries = keys;
+    const kdump::BitmapOnDisk& stored = k->stored_bitmap();
+    const uint64_t n = stored.count();
     if (d_.type == format::GuestType::pv) {
         // Filed by machine frame: the table gives each pfn's frame, in pfn
         // order; its frames must be exactly the bitmap's.
         const Note* t = d_.notes.find(format::kNameXenCore, format::kNtXenP2m);
-        if (!t)
-            fail("kdump-table", "note area", d_.notes_offset, "a PV guest's kdump file has no NT_XEN_P2M note");
-        if (t->desc.size() != keys->size() * sizeof(PageEntry))
+        if (!t) fail("kdump-table", "note area", d_.notes_offset, "a PV guest's kdump file has no NT_XEN_P2M note");
+        if (t->desc_size != n * sizeof(PageEntry))
             fail("kdump-table", "NT_XEN_P2M note", t->offset,
-                 "descsz " + std::to_string(t->desc.size()) + " is not 16 bytes for each of the " +
-                     std::to_string(keys->size()) + " stored pages");
-        entries = std::make_shared<EntryTable>(keys->size());
-        std::memcpy(entries->data(), t->desc.data(), t->desc.size());
-        for (size_t i = 1; i < entries->size(); ++i)
-            if ((*entries)[i].pfn <= (*entries)[i - 1].pfn)
-                fail("kdump-table", "NT_XEN_P2M note", t->desc_offset + i * sizeof(PageEntry),
-                     "entry " + std::to_string(i) + ": pfns not strictly ascending");
-        d_.entries = entries;
-        const auto& order = d_.gmfn_order();  // entry indices by gmfn
-        if (!gmfns_ascending(*entries)) d_.kdump_slot.resize(entries->size());
-        for (size_t r = 0; r < order.size(); ++r) {
-            const PageEntry& e = (*entries)[order[r]];
-            if (e.gmfn != (*keys)[r].pfn)
-                fail("kdump-table", "NT_XEN_P2M note", t->desc_offset + order[r] * sizeof(PageEntry),
-                     "pfn " + hex(e.pfn) + "'s machine frame " + hex(e.gmfn) + " is not the 2nd bitmap's frame " +
-                         std::to_string(r) + " (" + hex((*keys)[r].pfn) + ")");
-            if (!d_.kdump_slot.empty()) d_.kdump_slot[order[r]] = r;
-        }
+                 "descsz " + std::to_string(t->desc_size) + " is not 16 bytes for each of the " + std::to_string(n) +
+                     " stored pages");
         d_.table_structure = "NT_XEN_P2M note";
         d_.table_offset = t->desc_offset;
-        d_.table_size = t->desc.size();
+        d_.table_size = t->desc_size;
+        d_.table = TableOnDisk(d_.file, d_.table_offset, n, sizeof(PageEntry), d_.table_structure);
+        // One pass: pfns rise, and every frame is one the bitmap stores (with
+        // as many entries as stored frames, a frame named twice leaves
+        // another unnamed: verify finds that through the gmfn extents).
+        uint64_t prev = 0;
+        d_.table.scan([&](uint64_t i, const PageEntry& e) {
+            if (i > 0 && e.pfn <= prev)
+                fail("kdump-table", "NT_XEN_P2M note", d_.table_offset + i * sizeof(PageEntry),
+                     "entry " + std::to_string(i) + ": pfns not strictly ascending");
+            if (!stored.test(e.gmfn))
+                fail("kdump-table", "NT_XEN_P2M note", d_.table_offset + i * sizeof(PageEntry),
+                     "pfn " + hex(e.pfn) + "'s machine frame " + hex(e.gmfn) + " is not stored (2nd bitmap)");
+            prev = e.pfn;
+            return true;
+        });
+        build_runs();
+    } else {
+        // gmfn = pfn: the table is the bitmap's frames, made from its runs.
+        d_.table_structure = "2nd bitmap";
+        d_.table_offset = stored.offset();
+        d_.table_size = stored.bytes();
+        stored.scan([&](uint64_t pfn) {
+            if (!d_.runs.empty() && d_.runs.back().first_pfn + d_.runs.back().count == pfn)
+                ++d_.runs.back().count;
+            else
+                d_.runs.push_back({pfn, 1, 0, d_.runs.empty() ? 0 : d_.runs.back().first_index + d_.runs.back().count});
+            return true;
+        });
+        const DumpReader::Impl* d = &d_;  // owns the table: lives as long
+        d_.table = TableOnDisk(
+            d_.file, n,
+            [d](uint64_t first, std::span<PageEntry> out) {
+                const auto& runs = d->runs;
+                auto r = std::upper_bound(runs.begin(), runs.end(), first,
+                                          [](uint64_t i, const PageRun& x) { return i < x.first_index; }) - 1;
+                for (size_t k = 0; k < out.size(); ++k) {
+                    while (first + k - r->first_index >= r->count) ++r;  // the runs cover the table
+                    const uint64_t pfn = r->first_pfn + (first + k - r->first_index);
+                    out[k] = {pfn, pfn};
+                }
+            },
+            d_.table_structure);
     }
-    d_.entries = entries;
-    d_.table_raw_count = entries->size();
+    d_.table_raw_count = n;
     d_.digest = d_.notes.find(format::kNameXenCore, format::kNtXenDigest);
-    if (const Note* u = d_.notes.find(format::kNameXenCore, format::kNtXenUnreadable)) {
-        uint64_t count = 0;
-        if (u->desc.size() >= 8) std::memcpy(&count, u->desc.data(), 8);
-        if (u->desc.size() < 8 || (u->desc.size() - 8) / 8 < count)
-            d_.open_findings.push_back({"notes-parse", "NT_XEN_UNREADABLE note", u->offset,
-                                        "descriptor of " + std::to_string(u->desc.size()) +
-                                            " bytes cannot hold its count of " + std::to_string(count) + " pfns"});
-        else if (count != 0) {
-            d_.unreadable.resize(count);
-            std::memcpy(d_.unreadable.data(), u->desc.data() + 8, count * 8);
-        }
-    }
-    build_runs();
+    load_unreadable(d_.notes.find(format::kNameXenCore, format::kNtXenUnreadable));
     for (auto& r : d_.runs) r.file_offset = 0;  // pages have no fixed offset: they are compressed
 }
 
@@ -260,7 +272,7 @@ void Loader::load_xen_elf() {
     build_runs();
 }
 
-// v1 (spec §3.2): .note.xen_p2m is one note whose descriptor is the table.
+// v1 (xen-dump-core(5) "The PFN->GMFN table"): .note.xen_p2m is one note whose descriptor is the table.
 void Loader::load_v1_table() {
     const Section& s = required_section(".note.xen_p2m");
     const std::string st = s.structure();
@@ -288,10 +300,8 @@ void Loader::load_v1_table() {
     d_.table_offset = s.shdr.sh_offset + desc_rel;
     d_.table_size = head[1];
     d_.table_structure = "PFN->GMFN table (" + st + ")";
-    auto v = std::make_shared<reader::EntryTable>(d_.table_size / sizeof(PageEntry));
-    d_.file->read_exact(d_.table_offset, std::as_writable_bytes(std::span(*v)), d_.table_structure);
-    d_.table_raw_count = v->size();
-    d_.entries = std::move(v);
+    d_.table_raw_count = d_.table_size / sizeof(PageEntry);
+    d_.table = TableOnDisk(d_.file, d_.table_offset, d_.table_raw_count, sizeof(PageEntry), d_.table_structure);
 }
 
 // xen_elf (legacy §B): .xen_p2m {pfn, gmfn} pairs or .xen_pfn u64 pfns;
@@ -306,23 +316,21 @@ void Loader::load_table_array(const Section& s, bool pairs) {
     d_.table_entry_size = esize;
     d_.table_structure = "PFN->GMFN table (" + s.structure() + ")";
     const uint64_t n = s.shdr.sh_size / esize;
-    auto v = std::make_shared<reader::EntryTable>(n);
-    auto table = std::as_writable_bytes(std::span(*v));
-    if (pairs) {
-        d_.file->read_exact(d_.table_offset, table, d_.table_structure);
-    } else {
-        // The pfns into the table's first half, then spread in place from the
-        // end ({pfn, pfn}): no second copy of a table the file sized.
-        d_.file->read_exact(d_.table_offset, table.first(n * 8), d_.table_structure);
-        for (uint64_t i = n; i-- > 0;) {
-            uint64_t pfn;
-            std::memcpy(&pfn, table.data() + i * 8, 8);
-            (*v)[i] = {pfn, pfn};
-        }
-    }
     d_.table_raw_count = n;
-    while (!v->empty() && v->back().pfn == kAllOnes) v->pop_back();
-    d_.entries = std::move(v);
+    d_.table = TableOnDisk(d_.file, d_.table_offset, n, esize, d_.table_structure);
+    // Trailing all-ones entries: found from the end, one window at a time.
+    uint64_t end = n;
+    std::vector<PageEntry> w;
+    while (end > 0) {
+        const uint64_t from = end - std::min(end, TableOnDisk::kWindow);
+        w.resize(static_cast<size_t>(end - from));
+        d_.table.read(from, w);
+        size_t k = w.size();
+        while (k > 0 && w[k - 1].pfn == kAllOnes) --k;
+        end = from + k;
+        if (k > 0) break;
+    }
+    d_.table.truncate(end);
 }
 
 void Loader::load_pages() {
@@ -397,7 +405,7 @@ void Loader::load_trailer() {
     // Only the two notes a reader uses are read, each at most as large as it
     // can be for this many pages; the reserved area's padding note (8 bytes a
     // page of zeros) and anything else stay unread.
-    const uint64_t pages = d_.entries->size();
+    const uint64_t pages = d_.nr_entries();
     auto limit = [pages](std::string_view name, uint32_t type) -> uint64_t {
         if (name != format::kNameXenCore) return 0;
         if (type == format::kNtXenDigest) return sizeof(format::DigestDescHead) + 16 * (pages + 2);
@@ -408,29 +416,35 @@ void Loader::load_trailer() {
                                      kMaxTrailerNotes);
     if (d_.trailer.error) d_.open_findings.push_back(*d_.trailer.error);
     d_.digest = d_.trailer.find(format::kNameXenCore, format::kNtXenDigest);
-    if (const Note* u = d_.trailer.find(format::kNameXenCore, format::kNtXenUnreadable)) {
-        uint64_t count = 0;
-        if (u->desc.size() >= 8) std::memcpy(&count, u->desc.data(), 8);
-        if (u->desc.size() < 8 || (u->desc.size() - 8) / 8 < count) {
-            d_.open_findings.push_back({"notes-parse", "NT_XEN_UNREADABLE note", u->offset,
-                                        "descriptor of " + std::to_string(u->desc.size()) +
-                                            " bytes cannot hold its count of " + std::to_string(count) + " pfns"});
-            return;
-        }
-        d_.unreadable.resize(count);
-        if (count != 0) std::memcpy(d_.unreadable.data(), u->desc.data() + 8, count * 8);  // data() may be null
-    }
+    load_unreadable(d_.trailer.find(format::kNameXenCore, format::kNtXenUnreadable));
 }
 
-void Loader::build_runs() {
-    const auto& e = *d_.entries;
-    for (uint64_t i = 0; i < e.size(); ++i) {
-        if (!d_.runs.empty() && i > 0 && e[i - 1].pfn != kAllOnes && e[i].pfn == e[i - 1].pfn + 1) {
-            ++d_.runs.back().count;
-            continue;
-        }
-        d_.runs.push_back({e[i].pfn, 1, d_.pages_offset + i * format::kPageSize, i});
+// NT_XEN_UNREADABLE (xen-dump-core(5) "Trailer notes"): a count, then the pfns.
+void Loader::load_unreadable(const Note* u) {
+    if (!u) return;
+    uint64_t count = 0;
+    if (u->desc.size() >= 8) std::memcpy(&count, u->desc.data(), 8);
+    if (u->desc.size() < 8 || (u->desc.size() - 8) / 8 < count) {
+        d_.open_findings.push_back({"notes-parse", "NT_XEN_UNREADABLE note", u->offset,
+                                    "descriptor of " + std::to_string(u->desc.size()) +
+                                        " bytes cannot hold its count of " + std::to_string(count) + " pfns"});
+        return;
     }
+    d_.unreadable.resize(count);
+    if (count != 0) std::memcpy(d_.unreadable.data(), u->desc.data() + 8, count * 8);  // data() may be null
+}
+
+// One pass over the table, a window at a time.
+void Loader::build_runs() {
+    uint64_t prev = kAllOnes;
+    d_.table.scan([&](uint64_t i, const PageEntry& e) {
+        if (!d_.runs.empty() && i > 0 && prev != kAllOnes && e.pfn == prev + 1)
+            ++d_.runs.back().count;
+        else
+            d_.runs.push_back({e.pfn, 1, d_.pages_offset + i * format::kPageSize, i});
+        prev = e.pfn;
+        return true;
+    });
 }
 
 }  // namespace

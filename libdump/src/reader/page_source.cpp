@@ -1,5 +1,5 @@
 // DumpReader::page_source: the file's pages as a PageSource. Slot i of
-// .xen_pages is entry i (spec §4), so any run of entries is one contiguous
+// .xen_pages is entry i (xen-dump-core(5) "Page data"), so any run of entries is one contiguous
 // range of the file: one pread, and file_range() for copy_file_range.
 #include "reader/checked.hpp"
 #include "xendump/error.hpp"
@@ -53,12 +53,12 @@ private:
     uint64_t pages_offset_, pages_size_;
 };
 
-// A compact file's pages, decompressed one by one.
+// A compact file's pages, decompressed one by one. Its entries are the whole
+// table in memory, as for FilePageSource (entries() is a span).
 class KdumpPageSource : public PageSource {
 public:
-    KdumpPageSource(std::shared_ptr<const kdump::KdumpFile> file, std::shared_ptr<const reader::EntryTable> entries,
-                    std::vector<uint64_t> slot)
-        : file_(std::move(file)), entries_(std::move(entries)), slot_(std::move(slot)) {}
+    explicit KdumpPageSource(const DumpReader::Impl& d)
+        : file_(d.kdump), entries_(d.all_entries()), pv_(d.type == format::GuestType::pv) {}
 
     std::span<const PageEntry> entries() const override { return *entries_; }
 
@@ -69,7 +69,7 @@ public:
                             " are past the table or the buffers",
                         file_->file().path());
         for (size_t i = 0; i < count; ++i)
-            file_->read_page(slot_.empty() ? first + i : slot_[first + i],
+            file_->read_page(pv_ ? file_->stored_bitmap().rank((*entries_)[first + i].gmfn) : first + i,
                              out.subspan(i * format::kPageSize, format::kPageSize));
         std::fill_n(unreadable.begin(), count, uint8_t{0});
     }
@@ -77,14 +77,14 @@ public:
 private:
     std::shared_ptr<const kdump::KdumpFile> file_;
     std::shared_ptr<const reader::EntryTable> entries_;
-    std::vector<uint64_t> slot_;  // Impl::kdump_slot
+    bool pv_;  // filed by machine frame: a page's descriptor is its gmfn's rank (Impl::kdump_desc)
 };
 
 }  // namespace
 
 std::unique_ptr<PageSource> DumpReader::page_source() const {
-    if (impl_->kdump) return std::make_unique<KdumpPageSource>(impl_->kdump, impl_->entries, impl_->kdump_slot);
-    return std::make_unique<FilePageSource>(impl_->file, impl_->entries, impl_->pages_offset, impl_->pages_size);
+    if (impl_->kdump) return std::make_unique<KdumpPageSource>(*impl_);
+    return std::make_unique<FilePageSource>(impl_->file, impl_->all_entries(), impl_->pages_offset, impl_->pages_size);
 }
 
 }  // namespace xendump

@@ -13,6 +13,7 @@
 #include "reader/elf_layout.hpp"
 #include "reader/entry_table.hpp"
 #include "reader/notes.hpp"
+#include "reader/table_on_disk.hpp"
 #include "xendump/reader.hpp"
 
 namespace xendump {
@@ -21,16 +22,25 @@ namespace kdump {
 class KdumpFile;
 }
 
-struct DumpReader::Impl {
+// Hidden: DumpReader declares it in the public header (so it would be
+// exported with DumpReader), but it is the reader's inside. clang refuses a
+// visibility that differs from the declaration's; its builds (the fuzz
+// targets) are not shipped, and the exports test runs on GCC's build.
+#if defined(__clang__)
+#define XENDUMP_READER_IMPL_VISIBILITY
+#else
+#define XENDUMP_READER_IMPL_VISIBILITY __attribute__((visibility("hidden")))
+#endif
+struct XENDUMP_READER_IMPL_VISIBILITY DumpReader::Impl {
     std::filesystem::path path;
     std::shared_ptr<const reader::DumpFile> file;
     FileFormat format = FileFormat::v1;
     reader::ElfLayout elf;
     std::shared_ptr<const kdump::KdumpFile> kdump;  // FileFormat::kdump
-    // kdump: the descriptor slot of each entry, when it is not the entry's
-    // index (a PV guest's pages are filed by machine frame).
-    std::vector<uint64_t> kdump_slot;
-    uint64_t kdump_desc(uint64_t entry) const { return kdump_slot.empty() ? entry : kdump_slot[entry]; }
+    // kdump: the descriptor of entry `index` (its gmfn `gmfn`): the index,
+    // or for a PV guest, whose pages are filed by machine frame, the rank of
+    // the gmfn in the 2nd bitmap.
+    uint64_t kdump_desc(uint64_t index, uint64_t gmfn) const;
 
     // Notes of the note segment (v1: the PT_NOTE; xen_elf: .note.Xen).
     reader::NoteList notes;
@@ -44,9 +54,10 @@ struct DumpReader::Impl {
     format::GuestType type = format::GuestType::pv;
     unsigned guest_width = 8;
 
-    // The PFN->GMFN table: descriptor location and the entries it holds
-    // (xen_elf: trailing ~0 entries dropped).
-    std::shared_ptr<const reader::EntryTable> entries;
+    // The PFN->GMFN table, read where it lies (xen_elf: trailing ~0 entries
+    // dropped): open, lookups and verify stream it or go through a bounded
+    // cache; only entries()/page_source() load it whole, on first use.
+    reader::TableOnDisk table;
     uint64_t table_offset = 0, table_size = 0, table_entry_size = 16;
     uint64_t table_raw_count = 0;  // entries in the file, ~0 ones included
     std::string table_structure;
@@ -61,10 +72,26 @@ struct DumpReader::Impl {
 
     std::vector<Finding> open_findings;  // problems found at open that did not stop it
 
+    // Stretches of entries whose gmfns rise by one from entry to entry,
+    // sorted by gmfn (PV): the gmfn index, built by one pass over the table
+    // on first use. 32 bytes a stretch (a guest's frames come in long ones).
+    struct GmfnExtent {
+        uint64_t gmfn, index, count;
+        uint64_t end_max;  // the highest gmfn + count of this and every extent before it
+    };
     mutable std::once_flag gmfn_once;
-    mutable std::vector<uint64_t> by_gmfn;  // entry indices sorted by gmfn (PV)
+    mutable std::vector<GmfnExtent> by_gmfn;
+    const std::vector<GmfnExtent>& gmfn_extents() const;
 
-    const std::vector<uint64_t>& gmfn_order() const;
+    // The whole table in memory (16 bytes a page): for the span-returning
+    // API only (entries(), page_source()).
+    mutable std::once_flag all_once;
+    mutable std::shared_ptr<const reader::EntryTable> all;
+    const std::shared_ptr<const reader::EntryTable>& all_entries() const;
+
+    uint64_t nr_entries() const { return table.size(); }
+    // The pfn of entry `index` (< nr_entries()), through the runs.
+    uint64_t pfn_of_index(uint64_t index) const;
     std::string file_name() const { return path.string(); }
 };
 

@@ -1,4 +1,4 @@
-// The structural conformance checks of spec §8 (digests: digest.cpp). Each
+// The structural conformance checks of xen-dump-core(5) "Conformance" (digests: digest.cpp). Each
 // Finding carries a short stable check name, the structure and its offset.
 #include <algorithm>
 #include <cstring>
@@ -14,7 +14,7 @@ namespace xendump::reader {
 
 namespace {
 
-constexpr uint64_t kPage = format::kPageSize;
+using util::kPage;
 
 class Checker {
 public:
@@ -48,7 +48,7 @@ private:
     FindingList list_{out_};  // a bounded number of findings per check
 };
 
-// Spec §1 puts the program headers right after the ELF header;
+// xen-dump-core(5) "ELF header" puts the program headers right after the ELF header;
 // xen-dump-core(5) also allows a PV guest's right after the section header
 // table, where the writer puts them so that crash reads the file through its
 // Xen dump reader (see writer::program_headers_at_end).
@@ -103,38 +103,52 @@ void Checker::check_counts() {
     }
 }
 
+// One pass over the table, a window at a time; duplicate gmfns (PV) from
+// the gmfn extents (reader_impl.hpp), not from a copy of the table.
 void Checker::check_table() {
-    const auto& e = *d_.entries;
-    for (uint64_t i = 1; i < e.size(); ++i)
-        if (e[i].pfn <= e[i - 1].pfn) {
+    const bool pv = d_.type == format::GuestType::pv;
+    bool order_reported = false, identity_reported = false;
+    PageEntry prev{};
+    d_.table.scan([&](uint64_t i, const PageEntry& e) {
+        if (i > 0 && !order_reported && e.pfn <= prev.pfn) {
             add("table-order", d_.table_structure, table_entry_offset(i),
-                "entry " + std::to_string(i) + " has pfn " + hex(e[i].pfn) + ", not above the previous entry's " +
-                    hex(e[i - 1].pfn));
-            break;
+                "entry " + std::to_string(i) + " has pfn " + hex(e.pfn) + ", not above the previous entry's " +
+                    hex(prev.pfn));
+            order_reported = true;
         }
-    if (d_.type != format::GuestType::pv) {
-        for (uint64_t i = 0; i < e.size(); ++i)
-            if (e[i].gmfn != e[i].pfn) {
-                add("hvm-gmfn-identity", d_.table_structure, table_entry_offset(i),
-                    "entry " + std::to_string(i) + " has gmfn " + hex(e[i].gmfn) + " != pfn " + hex(e[i].pfn) +
-                        " in an HVM/PVH dump");
-                break;
-            }
-        return;
+        if (!pv && !identity_reported && e.gmfn != e.pfn) {
+            add("hvm-gmfn-identity", d_.table_structure, table_entry_offset(i),
+                "entry " + std::to_string(i) + " has gmfn " + hex(e.gmfn) + " != pfn " + hex(e.pfn) +
+                    " in an HVM/PVH dump");
+            identity_reported = true;
+        }
+        prev = e;
+        return !(order_reported && (pv || identity_reported));
+    });
+    if (!pv) return;
+    // Sorted by gmfn, extents are disjoint unless a gmfn repeats: the first
+    // extent that starts below the end of one before it holds the smallest
+    // repeated gmfn.
+    const auto& x = d_.gmfn_extents();
+    for (size_t k = 1; k < x.size(); ++k) {
+        if (x[k].gmfn >= x[k - 1].end_max) continue;
+        const uint64_t g = x[k].gmfn;
+        // The two lowest entry indices holding g, among the extents that reach it.
+        std::vector<uint64_t> holders;
+        for (size_t j = k + 1; j-- > 0;) {
+            if (g - x[j].gmfn < x[j].count) holders.push_back(x[j].index + (g - x[j].gmfn));
+            if (j > 0 && x[j - 1].end_max <= g) break;
+        }
+        std::sort(holders.begin(), holders.end());
+        const uint64_t first = holders[0], second = holders[1];
+        add("gmfn-duplicate", d_.table_structure, table_entry_offset(second),
+            "entry " + std::to_string(second) + " (pfn " + hex(d_.pfn_of_index(second)) + ") has gmfn " + hex(g) +
+                ", already used by entry " + std::to_string(first) + " (pfn " + hex(d_.pfn_of_index(first)) + ")");
+        break;
     }
-    if (gmfns_ascending(e)) return;  // no gmfn can repeat: no index needed
-    const auto& order = d_.gmfn_order();
-    for (uint64_t k = 1; k < order.size(); ++k)
-        if (e[order[k]].gmfn == e[order[k - 1]].gmfn) {
-            add("gmfn-duplicate", d_.table_structure, table_entry_offset(order[k]),
-                "entry " + std::to_string(order[k]) + " (pfn " + hex(e[order[k]].pfn) + ") has gmfn " +
-                    hex(e[order[k]].gmfn) + ", already used by entry " + std::to_string(order[k - 1]) + " (pfn " +
-                    hex(e[order[k - 1]].pfn) + ")");
-            break;
-        }
 }
 
-// Notes 2 and 5 carry the same header (spec §3); note 4 says version 1.
+// Notes 2 and 5 carry the same header (xen-dump-core(5) "Notes"); note 4 says version 1.
 void Checker::check_header_notes() {
     const Note* core = header_note();
     const Note* xen = d_.notes.find(format::kNameXen, format::kNoteDumpcoreHeader);
@@ -154,7 +168,7 @@ void Checker::check_header_notes() {
         add("notes-parse", "note segment", d_.notes_offset, "there is no NT_XEN_DOMAIN note");
 }
 
-// Spec §2: PT_NOTE first and alone; then one PT_LOAD per maximal run
+// xen-dump-core(5) "Program headers": PT_NOTE first and alone; then one PT_LOAD per maximal run
 // (p_vaddr 0); xen-dump-core(5) lets the last one be the guest kernel's image
 // mapping instead (p_vaddr in the kernel image region), over bytes of a run.
 void Checker::check_segments() {
@@ -242,7 +256,7 @@ void Checker::check_section(const char* name, uint64_t offset, uint64_t size, ui
                 ", expected " + std::to_string(type) + " and " + std::to_string(entsize));
 }
 
-// Spec §6/§7: the sections point into the notes, the pages and the table.
+// xen-dump-core(5) "Sections"/xen-dump-core(5) "Layout": the sections point into the notes, the pages and the table.
 void Checker::check_sections_v1() {
     const auto& n = d_.notes.notes;
     static constexpr uint32_t kXenTypes[4] = {format::kNoteDumpcoreNone, format::kNoteDumpcoreHeader,
@@ -267,7 +281,7 @@ void Checker::check_sections_v1() {
                 hex(notes_end) + ")");
     const Section* ts = d_.elf.find(".note.xen_p2m");
     const uint64_t pages_end = d_.pages_offset + d_.pages_size;
-    // §3.2/§7: the note follows the pages and its descriptor is page-aligned,
+    // xen-dump-core(5) "The PFN->GMFN table"/xen-dump-core(5) "Layout": the note follows the pages and its descriptor is page-aligned,
     // so its header sits at the end of the padding page after the page data.
     if (ts->shdr.sh_offset < pages_end || d_.table_offset % kPage != 0 || d_.table_offset - pages_end > kPage)
         add("section-placement", ts->structure(), ts->header_offset,
@@ -281,7 +295,7 @@ void Checker::check_sections_v1() {
         add("section-placement", tr->structure(), tr->header_offset, "sh_type is not SHT_NOTE");
 }
 
-// Spec §6: v1 has exactly the sections of the table, each once. A section
+// xen-dump-core(5) "Sections": v1 has exactly the sections of the table, each once. A section
 // whose name was changed hides what it holds from a reader that looks it up
 // by name (a renamed .note.xen_trailer hides the digests), so every other
 // name is reported. Xen's own files have no such list, but a v1 section in
@@ -361,25 +375,31 @@ void Checker::check_trailer() {
     }
 }
 
-// Spec §4: HVM/PVH keep Xen's .xen_pfn array, the table's pfns in order.
+// xen-dump-core(5) "Page data": HVM/PVH keep Xen's .xen_pfn array, the table's pfns in order.
 void Checker::check_pfn_array() {
     const Section* s = d_.elf.find(".xen_pfn");
-    const auto& e = *d_.entries;
-    if (!s || s->shdr.sh_size != e.size() * 8 || !s->in_file) {
+    const uint64_t n = d_.nr_entries();
+    if (!s || s->shdr.sh_size != n * 8 || !s->in_file) {
         add("section-placement", s ? s->structure() : "section headers", s ? s->header_offset : d_.elf.ehdr.e_shoff,
             s ? "sh_size " + hex(s->shdr.sh_size) + " is not 8 bytes per table entry" : "there is no .xen_pfn section");
         return;
     }
-    auto bytes = d_.file->read_bytes(s->shdr.sh_offset, s->shdr.sh_size, s->structure());
-    for (uint64_t i = 0; i < e.size(); ++i) {
-        uint64_t pfn;
-        std::memcpy(&pfn, bytes.data() + i * 8, 8);
-        if (pfn != e[i].pfn) {
-            add("pfn-array", s->structure(), s->shdr.sh_offset + i * 8,
-                "entry " + std::to_string(i) + " is pfn " + hex(pfn) + ", the table says " + hex(e[i].pfn));
-            return;
+    // Both arrays a window at a time.
+    std::vector<uint64_t> pfns(static_cast<size_t>(std::min<uint64_t>(n, TableOnDisk::kWindow)));
+    d_.table.scan([&](uint64_t i, const PageEntry& e) {
+        const uint64_t k = i % TableOnDisk::kWindow;
+        if (k == 0) {
+            const uint64_t count = std::min<uint64_t>(pfns.size(), n - i);
+            d_.file->read_exact(s->shdr.sh_offset + i * 8, std::as_writable_bytes(std::span(pfns).first(count)),
+                                s->structure());
         }
-    }
+        if (pfns[k] != e.pfn) {
+            add("pfn-array", s->structure(), s->shdr.sh_offset + i * 8,
+                "entry " + std::to_string(i) + " is pfn " + hex(pfns[k]) + ", the table says " + hex(e.pfn));
+            return false;
+        }
+        return true;
+    });
 }
 
 void Checker::check_vcpus() {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 
+#include "util/util.hpp"
 #include "xendump/error.hpp"
 #include "xendump/hypervisor.hpp"
 
@@ -28,11 +29,7 @@ constexpr uint64_t kDefaultP2mSize = 65536;       // 256 MiB
 constexpr uint64_t kFirstAutoMfn = 0x100000;      // above the first 4 GiB of the host
 constexpr uint64_t kAutoMfnAlign = 0x10000;
 
-std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-    return buf;
-}
+using util::hex;
 
 struct Ctx {
     std::string object;  // spec path
@@ -351,15 +348,6 @@ HostSpec load_host_spec_file(const fs::path& path) {
     return parse_host_spec(j, fs::absolute(path).parent_path(), path.string());
 }
 
-std::string guest_type_name(GuestType t) {
-    switch (t) {
-        case GuestType::pv: return "pv";
-        case GuestType::hvm: return "hvm";
-        case GuestType::pvh: return "pvh";
-    }
-    return "?";
-}
-
 std::string p2m_format_name(P2mFormat f) {
     switch (f) {
         case P2mFormat::tree: return "tree";
@@ -384,7 +372,7 @@ json domain_spec_to_json(const DomainSpec& d) {
     j["domid"] = d.domid;
     j["name"] = d.name;
     j["uuid"] = uuid_to_string(d.uuid);
-    j["type"] = guest_type_name(d.type);
+    j["type"] = std::string(format::to_string(d.type));
     j["guest_width"] = d.guest_width;
     j["vcpus"] = d.vcpus;
     j["p2m_size"] = d.p2m_size;

@@ -13,11 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "xendump/format.hpp"
+
 namespace xendump::sim {
 
-inline constexpr uint64_t kPageSize = 4096;
+using format::kPageSize;
 
-enum class GuestType { pv, hvm, pvh };
+using format::GuestType;
 enum class P2mFormat { tree, linear, both };
 enum class FillKind { pattern, zero, image };
 enum class InitialState { running, paused, crashed, shutdown };
@@ -87,7 +89,6 @@ HostSpec load_host_spec_file(const std::filesystem::path& path);
 // parse_host_spec() accepts it back unchanged.
 nlohmann::json domain_spec_to_json(const DomainSpec& d);
 
-std::string guest_type_name(GuestType t);
 std::string p2m_format_name(P2mFormat f);
 std::string initial_state_name(InitialState s);
 std::array<uint8_t, 16> parse_uuid(const std::string& text, const std::string& where,

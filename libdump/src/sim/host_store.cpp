@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "util/util.hpp"
 #include "xendump/error.hpp"
 
 namespace xendump::sim {
@@ -76,19 +77,14 @@ DomainState read_state(const fs::path& path) {
     return s;
 }
 
+void write_fully(int fd, const void* data, size_t size, const fs::path& path) {
+    util::write_all(fd, data, size, path.string());
+}
+
 void write_file(const fs::path& path, const void* data, size_t size) {
     UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (!fd) throw_errno("cannot create", path.string());
-    const char* p = static_cast<const char*>(data);
-    while (size > 0) {
-        ssize_t n = ::write(fd.get(), p, size);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            throw_errno("cannot write", path.string());
-        }
-        p += n;
-        size -= static_cast<size_t>(n);
-    }
+    write_fully(fd.get(), data, size, path);
 }
 
 void write_state(const fs::path& path, const DomainState& s) {
@@ -112,9 +108,8 @@ void write_state(const fs::path& path, const DomainState& s) {
 
 HostLock::HostLock(const HostPaths& paths) : fd_(::open(paths.lock().c_str(), O_RDWR | O_CLOEXEC)) {
     if (!fd_) throw_errno("cannot open the host lock", paths.lock().string());
-    while (::flock(fd_.get(), LOCK_EX) != 0) {
-        if (errno != EINTR) throw_errno("cannot lock", paths.lock().string());
-    }
+    if (util::retry_eintr([&] { return ::flock(fd_.get(), LOCK_EX); }) != 0)
+        throw_errno("cannot lock", paths.lock().string());
 }
 
 void append_event(const HostPaths& paths, const std::string& line) {

@@ -73,5 +73,7 @@ private:
 void append_event(const HostPaths& paths, const std::string& line);
 
 void write_file(const std::filesystem::path& path, const void* data, size_t size);
+// Writes all of data at fd's position; errors name `path`.
+void write_fully(int fd, const void* data, size_t size, const std::filesystem::path& path);
 
 }  // namespace xendump::sim

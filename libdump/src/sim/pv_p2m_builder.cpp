@@ -1,6 +1,9 @@
 // PV p2m in guest memory (see pv_p2m_builder.hpp). Two phases: first decide
 // which structure pages exist and how they link (no mfns known yet), then
-// place them on present pfns and write the entries.
+// place them on present pfns. The bytes of a page are made only when it is
+// written out (PvP2mLayout::for_each_page): p2m entries from the extents and
+// overrides, frame lists and first-level tables from the p2m pages they
+// point at (implicit links), the few upper tables from explicit links.
 #include "sim/pv_p2m_builder.hpp"
 
 #include <algorithm>
@@ -17,7 +20,8 @@ namespace {
 
 constexpr size_t kNone = SIZE_MAX;
 
-// One entry of a structure page that points at another structure page.
+// One entry of an upper structure page (tree root, page tables above the
+// first level) that points at another structure page.
 struct Link {
     size_t parent;
     size_t offset;  // byte offset in the parent page
@@ -26,11 +30,17 @@ struct Link {
     uint64_t flags;
 };
 
-class Builder {
+}  // namespace
+
+class PvP2mPlan {
 public:
-    explicit Builder(const DomainSpec& d)
+    explicit PvP2mPlan(const DomainSpec& d)
         : d_(d), w_(d.guest_width), e_(kPageSize / d.guest_width),
-          p_((d.p2m_size + e_ - 1) / e_), object_("domain " + std::to_string(d.domid)) {}
+          p_((d.p2m_size + e_ - 1) / e_), object_("domain " + std::to_string(d.domid)) {
+        overrides_ = d_.p2m_overrides;
+        // Stable: of two overrides of one pfn, the later still wins.
+        std::stable_sort(overrides_.begin(), overrides_.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    }
 
     PvP2mLayout build() {
         plan_p2m_pages();
@@ -39,8 +49,7 @@ public:
         size_t root = tree ? plan_tree() : kNone;
         size_t top = linear ? plan_linear() : kNone;
         place();
-        fill_p2m_entries();
-        resolve_links();
+        std::stable_sort(links_.begin(), links_.end(), [](const Link& a, const Link& b) { return a.parent < b.parent; });
 
         PvP2mLayout out;
         out.entries_per_page = e_;
@@ -59,24 +68,62 @@ public:
         if (o.p2m_cr3) out.p2m_cr3 = *o.p2m_cr3;
         if (o.p2m_vaddr) out.p2m_vaddr = *o.p2m_vaddr;
         if (o.p2m_generation) out.p2m_generation = *o.p2m_generation;
-        for (auto& s : slots_) out.pages.push_back({s.pfn, std::move(s.bytes)});
-        std::sort(out.pages.begin(), out.pages.end(), [](auto& a, auto& b) { return a.pfn < b.pfn; });
+        // place() gave the slots ascending pfns in slot order.
+        for (auto& s : slots_) out.structure_pfns.push_back(s.pfn);
         return out;
     }
 
+    // Slot `i`'s bytes into page[0..4096).
+    void make_page(size_t i, std::byte* page) const {
+        const Slot& s = slots_[i];
+        std::memset(page, static_cast<int>(s.fill), kPageSize);
+        switch (s.kind) {
+            case Kind::p2m: fill_p2m_entries(s.index, page); break;
+            case Kind::frame_list:
+                for (uint64_t j = s.index * e_; j < std::min(p_, (s.index + 1) * e_); ++j)
+                    put(page, (j - s.index * e_) * w_, slots_[p2m_slot_[j]].mfn, w_);
+                break;
+            case Kind::missing_frame_list:
+                for (uint64_t k = 0; k < e_; ++k) put(page, k * w_, slots_[missing_p2m_].mfn, w_);
+                break;
+            case Kind::l1_table:
+                for (uint64_t j = s.index * 512; j < std::min(p_, (s.index + 1) * 512); ++j)
+                    put(page, (j - s.index * 512) * 8, (slots_[p2m_slot_[j]].mfn << 12) | abi::kPteTable, 8);
+                break;
+            case Kind::missing_l1_table:
+                for (uint64_t k = 0; k < 512; ++k)
+                    put(page, k * 8, (slots_[missing_p2m_].mfn << 12) | abi::kPteTable, 8);
+                break;
+            case Kind::plain: break;
+        }
+        auto it = std::lower_bound(links_.begin(), links_.end(), i, [](const Link& l, size_t p) { return l.parent < p; });
+        for (; it != links_.end() && it->parent == i; ++it) {
+            const uint64_t mfn = slots_[it->child].mfn;
+            if (it->pte) put(page, it->offset, (mfn << 12) | it->flags, 8);
+            else put(page, it->offset, mfn, w_);
+        }
+    }
+
+    size_t slot_count() const { return slots_.size(); }
+    uint64_t slot_pfn(size_t i) const { return slots_[i].pfn; }
+
 private:
+    // What a slot's bytes are made of, besides its explicit links.
+    enum class Kind : uint8_t { plain, p2m, frame_list, missing_frame_list, l1_table, missing_l1_table };
     struct Slot {
-        std::vector<std::byte> bytes;
         uint64_t pfn = 0;
         uint64_t mfn = 0;
+        uint64_t index = 0;  // p2m: page j; frame_list: k; l1_table: t
+        Kind kind = Kind::plain;
+        std::byte fill{};
     };
 
-    size_t add_slot(std::byte fill) {
-        slots_.push_back({std::vector<std::byte>(kPageSize, fill), 0, 0});
+    size_t add_slot(std::byte fill, Kind kind = Kind::plain, uint64_t index = 0) {
+        slots_.push_back({0, 0, index, kind, fill});
         return slots_.size() - 1;
     }
 
-    // Shared pages for ranges without a single present pfn.
+    // Shared pages for ranges without a single present pfn (all ~0).
     size_t missing_p2m() {
         if (missing_p2m_ == kNone) missing_p2m_ = add_slot(std::byte{0xff});
         return missing_p2m_;
@@ -91,7 +138,7 @@ private:
         for (auto& [pfn, v] : d_.p2m_overrides) dedicated[pfn / e_] = true;
         p2m_slot_.assign(p_, kNone);
         for (uint64_t j = 0; j < p_; ++j)
-            if (dedicated[j]) p2m_slot_[j] = add_slot(std::byte{0xff});
+            if (dedicated[j]) p2m_slot_[j] = add_slot(std::byte{0xff}, Kind::p2m, j);
         for (uint64_t j = 0; j < p_; ++j)
             if (!dedicated[j]) p2m_slot_[j] = missing_p2m();
     }
@@ -113,12 +160,11 @@ private:
             bool any = false;
             for (uint64_t j = first; j < last; ++j) any = any || !is_missing(p2m_slot_[j]);
             if (any) {
-                fl[k] = add_slot(std::byte{0xff});
-                for (uint64_t j = first; j < last; ++j) links_.push_back({fl[k], (j - first) * w_, p2m_slot_[j], false, 0});
+                fl[k] = add_slot(std::byte{0xff}, Kind::frame_list, k);
             } else {
                 if (missing_fl == kNone) {
-                    missing_fl = add_slot(std::byte{0xff});
-                    for (uint64_t i = 0; i < e_; ++i) links_.push_back({missing_fl, i * w_, missing_p2m(), false, 0});
+                    missing_p2m();
+                    missing_fl = add_slot(std::byte{0xff}, Kind::missing_frame_list);
                 }
                 fl[k] = missing_fl;
             }
@@ -150,14 +196,11 @@ private:
             for (uint64_t j = first; j < last; ++j) any = any || !is_missing(p2m_slot_[j]);
             size_t slot;
             if (any) {
-                slot = add_slot(std::byte{0});
-                for (uint64_t j = first; j < last; ++j)
-                    links_.push_back({slot, (j - first) * 8, p2m_slot_[j], true, abi::kPteTable});
+                slot = add_slot(std::byte{0}, Kind::l1_table, t);
             } else {
                 if (missing_l1 == kNone) {
-                    missing_l1 = add_slot(std::byte{0});
-                    for (uint64_t i = 0; i < 512; ++i)
-                        links_.push_back({missing_l1, i * 8, missing_p2m(), true, abi::kPteTable});
+                    missing_p2m();
+                    missing_l1 = add_slot(std::byte{0}, Kind::missing_l1_table);
                 }
                 slot = missing_l1;
             }
@@ -208,33 +251,30 @@ private:
         }
     }
 
-    void put(std::vector<std::byte>& page, size_t offset, uint64_t value, unsigned size) {
+    static void put(std::byte* page, uint64_t offset, uint64_t value, unsigned size) {
         if (size == 4) {
             uint32_t v = static_cast<uint32_t>(value);
-            std::memcpy(page.data() + offset, &v, 4);
+            std::memcpy(page + offset, &v, 4);
         } else {
-            std::memcpy(page.data() + offset, &value, 8);
+            std::memcpy(page + offset, &value, 8);
         }
     }
 
-    void fill_p2m_entries() {
-        for (auto& e : d_.extents)
-            for (uint64_t i = 0; i < e.count; ++i) {
-                uint64_t pfn = e.pfn + i;
-                put(slots_[p2m_slot_[pfn / e_]].bytes, (pfn % e_) * w_, e.mfn + i, w_);
-            }
-        for (auto& [pfn, value] : d_.p2m_overrides) put(slots_[p2m_slot_[pfn / e_]].bytes, (pfn % e_) * w_, value, w_);
-    }
-
-    void resolve_links() {
-        for (auto& l : links_) {
-            uint64_t mfn = slots_[l.child].mfn;
-            if (l.pte) put(slots_[l.parent].bytes, l.offset, (mfn << 12) | l.flags, 8);
-            else put(slots_[l.parent].bytes, l.offset, mfn, w_);
+    // p2m page j: the mfns of the extents' pfns in it, then the overrides.
+    void fill_p2m_entries(uint64_t j, std::byte* page) const {
+        const uint64_t lo = j * e_, hi = lo + e_;
+        auto e = std::upper_bound(d_.extents.begin(), d_.extents.end(), lo,
+                                  [](uint64_t p, const Extent& x) { return p < x.pfn + x.count; });
+        for (; e != d_.extents.end() && e->pfn < hi; ++e) {
+            const uint64_t from = std::max(lo, e->pfn), to = std::min(hi, e->pfn + e->count);
+            for (uint64_t pfn = from; pfn < to; ++pfn) put(page, (pfn - lo) * w_, e->mfn + (pfn - e->pfn), w_);
         }
+        auto o = std::lower_bound(overrides_.begin(), overrides_.end(), lo, [](auto& x, uint64_t p) { return x.first < p; });
+        for (; o != overrides_.end() && o->first < hi; ++o) put(page, (o->first - lo) * w_, o->second, w_);
     }
 
-    const DomainSpec& d_;
+    const DomainSpec d_;
+    std::vector<std::pair<uint64_t, uint64_t>> overrides_;  // by pfn
     const unsigned w_;
     const uint64_t e_;  // entries per p2m page
     const uint64_t p_;  // p2m pages
@@ -245,9 +285,20 @@ private:
     size_t missing_p2m_ = kNone;
 };
 
-}  // namespace
+PvP2mLayout build_pv_p2m(const DomainSpec& d) {
+    auto plan = std::make_shared<PvP2mPlan>(d);
+    PvP2mLayout out = plan->build();
+    out.plan = std::move(plan);
+    return out;
+}
 
-PvP2mLayout build_pv_p2m(const DomainSpec& d) { return Builder(d).build(); }
+void PvP2mLayout::for_each_page(const std::function<void(uint64_t pfn, const std::byte* page)>& sink) const {
+    std::vector<std::byte> page(kPageSize);
+    for (size_t i = 0; i < plan->slot_count(); ++i) {
+        plan->make_page(i, page.data());
+        sink(plan->slot_pfn(i), page.data());
+    }
+}
 
 std::vector<std::byte> build_shared_info(const DomainSpec& d, const PvP2mLayout* layout) {
     std::vector<std::byte> page(kPageSize, std::byte{0});

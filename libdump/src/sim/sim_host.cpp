@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 
 #include "sim/pv_p2m_builder.hpp"
 #include "xendump/error.hpp"
@@ -27,8 +28,7 @@ std::string domain_object(uint32_t domid) { return "domain " + std::to_string(do
 struct BuiltDomain {
     DomainSpec spec;
     DomainDerived derived;
-    std::vector<std::byte> overlay;
-    std::vector<uint64_t> p2m_page_pfns;
+    std::optional<PvP2mLayout> p2m;  // PV: the structure pages, made as they are written
     std::vector<std::byte> shared_info;
 };
 
@@ -49,17 +49,30 @@ BuiltDomain build_domain(const DomainSpec& spec, uint64_t shared_info_mfn) {
                                       {"p2m_vaddr", layout.p2m_vaddr},
                                       {"p2m_generation", layout.p2m_generation}};
         b.shared_info = build_shared_info(spec, &layout);
-        b.overlay.reserve(layout.pages.size() * kPageSize);
-        for (auto& page : layout.pages) {
-            b.derived.p2m_pfns.push_back(page.pfn);
-            b.overlay.insert(b.overlay.end(), page.bytes.begin(), page.bytes.end());
-        }
-        b.p2m_page_pfns = std::move(layout.p2m_page_pfns);
+        b.derived.p2m_pfns = layout.structure_pfns;
+        b.p2m = std::move(layout);
     } else {
         b.derived.shared_info_arch = json::object();
         b.shared_info = build_shared_info(spec, nullptr);
     }
     return b;
+}
+
+// The structure pages in p2m_pfns order, 1 MiB at a time: a 1 TiB guest's
+// 2 GiB of p2m never sits in memory.
+void write_overlay(const fs::path& path, const PvP2mLayout* p2m) {
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd) throw_errno("cannot create", path.string());
+    if (!p2m) return;
+    std::vector<std::byte> buf;
+    buf.reserve(256 * kPageSize);
+    p2m->for_each_page([&](uint64_t, const std::byte* page) {
+        buf.insert(buf.end(), page, page + kPageSize);
+        if (buf.size() < buf.capacity()) return;
+        write_fully(fd.get(), buf.data(), buf.size(), path);
+        buf.clear();
+    });
+    write_fully(fd.get(), buf.data(), buf.size(), path);
 }
 
 void write_json(const fs::path& path, const json& j) {
@@ -106,9 +119,9 @@ void SimHost::create(const fs::path& dir, const HostSpec& spec) {
             const uint32_t id = b.spec.domid;
             domids.push_back(id);
             fs::create_directory(paths.domain_dir(id));
-            write_file(paths.overlay(id), b.overlay.data(), b.overlay.size());
+            write_overlay(paths.overlay(id), b.p2m ? &*b.p2m : nullptr);
             write_file(paths.shared_info(id), b.shared_info.data(), b.shared_info.size());
-            if (b.spec.is_pv()) write_file(paths.p2m_pages(id), b.p2m_page_pfns.data(), b.p2m_page_pfns.size() * 8);
+            if (b.p2m) write_file(paths.p2m_pages(id), b.p2m->p2m_page_pfns.data(), b.p2m->p2m_page_pfns.size() * 8);
             write_state(paths.state_json(id), initial_state(b.spec));
             write_json(paths.domain_json(id), domain_record(b.spec, b.derived));
         }
@@ -320,7 +333,7 @@ json SimHost::list_json() const {
         out.push_back({{"domid", id},
                        {"name", spec.name},
                        {"uuid", uuid_to_string(spec.uuid)},
-                       {"type", guest_type_name(spec.type)},
+                       {"type", std::string(format::to_string(spec.type))},
                        {"guest_width", spec.guest_width},
                        {"vcpus", spec.vcpus},
                        {"state", s->name()},

@@ -12,6 +12,7 @@
 #include "sim/map_cost.hpp"
 #include "sim/sim_host.hpp"
 #include "sim/vcpu_context.hpp"
+#include "util/util.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
 
@@ -75,13 +76,9 @@ public:
         bool any = false;
         alignas(inotify_event) char buf[4096];
         for (;;) {
-            ssize_t n = ::read(fd_.get(), buf, sizeof buf);
-            if (n > 0) {
-                any = true;
-                continue;
-            }
-            if (n < 0 && errno == EINTR) continue;
-            return any;  // EAGAIN: drained
+            const ssize_t n = util::retry_eintr([&] { return ::read(fd_.get(), buf, sizeof buf); });
+            if (n <= 0) return any;  // EAGAIN: drained
+            any = true;
         }
     }
 

@@ -19,7 +19,7 @@ namespace xendump::writer {
 class GuestKernelNotes {
 public:
     // Prepares `spec` and `options` for a write of `source`'s pages:
-    //  - NT_PRSTATUS (spec §3 note 8) for every vcpu of a 64-bit guest
+    //  - NT_PRSTATUS (xen-dump-core(5) "Notes" note 8) for every vcpu of a 64-bit guest
     //    (not 32-bit PV, whose contexts have another layout); a context that
     //    cannot be decoded leaves all of them out, with a warning;
     //  - reserve_vmcoreinfo, a page_observer feeding the VmcoreinfoScanner,

@@ -1,10 +1,10 @@
 // Filling the room DumpSpec::reserve_vmcoreinfo kept in the note segment
 // once the page pass has found the guest kernel's VMCOREINFO.
 //
-// Why a reservation: the note segment (spec §3, §7) is written before the
+// Why a reservation: the note segment (xen-dump-core(5) "Notes", xen-dump-core(5) "Layout") is written before the
 // first page, yet the VMCOREINFO text (note 7) is found in guest memory
 // during the single pass over the pages, and the KERNEL= / KERNELOFFSET=
-// keys derived from it belong in NT_XEN_DOMAIN (note 6, §3.1: "writers may
+// keys derived from it belong in NT_XEN_DOMAIN (note 6, xen-dump-core(5) "NT_XEN_DOMAIN keys": "writers may
 // add keys"). A second pass would double the dump's cost, so the plan keeps:
 //  - NT_XEN_DOMAIN's text followed by kKernelKeysRoom extra NULs (readers
 //    take the text up to its NULs, KeyValues::parse drops trailing NULs);
@@ -12,7 +12,7 @@
 //    keys stay in the note the spec names for them and no reader needs to
 //    learn a new note;
 //  - at note 7's place one "XEN CORE" kNtXenPadding note (readers skip
-//    unknown notes, §3) as large as a VMCOREINFO note of
+//    unknown notes, xen-dump-core(5) "Notes") as large as a VMCOREINFO note of
 //    kMaxVmcoreinfoText bytes plus one note header. It becomes the
 //    VMCOREINFO note followed by a padding note covering the rest.
 // Every size stays as planned: the file's layout, e_shoff, the section

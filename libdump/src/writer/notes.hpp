@@ -1,4 +1,4 @@
-// ELF note encoding as the v1 format writes it (spec §3): the standard layout
+// ELF note encoding as the v1 format writes it (xen-dump-core(5) "Notes"): the standard layout
 // (name padded to 4 bytes) and descriptors padded with NULs so that every note
 // starts 8-aligned, descsz counting the padding. For names whose header ends
 // 8-aligned ("Xen", "XEN CORE", "VMCOREINFO") readers using 4- and 8-byte note

@@ -87,7 +87,7 @@ void fill_pages(Batch& b, PageSource& source, bool positional) {
 // Fills the batch and classifies its pages, on the filler thread: the zero
 // check reads every page, and doing it here, just after the pages were
 // mapped, spreads the pass over two cores (the caller hashes and writes).
-// An unreadable page is stored as zeros (§5), whatever the source left.
+// An unreadable page is stored as zeros (xen-dump-core(5) "Trailer notes"), whatever the source left.
 void fill(Batch& b, PageSource& source, bool positional, bool want_zero) {
     fill_pages(b, source, positional);
     for (size_t i = 0; i < b.count; ++i) {

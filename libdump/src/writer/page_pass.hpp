@@ -1,4 +1,4 @@
-// The single pass over the guest's pages (spec §4, §5): reads batches from
+// The single pass over the guest's pages (xen-dump-core(5) "Page data", xen-dump-core(5) "Trailer notes"): reads batches from
 // the page source (the next batch is read while the current one is hashed
 // and written), hashes 256-page chunks with XXH3-128, shows every page to the
 // observer, leaves zero pages as holes when the sink can, and collects the

@@ -73,7 +73,7 @@ uint64_t vmcoreinfo_room_size() {
 
 uint64_t unreadable_area_size(uint64_t nr_pages) {
     // NT_XEN_UNREADABLE for every page (count + pfns) plus room for the header
-    // of the padding note that fills whatever is left (spec §5).
+    // of the padding note that fills whatever is left (xen-dump-core(5) "Trailer notes").
     return kXenCoreHeader + 8 + 8 * nr_pages + kXenCoreHeader;
 }
 
@@ -86,12 +86,12 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     const uint64_t n = entries.size();
     const bool pv = spec.type == format::GuestType::pv;
 
-    // §2: one PT_LOAD per maximal run of consecutive pfns.
+    // xen-dump-core(5) "Program headers": one PT_LOAD per maximal run of consecutive pfns.
     for (uint64_t i = 0; i < n; ++i)
         if (i == 0 || entries[i].pfn != entries[i - 1].pfn + 1) ++plan.nr_runs;
     L.phnum = 1 + plan.nr_runs;
 
-    // §3: the note segment.
+    // xen-dump-core(5) "Notes": the note segment.
     NoteBuffer notes;
     const uint64_t note_xen_size = add_header_notes(notes, spec, n);  // notes 1-4: .note.Xen
 
@@ -120,7 +120,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     if (spec.shared_info)
         shared_info_desc = notes.add(format::kNameXenCore, format::kNtXenSharedInfo, *spec.shared_info);
 
-    // §7 layout. One program header of room after the PT_LOADs when the
+    // xen-dump-core(5) "Layout" layout. One program header of room after the PT_LOADs when the
     // guest kernel may be found (LateNotes::kernel_image), whatever is found.
     // The table precedes the notes, or (PV) follows the section headers.
     const bool elf64_guest = !(pv && spec.guest_width == 4);
@@ -131,7 +131,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     L.notes_size = notes.size();
     L.pages_offset = align_up(L.notes_offset + L.notes_size, kPage);
     L.pages_size = n * kPage;
-    // §3.2: the table note's descriptor starts on a page boundary.
+    // xen-dump-core(5) "The PFN->GMFN table": the table note's descriptor starts on a page boundary.
     L.p2m_desc_offset = align_up(L.pages_offset + L.pages_size + kXenCoreHeader, kPage);
     L.p2m_note_offset = L.p2m_desc_offset - kXenCoreHeader;
     L.p2m_desc_size = n * sizeof(PageEntry);
@@ -151,7 +151,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     if (plan.unreadable_area_size - kXenCoreHeader > UINT32_MAX)
         throw Error("too many pages for the NT_XEN_UNREADABLE reservation (" + std::to_string(n) + ")");
 
-    // The table descriptor: for HVM/PVH gmfn = pfn (§3.2).
+    // The table descriptor: for HVM/PVH gmfn = pfn (xen-dump-core(5) "The PFN->GMFN table").
     plan.p2m = entries;
     if (!pv) {
         bool identity = true;
@@ -164,7 +164,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     }
     plan.p2m_note_header = note_header(format::kNameXenCore, format::kNtXenP2m, L.p2m_desc_size);
 
-    // §6: sections, in the order of the table.
+    // xen-dump-core(5) "Sections": sections, in the order of the table.
     std::vector<SectionPlan> sections;
     sections.push_back({"", SHT_NULL, 0, 0, 0, 0});
     sections.push_back({".shstrtab", SHT_STRTAB, 0, 0, 0, 1});  // placed below
@@ -212,13 +212,13 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
         sh.sh_size = sections[i].size;
         sh.sh_entsize = sections[i].entsize;
         sh.sh_addralign = sections[i].addralign;
-        // §1: under PN_XNUM the real program header count lives here.
+        // xen-dump-core(5) "ELF header": under PN_XNUM the real program header count lives here.
         if (i == 0 && L.phnum >= PN_XNUM) sh.sh_info = static_cast<Elf64_Word>(L.phnum);
         append(plan.shdrs, sh);
     }
     if (L.phnum > UINT32_MAX) throw Error("too many program headers");
 
-    // §1: ELF header, then (HVM/PVH) §2 program headers, then the notes.
+    // xen-dump-core(5) "ELF header": the ELF header, then (HVM/PVH) the program headers, then the notes.
     Elf64_Ehdr eh{};
     std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
     eh.e_ident[EI_CLASS] = ELFCLASS64;

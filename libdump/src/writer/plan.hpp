@@ -1,5 +1,5 @@
 // Everything about a v1 file that is known before the first page is read:
-// the offsets of every part (spec §7), the bytes in front of the pages, the
+// the offsets of every part (xen-dump-core(5) "Layout"), the bytes in front of the pages, the
 // section header table and the digests of the note segment and the table.
 #pragma once
 
@@ -16,8 +16,8 @@
 
 namespace xendump::writer {
 
-// Streaming (spec §1, §5, §7): e_shoff sits in the ELF header, written before
-// any page, yet in §7 order the section header table follows the trailer,
+// Streaming (xen-dump-core(5) "ELF header", xen-dump-core(5) "Trailer notes", xen-dump-core(5) "Layout"): e_shoff sits in the ELF header, written before
+// any page, yet in xen-dump-core(5) "Layout" order the section header table follows the trailer,
 // whose NT_XEN_UNREADABLE is only known after the last page. So the trailer's
 // size is fixed in advance: after NT_XEN_DIGEST (fixed size) comes a reserved
 // area large enough for NT_XEN_UNREADABLE listing every page (8 bytes a page,
@@ -79,7 +79,7 @@ void validate_spec(const DumpSpec& spec, std::span<const PageEntry> entries);
 // kMaxVmcoreinfoText bytes and the header of the padding note after it.
 uint64_t vmcoreinfo_room_size();
 
-// Where the program headers go for a guest of this type (spec §1 as
+// Where the program headers go for a guest of this type (xen-dump-core(5) "ELF header" as
 // xen-dump-core(5) amends it): at the end of the file for a PV guest. crash
 // takes a file whose program header table starts within its first bytes
 // through its ELF (netdump) reader, which cannot follow a PV guest's page

@@ -1,5 +1,5 @@
 // write_dump / write_dump_file: the plan's head, the page pass, then
-// everything after the pages in §7 order. Every byte goes out front to back
+// everything after the pages in xen-dump-core(5) "Layout" order. Every byte goes out front to back
 // through one Sink, so a pipe and a file get the same bytes (see plan.hpp for
 // how the trailer keeps the layout fixed in advance).
 #include <elf.h>

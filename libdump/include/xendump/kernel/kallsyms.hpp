@@ -44,7 +44,8 @@ public:
         const KernelSymbol* symbol;
         uint64_t offset;
     };
-    // The symbol at or below `address` (the nearest lower one), if any.
+    // The symbol at or below `address` (the nearest lower one), if any; of
+    // several at one address, the first in kallsyms order (the kernel's choice).
     std::optional<Resolved> resolve(uint64_t address) const;
     std::string describe(uint64_t address) const;  // "name+0x1f" or hex
 

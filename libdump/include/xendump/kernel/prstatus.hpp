@@ -1,4 +1,4 @@
-// NT_PRSTATUS (spec §3 note 8) from a Xen x86_64 vcpu context: the registers
+// NT_PRSTATUS (xen-dump-core(5) "Notes" note 8) from a Xen x86_64 vcpu context: the registers
 // crash, gdb and drgn read from a Linux kdump vmcore, one note per vcpu.
 #pragma once
 

@@ -1,6 +1,6 @@
 // The guest kernel's vmcoreinfo: finding it in guest memory (during the
 // writer's single pass, or by a targeted pre-scan), validating it and reading
-// the few values the dump needs. Spec §3 note 7 stores its text unchanged.
+// the few values the dump needs. xen-dump-core(5) "Notes" note 7 stores its text unchanged.
 #pragma once
 
 #include <cstddef>

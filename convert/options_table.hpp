@@ -1,0 +1,30 @@
+// The command line of xen-dump-convert (cli/cli_options.hpp): one row per
+// option; --help, man/xen-dump-convert.1 and completions/xen-dump-convert
+// hold the same rows (tests/cli/options_test.cpp).
+#pragma once
+
+#include "cli_options.hpp"
+
+namespace xendump::convert {
+
+inline constexpr cli::Option kConvertOptions[] = {
+    {"output", 'o', cli::Arg::required, "FILE", "output file (one input only)"},
+    {"output-dir", 0, cli::Arg::required, "DIR",
+     "write outputs under DIR, keeping the input names\n(default: NAME.v1.core beside each input)"},
+    {"remove-source", 0, cli::Arg::none, "", "delete each source once its output has verified and\nrecords it"},
+    {"no-digests", 0, cli::Arg::none, "", "do not write the digest trailer"},
+    {"format", 0, cli::Arg::required, "FORMAT",
+     "v1 (default) or kdump: compact files, makedumpfile's\ncompressed kdump format (default name NAME.kdump);\nv1 files are then converted too"},
+    {"compress", 0, cli::Arg::required, "ALG", "kdump page compression: zstd (default), lz4, lzo,\nzlib, none"},
+    {"system-map", 0, cli::Arg::required, "FILE",
+     "legacy page-list dumps: the guest kernel's System.map, to\nfind the p2m through phys_to_machine_mapping and a\npage-table walk"},
+    {"allow-inferred-layout", 0, cli::Arg::none, "",
+     "legacy page-list dumps: when the pfns cannot be\nestablished, write the best inference and record it in\nthe output (LAYOUT=)"},
+    {"jobs", 'j', cli::Arg::required, "N", "convert N files at a time (default 1)"},
+    {"dry-run", 'n', cli::Arg::none, "", "decide everything, write nothing"},
+    {"json", 0, cli::Arg::none, "", "print the report as JSON instead of a table"},
+    {"quiet", 'q', cli::Arg::none, "", "no table; failures are still reported on stderr"},
+    {"version", 0, cli::Arg::none, "", "the version"},
+};
+
+}  // namespace xendump::convert

@@ -1,0 +1,124 @@
+// xen-dumpctl estimate [--json[=short|pretty]] FILE: what each dump level (makedumpfile -d)
+// would keep of the dump's guest, and the pages and bytes of each class a
+// level excludes, as `makedumpfile --mem-usage` shows them. The classes come
+// from the guest kernel's struct page array through its VMCOREINFO (libdump
+// kernel/dump_level.hpp); nothing is written.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "dump_selection.hpp"
+#include "options.hpp"
+#include "xendump/dump_kernel_log.hpp"
+#include "xendump/error.hpp"
+#include "xendump/kernel/dump_level.hpp"
+#include "xendump/reader.hpp"
+
+namespace xendump::ctl {
+
+namespace {
+
+constexpr std::string_view kUsage =
+    "xen-dumpctl estimate [--json[=short|pretty]] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH...";
+
+struct ClassRow {
+    const char* type;  // makedumpfile --mem-usage's names
+    kernel::PageClass cls;
+    const char* description;
+};
+constexpr ClassRow kRows[] = {
+    {"ZERO", kernel::PageClass::zero, "pages filled with zero (level bit 1)"},
+    {"NON_PRI_CACHE", kernel::PageClass::cache, "cache pages without private flag (bit 2)"},
+    {"PRI_CACHE", kernel::PageClass::cache_private, "cache pages with private flag (bit 4)"},
+    {"USER", kernel::PageClass::user, "user process pages (bit 8)"},
+    {"FREE", kernel::PageClass::free, "free pages (bit 16)"},
+    {"HWPOISON", kernel::PageClass::hwpoison, "hardware-poisoned pages (always left out)"},
+    {"OFFLINE", kernel::PageClass::offline, "logically offline pages (always left out)"},
+};
+
+}  // namespace
+
+// Shared with xen-dumpd --estimate: prints `e` for `what` (a file or a domain).
+void print_level_estimate(const kernel::DumpLevelEstimate& e, const std::string& what, bool json, double seconds,
+                          int json_indent) {
+    constexpr uint64_t kPage = kernel::kPageSize;
+    if (json) {
+        nlohmann::json j;
+        j["source"] = what;
+        j["page_size"] = kPage;
+        j["total_pages"] = e.total_pages;
+        j["max_level"] = e.max_level;
+        j["limits"] = e.limits;
+        j["classes"] = nlohmann::json::object();
+        for (const auto& r : kRows) j["classes"][kernel::page_class_name(r.cls)] = e.excluded[static_cast<size_t>(r.cls)];
+        j["protected_pages"] = e.protected_pages;
+        j["unreadable_struct_pages"] = e.unreadable_struct_pages;
+        j["levels"] = nlohmann::json::array();
+        for (const auto& l : e.levels) j["levels"].push_back({{"level", l.level}, {"kept_pages", l.kept_pages}, {"kept_bytes", l.kept_pages * kPage}});
+        j["seconds"] = seconds;
+        std::cout << j.dump(json_indent) << "\n";
+        return;
+    }
+    std::printf("Source:      %s\n", what.c_str());
+    std::printf("Pages:       %llu (%s)\n", static_cast<unsigned long long>(e.total_pages),
+                cli::human_bytes(e.total_pages * kPage).c_str());
+    std::printf("Max level:   %u\n", e.max_level);
+    for (const auto& l : e.limits) std::printf("Limit:       %s\n", l.c_str());
+    std::printf("\n%-14s %12s %11s  %s\n", "TYPE", "PAGES", "SIZE", "DESCRIPTION");
+    uint64_t excluded = 0;
+    for (const auto& r : kRows) {
+        const uint64_t n = e.excluded[static_cast<size_t>(r.cls)];
+        excluded += n;
+        std::printf("%-14s %12llu %11s  %s\n", r.type, static_cast<unsigned long long>(n), cli::human_bytes(n * kPage).c_str(),
+                    r.description);
+    }
+    const uint64_t rest = e.total_pages >= excluded ? e.total_pages - excluded : 0;
+    std::printf("%-14s %12llu %11s  %s\n", "KERN_DATA", static_cast<unsigned long long>(rest),
+                cli::human_bytes(rest * kPage).c_str(), "the rest: kept at every level");
+    std::printf("(%llu of them kept as needed for analysis although their struct page says otherwise; "
+                "%llu pages kept whose struct page could not be read)\n",
+                static_cast<unsigned long long>(e.protected_pages),
+                static_cast<unsigned long long>(e.unreadable_struct_pages));
+    std::printf("\n%-6s %12s %11s %7s\n", "LEVEL", "KEPT PAGES", "SIZE", "KEPT");
+    for (const auto& l : e.levels)
+        std::printf("%-6u %12llu %11s %6.1f%%\n", l.level, static_cast<unsigned long long>(l.kept_pages),
+                    cli::human_bytes(l.kept_pages * kPage).c_str(),
+                    e.total_pages ? 100.0 * static_cast<double>(l.kept_pages) / static_cast<double>(e.total_pages) : 0.0);
+    std::printf("\nClassified in %.2f s.\n", seconds);
+}
+
+int cmd_estimate(Args args) {
+    auto a = parse_file_command(args, false);
+    const ParsedArgs& p = a.p;
+    if (p.help) {
+        std::printf("usage: %.*s\n\nShow what each dump level (makedumpfile -d: bit 1 zero pages, 2 cache, 4 private\n"
+                    "cache, 8 user data, 16 free pages; 31 all) would keep of the dump's guest, and the pages\n"
+                    "and bytes of each class, as makedumpfile's memory usage report does. The classes come\n"
+                    "from the guest kernel's struct pages through its VMCOREINFO; without one only zero pages\n"
+                    "count. With --json, one JSON object.\n"
+                    "Of the dumps MATCH selects, the latest one that has a file is read.\n%s\n%s",
+                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp, options_help("estimate").c_str());
+        return cli::kExitOk;
+    }
+    if (!a.error.empty()) return usage_error("estimate", a.error);
+    const std::string path = one_dump(a).string();
+    auto reader = DumpReader::open(path);
+    const auto info = dump_vmcoreinfo(reader, true);
+    const auto start = std::chrono::steady_clock::now();
+    kernel::DumpLevelEstimate e;
+    try {
+        e = kernel::estimate_dump_levels(dump_level_input(reader, info ? &*info : nullptr));
+    } catch (const Error& err) {
+        std::fprintf(stderr, "xen-dumpctl estimate: %s: %s\n", path.c_str(), err.what());
+        return cli::kExitFailure;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    print_level_estimate(e, path, p.has("--json"), seconds, a.json_indent);
+    return cli::kExitOk;
+}
+
+}  // namespace xendump::ctl

@@ -1,0 +1,28 @@
+// The command line of xen-dumpd (cli/cli_options.hpp): one row per option; the
+// --help text, man/xen-dumpd.8 and completions/xen-dumpd hold the same rows
+// (tests/cli/options_test.cpp).
+#pragma once
+
+#include "cli_options.hpp"
+#include "xendump_config.h"
+
+namespace xendump::daemon {
+
+inline constexpr cli::Option kDaemonOptions[] = {
+    {"config", 0, cli::Arg::required, "FILE",
+     "configuration file (default " XENDUMP_SYSCONFDIR "/xen-dumpd.conf,\ndrop-ins FILE.d/*.conf)"},
+    {"host", 0, cli::Arg::required, "HOST", "xen or sim:DIR (default $XEN_DUMP_HOST, else xen)"},
+    {"dump-dir", 0, cli::Arg::required, "DIR", "where dumps go (default " XENDUMP_DEFAULT_DUMP_DIR ")"},
+    {"socket", 0, cli::Arg::required, "PATH", "control socket (default " XENDUMP_DEFAULT_CONTROL_SOCKET ")"},
+    {"domain", 0, cli::Arg::required, "ID|NAME", "dump this domain and exit"},
+    {"output", 'o', cli::Arg::required, "PATH", "write the dump to PATH ('-': standard output)"},
+    {"live", 0, cli::Arg::none, "", "do not pause the domain (records PAUSED=0)"},
+    {"no-digests", 0, cli::Arg::none, "", "no page digests"},
+    {"format", 0, cli::Arg::required, "FORMAT",
+     "v1 (default) or kdump: a compact file, makedumpfile's\ncompressed kdump format (not to standard output)"},
+    {"compress", 0, cli::Arg::required, "ALG", "kdump page compression: zstd (default), lz4, lzo,\nzlib, none"},
+    {"quiet", 'q', cli::Arg::none, "", "no progress or warnings"},
+    {"version", 0, cli::Arg::none, "", "the version"},
+};
+
+}  // namespace xendump::daemon

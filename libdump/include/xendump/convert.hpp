@@ -1,0 +1,99 @@
+// Converting old Xen dump files (legacy xc_core, Xen's section-only ELF of
+// `xl dump-core`) into xen-dump-core v1 files, or any of them and v1 files
+// into compact (kdump) files: sniff the format from the bytes
+// (never the name), decide the layout, write through the v1 writer, and
+// record which source an output came from (SOURCE_ID=, xen-dump-core(5)).
+// The program xen-dump-convert adds batches, reports and the command line.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "xendump/kdump.hpp"
+#include "xendump/pages_read_back.hpp"
+#include "xendump/writer.hpp"
+
+namespace xendump {
+
+enum class InputFormat {
+    xc_core,   // legacy xc_core (Xen <= 3.0.4)
+    xen_elf,   // Xen's section-only ELF dump-core (xl dump-core)
+    v1,        // already current (converted only to the compact format)
+    kdump,     // a compact (kdump) file: never converted
+    unknown,
+};
+// "xc_core", "xen-elf", "v1", "kdump", "unknown"
+std::string_view to_string(InputFormat f);
+
+// Reads the first bytes (and for ELF, the program header count). Throws
+// Error when the file cannot be read (regular files only).
+InputFormat sniff_format(const std::filesystem::path& path);
+
+struct ConvertOptions {
+    std::optional<std::string> system_map;  // a System.map for the guest's p2m symbols
+    bool allow_inferred = false;            // accept a layout decided without a symbol
+    bool digests = true;                    // write NT_XEN_DIGEST
+    std::function<void(const WriteProgress&)> on_progress;
+    // Reads the finished, still unpublished output before it gets its name
+    // (WriteOptions::check_before_publish): an output it rejects (by throwing)
+    // never appears.
+    std::function<void(const std::filesystem::path& unpublished, const PagesReadBack& read_back)> check_output;
+    const std::atomic<bool>* cancel = nullptr;  // set: the conversion stops with Error
+    std::string writer_name = "xen-dump-convert";  // WRITER= of the output
+    // A compact file (makedumpfile's compressed kdump format) instead of v1;
+    // then v1 inputs are converted too.
+    bool kdump = false;
+    Compression compression = Compression::zstd;
+};
+
+struct ConversionPlan {
+    InputFormat format = InputFormat::unknown;
+    std::string layout;      // LAYOUT= value
+    uint64_t pages = 0;      // pages the output will hold
+    bool inferred = false;   // the layout was inferred (see allow_inferred)
+};
+
+// Everything but the writing (for a dry run and reports). Throws Error
+// naming the file and offset; a v1 input plans nothing (format v1, 0 pages)
+// unless options.kdump, a kdump input never.
+ConversionPlan plan_conversion(const std::filesystem::path& input, const ConvertOptions& options = {});
+
+// Writes `output` atomically (never replacing a file). Throws Error; on error
+// nothing appears under `output`.
+ConversionPlan convert_file(const std::filesystem::path& input, const std::filesystem::path& output,
+                            const ConvertOptions& options = {});
+
+// Which source file an output was converted from: SOURCE_ID= of the output's
+// NT_XEN_DOMAIN. A converter compares it with the file at hand before it
+// calls an output "already converted" or deletes a source: a file of the
+// same name, another dump of the same guest or a copy that changed is not
+// the source. The size and modification time, and an XXH3-128 digest of
+// everything but the page data.
+struct SourceIdentity {
+    uint64_t size = 0;
+    int64_t mtime_sec = 0;
+    uint32_t mtime_nsec = 0;
+    std::string digest;  // "xxh3-128:" and 32 hex digits
+
+    // "size=N;mtime=SECONDS.NANOSECONDS;digest=xxh3-128:HEX"
+    std::string value() const;
+    std::string mtime_text() const;  // "SECONDS.NANOSECONDS"
+    // Nullopt when `value` is not of that form.
+    static std::optional<SourceIdentity> parse(std::string_view value);
+    // Empty when they are the same file; else what differs, this file's
+    // value first ("size 4096, recorded 8192").
+    std::string difference_from(const SourceIdentity& recorded) const;
+    bool operator==(const SourceIdentity&) const = default;
+};
+
+// Opens `path` (regular files only) and identifies it. Throws Error (naming
+// the file and offset) when the parts it covers cannot be read or the file
+// is neither an xc_core nor an ELF file.
+SourceIdentity identify_source(const std::filesystem::path& path);
+
+}  // namespace xendump

@@ -1,0 +1,149 @@
+// Dump levels with makedumpfile's meaning: which guest pages a filtered dump
+// keeps, decided per pfn from the guest kernel's own `struct page` array as
+// its VMCOREINFO describes it (no vmlinux needed).
+//
+// Level bits (makedumpfile -d): 1 zero pages, 2 non-private cache, 4 private
+// cache, 8 user data, 16 free pages; 31 excludes all five classes.
+//
+// The rules follow makedumpfile 1.7.2's __exclude_unnecessary_pages (facts
+// only; see dump_level.cpp for each): SPARSEMEM / SPARSEMEM_EXTREME
+// mem_section roots (SYMBOL(mem_section), LENGTH(mem_section),
+// SIZE(mem_section), NUMBER(SECTION_SIZE_BITS), NUMBER(MAX_PHYSMEM_BITS)),
+// each struct page's flags, _mapcount, mapping, private and compound fields at
+// the OFFSET()s VMCOREINFO gives, PG_* numbers, PAGE_BUDDY_MAPCOUNT_VALUE,
+// PAGE_OFFLINE_MAPCOUNT_VALUE, HUGETLB_PAGE_DTOR. struct pages are read
+// through the guest's own page tables (a PV guest's hold machine frames:
+// translated through the dump's pfn->gmfn table).
+//
+// Pages that analysis needs are never excluded as cache, user data, free,
+// offline or hwpoison pages, whatever their struct page says (a corrupt or
+// hostile guest cannot hide them): every page-table page reached from the
+// kernel's top table (init_top_pgt), the kernel image's sections that stay in
+// use after boot, found by its kallsyms (text [_text, _etext), rodata
+// [__start_rodata, __end_rodata), data [_sdata, _edata), bss [__bss_start,
+// __bss_stop) less the unused decrypted tail; the gaps between them, the init
+// sections and the unused brk are freed at boot and reused like any page),
+// every kernel-image SYMBOL() of VMCOREINFO, the pages of the struct page
+// array read, the pages the printk buffer occupies (every page the log
+// reader touches), each vcpu's kernel stack (the 16 KiB THREAD_SIZE block
+// around its stack pointer), and pfns the caller names (a PV guest's p2m
+// frames). On a healthy guest none of them matches a rule (0 protected pages
+// on the fixtures' and the lab's PV, PVH and HVM guests). Such a page that is all
+// zero is still a zero page under bit 1: a filtered format records it as a
+// zero page (makedumpfile's kdump format keeps it in its bitmap with the
+// shared zero page), nothing is lost.
+//
+// A guest without a usable VMCOREINFO gets level 1 at most (only zero pages
+// can be recognised without the kernel's structures), and the result says so.
+//
+// Everything read from the guest is untrusted: every section, pointer and
+// order is bounds-checked, a page is examined at most once per pass, ranges
+// are clipped to the dump's pfns, compound orders above 18 (1 GiB) are
+// invalid, the page-table walk visits each table page once. Memory: the
+// result is one bit per pfn; while classifying, four (present, protected,
+// struct-page pages, result; five during the table walk).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "xendump/kernel/guest_memory.hpp"
+#include "xendump/kernel/virtual_memory.hpp"
+#include "xendump/kernel/vmcoreinfo.hpp"
+#include "xendump/page_source.hpp"
+
+namespace xendump::kernel {
+
+inline constexpr unsigned kExcludeZero = 1, kExcludeCache = 2, kExcludeCachePrivate = 4, kExcludeUserData = 8,
+                          kExcludeFree = 16;
+inline constexpr unsigned kMaxDumpLevel = 31;
+
+// One bit per pfn in [0, size).
+class PfnBitmap {
+public:
+    PfnBitmap() = default;
+    explicit PfnBitmap(uint64_t size) : size_(size), words_((size + 63) / 64) {}
+    uint64_t size() const { return size_; }
+    bool test(uint64_t pfn) const { return pfn < size_ && (words_[pfn / 64] >> (pfn % 64) & 1); }
+    void set(uint64_t pfn) {
+        if (pfn < size_) words_[pfn / 64] |= uint64_t{1} << (pfn % 64);
+    }
+    void reset(uint64_t pfn) {
+        if (pfn < size_) words_[pfn / 64] &= ~(uint64_t{1} << (pfn % 64));
+    }
+    uint64_t count() const;
+    // this |= other & mask (all three the same size).
+    void merge_masked(const PfnBitmap& other, const PfnBitmap& mask);
+    size_t bytes() const { return words_.size() * sizeof(uint64_t); }
+
+private:
+    uint64_t size_ = 0;
+    std::vector<uint64_t> words_;
+};
+
+// Why a page is left out (the first rule that matched, in makedumpfile's order).
+enum class PageClass : uint8_t { zero, cache, cache_private, user, free, hwpoison, offline };
+inline constexpr size_t kPageClasses = 7;
+const char* page_class_name(PageClass c);  // "zero", "cache", "cache_private", ...
+
+// What the classifier reads. `present` (ascending pfns, the dump's pages) and
+// `reader` are required; the rest refines.
+struct DumpLevelInput {
+    std::span<const PageEntry> present;
+    PageReader reader;
+    const Vmcoreinfo* vmcoreinfo = nullptr;  // null: level 1 at most
+    FrameToPfn frame_to_pfn;                 // PV: machine frame -> pfn; empty: identity
+    std::vector<uint64_t> stack_pointers;    // each vcpu's rsp (kernel addresses are used)
+    std::vector<uint64_t> protected_pfns;    // kept whatever they hold (e.g. p2m frames)
+    const std::atomic<bool>* cancel = nullptr;  // set -> Error("cancelled")
+};
+
+struct PageSelection {
+    unsigned requested_level = 0;
+    unsigned level = 0;              // applied: requested, less what the guest cannot support
+    std::vector<std::string> limits; // why `level` is below `requested_level`, one sentence each
+    // keep.test(pfn): present and not excluded by bits 2..16 (nor offline/hwpoison).
+    // Bit 1 (zero pages) is decided on the page's bytes: keep_page().
+    PfnBitmap keep;
+    std::array<uint64_t, kPageClasses> excluded{};  // pages per class (zero: filled by count_zero_pages)
+    uint64_t protected_pages = 0;    // pages the rules would have excluded, kept as needed for analysis
+    uint64_t unreadable_struct_pages = 0;  // present pfns whose struct page could not be read (kept)
+    uint64_t struct_page_bytes = 0;  // struct page bytes read
+
+    bool keep_pfn(uint64_t pfn) const { return keep.test(pfn); }
+    // The selector's question: keep `pfn`, whose bytes are `page`?
+    bool keep_page(uint64_t pfn, std::span<const std::byte> page) const;
+};
+
+bool is_zero_page(std::span<const std::byte> page);
+
+// Classifies every present pfn for `level` (0..31; Error beyond). Error when
+// `cancel` is set; a guest whose VMCOREINFO lacks what a bit needs gets that
+// bit dropped (listed in `limits`), never a guess.
+PageSelection select_pages(const DumpLevelInput& input, unsigned level);
+
+// The pages and bytes each class holds and what each level keeps, as
+// `makedumpfile --mem-usage` reports them (reads every present page once
+// for the zero check, and the struct pages once per level).
+struct LevelEstimate {
+    unsigned level;
+    uint64_t kept_pages;
+};
+struct DumpLevelEstimate {
+    uint64_t total_pages = 0;
+    std::array<uint64_t, kPageClasses> excluded{};  // level 31's exclusions per class
+    uint64_t protected_pages = 0;                    // at level 31
+    uint64_t unreadable_struct_pages = 0;
+    std::vector<LevelEstimate> levels;               // 1, 2, 4, 8, 16, 31 (those supported)
+    unsigned max_level = 0;                          // the highest level the guest supports
+    std::vector<std::string> limits;
+};
+DumpLevelEstimate estimate_dump_levels(const DumpLevelInput& input);
+
+}  // namespace xendump::kernel

@@ -1,0 +1,39 @@
+// One vocabulary for the facts about a dump that several places record:
+// the dump's NT_XEN_DOMAIN note (xen-dump-core(5)), the service's sidecar
+// (DUMP.json), its journal entry (xen-dumpd(8)), the MATCH fields of
+// xen-dumpctl list/info/verify/dmesg, and the --json output of xen-dumpctl
+// list. Each place keeps the names it has always had (users' scripts and
+// journal queries depend on them); this header says once which name each
+// place gives each fact, and the code takes its names from here.
+// doc/keys.md has the same table for readers.
+#pragma once
+
+#include "xendump/keyvalues.hpp"
+
+namespace xendump::vocab {
+
+// The name of one fact in each place; nullptr where that place does not record it.
+struct Term {
+    const char* note;     // NT_XEN_DOMAIN key (xendump::keys)
+    const char* sidecar;  // key of the sidecar's JSON object
+    const char* journal;  // journal field
+    const char* match;    // xen-dumpctl MATCH field (FIELD=VALUE)
+    const char* json;     // key of an entry of xen-dumpctl list --json
+};
+
+inline constexpr Term kDomid{keys::kDomid, "domid", "DOMID", "DOMID", "domid"};
+inline constexpr Term kDomainName{keys::kName, "domain", "DOMAIN", "DOMAIN", "domain"};
+inline constexpr Term kUuid{keys::kUuid, "uuid", "DOMAIN_UUID", "UUID", "uuid"};
+inline constexpr Term kGuestType{keys::kType, "type", nullptr, "TYPE", "type"};
+inline constexpr Term kReason{keys::kReason, "reason", "DUMP_REASON", "REASON", "reason"};
+inline constexpr Term kPages{keys::kNrPages, "pages", nullptr, nullptr, "pages"};
+inline constexpr Term kDumpPath{nullptr, "dump_file", "DUMP_PATH", "PATH", "path"};
+inline constexpr Term kResult{nullptr, "result", "DUMP_RESULT", "RESULT", "result"};
+inline constexpr Term kSizeOnDisk{nullptr, "bytes_on_disk", "DUMP_SIZE", nullptr, "bytes_on_disk"};
+inline constexpr Term kDigests{nullptr, "digests", nullptr, "DIGESTS", "digests"};
+inline constexpr Term kError{nullptr, "error", nullptr, nullptr, "error"};
+inline constexpr Term kGuestPanic{nullptr, "guest_panic", "GUEST_PANIC", nullptr, "guest_panic"};
+inline constexpr Term kGuestBacktrace{nullptr, "guest_backtrace", "GUEST_BACKTRACE", nullptr, "guest_backtrace"};
+inline constexpr Term kDmesgPath{nullptr, nullptr, "GUEST_DMESG_PATH", nullptr, "dmesg_path"};
+
+}  // namespace xendump::vocab

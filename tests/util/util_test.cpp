@@ -1,0 +1,117 @@
+// libdump/util: the one copy of the small helpers libdump and the programs share.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "test_support.hpp"
+#include "util/util.hpp"
+#include "util/vocabulary.hpp"
+#include "xendump/error.hpp"
+#include "xendump/fd.hpp"
+
+namespace xendump::test {
+namespace {
+
+TEST(Util, HexIsLowerCaseWithAPrefixAndPadsOnlyWhenAsked) {
+    EXPECT_EQ(util::hex(0), "0x0");
+    EXPECT_EQ(util::hex(0xABCDEF), "0xabcdef");
+    EXPECT_EQ(util::hex(~uint64_t{0}), "0xffffffffffffffff");
+    EXPECT_EQ(util::hex(0x1f, 16), "0x000000000000001f");
+    EXPECT_EQ(util::hex(0x123456789abcdef0, 4), "0x123456789abcdef0");
+}
+
+TEST(Util, UtcTimeFormatsInUtcWhateverTheZone) {
+    // 2026-12-01 10:59:53 UTC.
+    const std::time_t t = 1796122793;
+    EXPECT_EQ(util::utc_time(t, "%Y-%m-%dT%H:%M:%SZ"), "2026-12-01T10:59:53Z");
+    EXPECT_EQ(util::utc_time(t, "%Y%m%dT%H%M%SZ"), "20261201T105953Z");
+    EXPECT_EQ(util::utc_time(std::chrono::system_clock::from_time_t(t), "%Y-%m-%d %H:%M:%S"), "2026-12-01 10:59:53");
+}
+
+TEST(Util, FileKindNamesEachType) {
+    EXPECT_STREQ(util::file_kind(S_IFREG | 0644), "a regular file");
+    EXPECT_STREQ(util::file_kind(S_IFDIR | 0755), "a directory");
+    EXPECT_STREQ(util::file_kind(S_IFIFO), "a FIFO");
+    EXPECT_STREQ(util::file_kind(S_IFSOCK), "a socket");
+    EXPECT_STREQ(util::file_kind(S_IFCHR), "a character device");
+    EXPECT_STREQ(util::file_kind(S_IFBLK), "a block device");
+    EXPECT_STREQ(util::file_kind(S_IFLNK), "a symbolic link");
+}
+
+TEST(Util, WriteAllAndPreadFullMoveEveryByteAndStopAtTheEnd) {
+    TempDir dir;
+    const std::string path = (dir.path() / "f").string();
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    ASSERT_TRUE(fd);
+    std::vector<char> data(300000);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7);
+    util::write_all(fd.get(), data.data(), data.size(), path);
+
+    std::vector<char> back(data.size());
+    EXPECT_EQ(util::pread_full(fd.get(), back.data(), back.size(), 0), static_cast<long>(data.size()));
+    EXPECT_EQ(back, data);
+    // Past the end: what there is, then nothing.
+    EXPECT_EQ(util::pread_full(fd.get(), back.data(), 1000, data.size() - 10), 10);
+    EXPECT_EQ(util::pread_full(fd.get(), back.data(), 1000, data.size()), 0);
+    // A descriptor not open for reading: -1 and errno.
+    UniqueFd wo(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    EXPECT_EQ(util::pread_full(wo.get(), back.data(), 10, 0), -1);
+    EXPECT_EQ(errno, EBADF);
+}
+
+TEST(Util, WriteAllNamesTheFileWhenAWriteFails) {
+    UniqueFd ro(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    ASSERT_TRUE(ro);
+    try {
+        util::write_all(ro.get(), "x", 1, "/dev/null");
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.object(), "/dev/null");
+        EXPECT_EQ(e.sys_errno(), EBADF);
+    }
+}
+
+TEST(Util, RetryEintrReturnsTheFirstResultThatIsNotAnInterruption) {
+    int calls = 0;
+    const int r = util::retry_eintr([&] {
+        if (++calls < 3) {
+            errno = EINTR;
+            return -1;
+        }
+        return 5;
+    });
+    EXPECT_EQ(r, 5);
+    EXPECT_EQ(calls, 3);
+    calls = 0;
+    EXPECT_EQ(util::retry_eintr([&] {
+                  ++calls;
+                  errno = EAGAIN;
+                  return -1;
+              }),
+              -1);
+    EXPECT_EQ(calls, 1);
+}
+
+// The names each place gives a fact are the ones users already rely on
+// (doc/keys.md): the journal's DOMAIN and DUMP_REASON, the note's NAME and TYPE.
+TEST(Vocabulary, KeepsTheNamesEachPlaceHasAlwaysUsed) {
+    EXPECT_STREQ(vocab::kDomainName.note, "NAME");
+    EXPECT_STREQ(vocab::kDomainName.journal, "DOMAIN");
+    EXPECT_STREQ(vocab::kDomainName.sidecar, "domain");
+    EXPECT_STREQ(vocab::kGuestType.note, "TYPE");
+    EXPECT_STREQ(vocab::kReason.journal, "DUMP_REASON");
+    EXPECT_STREQ(vocab::kReason.note, "REASON");
+    EXPECT_STREQ(vocab::kUuid.journal, "DOMAIN_UUID");
+    EXPECT_STREQ(vocab::kDumpPath.sidecar, "dump_file");
+    EXPECT_STREQ(vocab::kDumpPath.json, "path");
+}
+
+}  // namespace
+}  // namespace xendump::test
