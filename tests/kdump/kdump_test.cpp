@@ -347,6 +347,60 @@ TEST(Kdump, PvPagesAreFiledByMachineFrame) {
     EXPECT_FALSE(r.read_page_by_pfn(700, got));
 }
 
+// A PV guest's table (the NT_XEN_P2M note, read where it lies) against the
+// 2nd bitmap: a frame the bitmap does not store and falling pfns are refused
+// at open, a frame named twice is a verify finding; each names the entry's
+// offset in the note.
+TEST(Kdump, HostilePvTablesAreFoundWithTheirOffset) {
+    std::vector<PageEntry> list;
+    for (uint64_t pfn = 0; pfn < 700; ++pfn) list.push_back({pfn, 0x90000 - 2 * pfn});
+    MixedSource src(list);
+    TempDir dir;
+    const fs::path good = dir / "pv";
+    KdumpOptions o;
+    o.write.digests = false;  // the edits are found by the structure, not the table's digest
+    write_kdump_file(good, mixed_spec(format::GuestType::pv), src, o);
+    uint64_t table = 0;
+    {
+        kdump::KdumpFile k(std::make_shared<reader::DumpFile>(good.string()));
+        const reader::Note* t = k.notes().find("XEN CORE", format::kNtXenP2m);
+        ASSERT_NE(t, nullptr);
+        EXPECT_TRUE(t->desc.empty());  // left on disk
+        table = t->desc_offset;
+    }
+    const std::string bytes = read_file(good);
+    struct Edit {
+        const char* what;
+        uint64_t entry;
+        bool gmfn;         // the entry's gmfn, else its pfn
+        uint64_t value;
+        bool at_open;      // refused by open, else a verify finding
+    };
+    const Edit edits[] = {
+        {"frame not stored", 5, true, 0x90000 - 1, true},
+        {"pfns fall", 5, false, 2, true},
+        {"frame named twice", 1, true, 0x90000, false},
+    };
+    VerifyOptions allow;
+    allow.allow_no_digests = true;
+    for (const auto& e : edits) {
+        SCOPED_TRACE(e.what);
+        std::string copy = bytes;
+        const uint64_t at = table + e.entry * sizeof(PageEntry) + (e.gmfn ? 8 : 0);
+        std::memcpy(copy.data() + at, &e.value, 8);
+        const fs::path p = dir / "bad";
+        std::ofstream(p, std::ios::binary | std::ios::trunc).write(copy.data(), static_cast<std::streamsize>(copy.size()));
+        if (e.at_open) {
+            EXPECT_THROW(DumpReader::open(p), Error);
+        }
+        const auto findings = DumpReader::verify_file(p, allow);
+        ASSERT_FALSE(findings.empty());
+        EXPECT_EQ(findings[0].check, "kdump-table") << findings[0].message;
+        EXPECT_EQ(findings[0].offset, table + e.entry * sizeof(PageEntry)) << findings[0].message;
+    }
+    EXPECT_TRUE(DumpReader::verify_file(good, allow).empty());
+}
+
 // The command lines: xen-dumpd --format kdump --compress ALG, refused on
 // standard output; xen-dump-convert --format kdump turns a v1 file into a
 // compact one that keeps the dump's own keys and names its source.
