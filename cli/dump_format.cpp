@@ -1,8 +1,10 @@
 #include "dump_format.hpp"
 
+#include <charconv>
 #include <string>
 
 #include "xendump/error.hpp"
+#include "xendump/kernel/dump_level.hpp"
 
 namespace xendump::cli {
 
@@ -18,6 +20,14 @@ DumpFormatChoice dump_format_choice(const Parsed& p) {
             throw UsageError{e.message()};
         }
         if (!c.kdump) throw UsageError{"--compress needs --format kdump"};
+    }
+    if (auto level = p.value("--dump-level")) {
+        unsigned n = 0;
+        const auto [end, ec] = std::from_chars(level->data(), level->data() + level->size(), n);
+        if (level->empty() || ec != std::errc() || end != level->data() + level->size() || n > kernel::kMaxDumpLevel)
+            throw UsageError{"--dump-level wants a number from 0 to 31, not '" + *level + "'"};
+        if (!c.kdump) throw UsageError{"--dump-level needs --format kdump"};
+        c.dump_level = n;
     }
     return c;
 }

@@ -11,10 +11,13 @@ namespace xendump::cli {
 struct DumpFormatChoice {
     bool kdump = false;  // --format kdump: a compact file
     Compression compression = Compression::zstd;
+    unsigned dump_level = 0;  // --dump-level N (0-31, kdump only)
 };
 
-// --format v1|kdump and --compress ALG from `p`. Throws UsageError for
-// another format, an unknown algorithm, or --compress without --format kdump.
+// --format v1|kdump, --compress ALG and --dump-level N from `p` (the last two
+// only when the table has them). Throws UsageError for another format, an
+// unknown algorithm, a level that is not 0-31, or --compress or --dump-level
+// without --format kdump.
 DumpFormatChoice dump_format_choice(const Parsed& p);
 
 }  // namespace xendump::cli

@@ -157,6 +157,13 @@ private:
         std::fprintf(stderr, "xen-dump-convert: %s\n", rep.error.c_str());
     }
 
+    // A warning (a dump level the guest cannot have): printed even with -q.
+    void report_warning(const std::string& w) {
+        std::lock_guard lock(print_mutex_);
+        if (bar_.enabled()) std::fputs("\r\033[K", stderr);
+        std::fprintf(stderr, "xen-dump-convert: warning: %s\n", w.c_str());
+    }
+
     // Errors from lower layers that do not name the file get its name.
     static std::string named(const Job& job, std::string error) {
         const std::string path = job.input.string();
@@ -181,6 +188,8 @@ private:
             co.digests = o_.digests;
             co.kdump = o_.kdump;
             co.compression = o_.compression;
+            co.dump_level = o_.dump_level;
+            co.on_warning = [this](const std::string& w) { report_warning(w); };
             co.on_progress = [this, &job, worker](const WriteProgress& p) {
                 if (p.pages_total) current_[worker] = job.size * p.pages_done / p.pages_total;
                 show_progress();

@@ -86,6 +86,7 @@ ParseStatus parse_options(int argc, char** argv, Options& o) {
         const cli::DumpFormatChoice format = cli::dump_format_choice(p);
         o.kdump = format.kdump;
         o.compression = format.compression;
+        o.dump_level = format.dump_level;
     } catch (const cli::UsageError& e) {
         usage_error(e.message);
         return ParseStatus::usage_error;

@@ -23,6 +23,7 @@ struct Options {
     unsigned jobs = 1;                        // -j N
     bool kdump = false;                       // --format kdump
     Compression compression = Compression::zstd;  // --compress ALG (kdump)
+    unsigned dump_level = 0;                  // --dump-level N (kdump)
 };
 
 enum class ParseStatus { run, exit_ok, usage_error };

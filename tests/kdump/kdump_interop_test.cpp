@@ -8,11 +8,18 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <iostream>
 #include <fstream>
 #include <regex>
 
 #include "dump_support.hpp"
+#include "kdump/kdump_file.hpp"
+#include "reader/dump_file.hpp"
+#include "xendump/convert.hpp"
+#include "xendump/dump_kernel_log.hpp"
 #include "xendump/dumper.hpp"
+#include "xendump/kernel/dump_level.hpp"
 #include "xendump/reader.hpp"
 
 namespace xendump::test {
@@ -60,6 +67,48 @@ struct Fixture {
 Fixture& fixture() {
     static Fixture f;
     return f;
+}
+
+// The fixture guest dumped as v1, then converted at level 31: the compact
+// file keeps exactly the pages the classifier's estimate says level 31
+// keeps, each equal to the v1 file's, with no warning (the guest has
+// VMCOREINFO); its first bitmap names every page of the v1 file.
+TEST(KdumpLevels, ConvertAtLevel31KeepsWhatTheEstimateSays) {
+    Fixture& f = fixture();
+    const fs::path v1 = f.dir / "linux.v1.core", out = f.dir / "linux-d31.kdump";
+    if (!fs::exists(v1)) dump_domain_to_file(*f.host->hv, kDomid, v1, DumpOptions{});
+    DumpReader orig = DumpReader::open(v1);
+    const auto info = dump_vmcoreinfo(orig, false);
+    ASSERT_TRUE(info.has_value());
+    const kernel::DumpLevelEstimate e = kernel::estimate_dump_levels(dump_level_input(orig, &*info));
+    uint64_t want = 0;
+    for (const auto& l : e.levels)
+        if (l.level == 31) want = l.kept_pages;
+    ASSERT_GT(want, 0u);
+    ASSERT_LT(want, orig.nr_pages());
+
+    std::vector<std::string> warnings;
+    ConvertOptions co;
+    co.kdump = true;
+    co.dump_level = 31;
+    co.on_warning = [&](const std::string& w) { warnings.push_back(w); };
+    convert_file(v1, out, co);
+    EXPECT_TRUE(warnings.empty()) << warnings[0];
+    DumpReader c = DumpReader::open(out);
+    EXPECT_TRUE(c.verify().empty());
+    EXPECT_EQ(c.nr_pages(), want);
+    std::vector<std::byte> a(4096), b(4096);
+    for (uint64_t i = 0; i < c.nr_pages(); ++i) {
+        const PageEntry pe = c.entry(i);
+        ASSERT_TRUE(c.read_page_by_pfn(pe.pfn, b));
+        ASSERT_TRUE(orig.read_page_by_pfn(pe.pfn, a));
+        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), 4096)) << "pfn " << pe.pfn;
+    }
+    kdump::KdumpFile k(std::make_shared<reader::DumpFile>(out.string()));
+    EXPECT_EQ(k.sub_header().dump_level, 31);
+    EXPECT_EQ(k.present_bitmap().count(), orig.nr_pages());
+    std::cout << "[ measured ] level 31 keeps " << want << " of " << orig.nr_pages() << " pages; compact file "
+              << fs::file_size(out) << " bytes, v1 " << fs::file_size(v1) << " bytes\n";
 }
 
 RunResult crash_with(const fs::path& dump, const std::string& commands) {

@@ -18,6 +18,7 @@
 #include "kdump/format.hpp"
 #include "kdump/kdump_file.hpp"
 #include "reader/dump_file.hpp"
+#include "xendump/convert.hpp"
 #include "xendump/dumper.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kdump.hpp"
@@ -439,6 +440,69 @@ TEST(KdumpCli, DumpdAndConvertWriteCompactFilesThatVerify) {
         ASSERT_TRUE(c.read_page_by_gmfn(e.gmfn, b));
         ASSERT_EQ(0, std::memcmp(a.data(), b.data(), 4096)) << "pfn " << e.pfn;
     }
+}
+
+// --dump-level on the command line of xen-dump-convert: 0-31, with
+// --format kdump only; each refused line exits 2 naming the option.
+TEST(KdumpCli, DumpLevelIsCheckedOnTheCommandLine) {
+    TempDir out;
+    struct Line {
+        std::vector<std::string> args;
+        const char* says;
+    };
+    const Line lines[] = {
+        {{"--dump-level", "31"}, "--dump-level needs --format kdump"},
+        {{"--format", "kdump", "--dump-level", "32"}, "--dump-level wants a number from 0 to 31"},
+        {{"--format", "kdump", "--dump-level", "-1"}, "--dump-level wants a number from 0 to 31"},
+        {{"--format", "kdump", "--dump-level=3x"}, "--dump-level wants a number from 0 to 31"},
+    };
+    for (const auto& l : lines) {
+        std::vector<std::string> argv = {"xen-dump-convert", "-n"};
+        argv.insert(argv.end(), l.args.begin(), l.args.end());
+        argv.push_back((out / "in.core").string());
+        RunResult r = run(argv);
+        EXPECT_EQ(r.exit_code, 2) << l.says;
+        EXPECT_NE(r.err.find(l.says), std::string::npos) << r.err;
+    }
+}
+
+// A guest without VMCOREINFO gets level 1 at most, and the converter says
+// so: its zero pages are left out, every other page kept as it was; the
+// first bitmap still names every page, the sub header the level applied.
+TEST(Kdump, DumpLevelWithoutVmcoreinfoIsLevelOneWithAWarning) {
+    TempDir dir;
+    MixedGuest src;
+    DumpSpec spec = mixed_spec();
+    spec.vmcoreinfo.reset();
+    const fs::path v1 = dir / "v1.core", out = dir / "out.kdump";
+    write_dump_file(v1, spec, src);
+    std::vector<std::string> warnings;
+    ConvertOptions co;
+    co.kdump = true;
+    co.dump_level = 31;
+    co.on_warning = [&](const std::string& w) { warnings.push_back(w); };
+    convert_file(v1, out, co);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("dump level 1 instead of 31"), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find(v1.string()), std::string::npos) << warnings[0];
+
+    DumpReader r = DumpReader::open(out);
+    EXPECT_TRUE(r.verify().empty());
+    uint64_t nonzero = 0;
+    std::vector<std::byte> want(4096), got(4096);
+    for (const auto& e : src.list) {
+        const bool kept = r.read_page_by_pfn(e.pfn, got);
+        EXPECT_EQ(kept, e.pfn % 3 != 0) << "pfn " << e.pfn;
+        if (!kept) continue;
+        ++nonzero;
+        fill_mixed_page(e.pfn, want.data());
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), 4096)) << "pfn " << e.pfn;
+    }
+    EXPECT_EQ(r.nr_pages(), nonzero);
+    kdump::KdumpFile k(std::make_shared<reader::DumpFile>(out.string()));
+    EXPECT_EQ(k.sub_header().dump_level, 1);
+    EXPECT_EQ(k.present_bitmap().count(), src.list.size());
+    EXPECT_EQ(k.stored_pages(), nonzero);
 }
 
 TEST(Kdump, NeverReplacesAFile) {

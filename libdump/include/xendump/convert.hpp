@@ -49,6 +49,13 @@ struct ConvertOptions {
     // then v1 inputs are converted too.
     bool kdump = false;
     Compression compression = Compression::zstd;
+    // With kdump: keep only the pages makedumpfile -d keeps at this level
+    // (0-31, xendump/kernel/dump_level.hpp), classified from the guest
+    // kernel's struct pages found through its VMCOREINFO (v1 and xl
+    // dump-core inputs). A guest without one, and an xc_core input, get
+    // level 1 at most: on_warning says so.
+    unsigned dump_level = 0;
+    std::function<void(const std::string&)> on_warning;
 };
 
 struct ConversionPlan {

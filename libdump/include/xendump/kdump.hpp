@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "xendump/dump_spec.hpp"
@@ -32,6 +33,12 @@ struct KdumpOptions {
     // check_before_publish as for a v1 file; `sparse` leaves the shared zero
     // page and the gaps as holes.
     WriteOptions write;
+    // When the source's pages are a selection (kernel/dump_level.hpp): the
+    // level they were selected with (the sub header's dump_level, as
+    // makedumpfile records -d) and every page that exists (the 1st bitmap,
+    // ascending pfns; the source's entries are the 2nd). Empty: the source's.
+    unsigned dump_level = 0;
+    std::span<const PageEntry> present = {};
 };
 
 // Writes `path` atomically (a temporary in the same directory, fsync, then

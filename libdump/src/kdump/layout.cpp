@@ -11,7 +11,7 @@ namespace {
 uint64_t blocks_for(uint64_t bytes) { return (bytes + kBlockSize - 1) / kBlockSize; }
 }  // namespace
 
-KdumpLayout plan_kdump(std::span<const PageEntry> entries, Index index) {
+KdumpLayout plan_kdump(std::span<const PageEntry> entries, Index index, std::span<const PageEntry> present) {
     KdumpLayout L;
     L.index = index;
     for (size_t i = 1; i < entries.size(); ++i)
@@ -19,6 +19,7 @@ KdumpLayout plan_kdump(std::span<const PageEntry> entries, Index index) {
             throw Error("page entries not in strictly ascending pfn order at index " + std::to_string(i));
     uint64_t top = 0;
     for (const auto& e : entries) top = std::max(top, key_of(e, index));
+    for (const auto& e : present) top = std::max(top, key_of(e, index));
     if (top >= (uint64_t{1} << 52)) throw Error("frame " + std::to_string(top) + " is too large for a kdump bitmap");
     L.max_mapnr = top + 1;
     // bitmap_blocks is a u32 in the header: 2^31 blocks of bits cover pfns far

@@ -33,7 +33,9 @@ struct KdumpLayout {
     uint32_t bitmap_blocks() const { return static_cast<uint32_t>(2 * bitmap_size / kBlockSize); }
 };
 
-KdumpLayout plan_kdump(std::span<const PageEntry> entries, Index index);
+// `present`: the pages that exist when `entries` (those stored) are a
+// selection of them (a dump level); empty: the same.
+KdumpLayout plan_kdump(std::span<const PageEntry> entries, Index index, std::span<const PageEntry> present = {});
 
 // The bitmap of `entries`' keys (layout.bitmap_size bytes).
 std::vector<std::byte> key_bitmap(const KdumpLayout& layout, std::span<const PageEntry> entries);

@@ -178,7 +178,7 @@ WriteResult write_kdump_to(int fd, const std::string& name, const DumpSpec& spec
     const auto entries = source.entries();
     kdump::validate_spec(spec, entries);
     const kdump::Index index = spec.type == format::GuestType::pv ? kdump::Index::machine : kdump::Index::pfn;
-    const kdump::KdumpLayout L = kdump::plan_kdump(entries, index);
+    const kdump::KdumpLayout L = kdump::plan_kdump(entries, index, options.present);
     const uint64_t n = entries.size();
     // Descriptors go in key order: in place per batch when that is pfn
     // order, else kept (24 bytes a page) and written at the end.
@@ -263,14 +263,16 @@ WriteResult write_kdump_to(int fd, const std::string& name, const DumpSpec& spec
     sink.write(notes.bytes);
     sink.finish();
 
-    const Heads h = heads(spec, L, notes, note_offset, options.compression, source);
+    Heads h = heads(spec, L, notes, note_offset, options.compression, source);
+    h.sub.dump_level = static_cast<int32_t>(options.dump_level);
     std::vector<std::byte> front(L.desc_offset);
     std::memcpy(front.data(), &h.header, sizeof h.header);
     std::memcpy(front.data() + L.sub_header_offset, &h.sub, sizeof h.sub);
     if (!scattered.empty()) pwrite_all(fd, std::as_bytes(std::span(scattered)), L.desc_offset, name);
-    const auto bitmap = kdump::key_bitmap(L, entries);
-    std::memcpy(front.data() + L.bitmap_offset, bitmap.data(), bitmap.size());                  // pages that exist
-    std::memcpy(front.data() + L.bitmap_offset + L.bitmap_size, bitmap.data(), bitmap.size());  // pages stored
+    const auto stored = kdump::key_bitmap(L, entries);
+    const auto present = options.present.empty() ? stored : kdump::key_bitmap(L, options.present);
+    std::memcpy(front.data() + L.bitmap_offset, present.data(), present.size());                // pages that exist
+    std::memcpy(front.data() + L.bitmap_offset + L.bitmap_size, stored.data(), stored.size());  // pages stored
     pwrite_all(fd, front, 0, name);
 
     r.file_size = sink.offset();

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 
+#include "kdump/selected_source.hpp"
 #include "legacy/byte_source.hpp"
 #include "legacy/layout.hpp"
 #include "legacy/legacy_page_source.hpp"
@@ -14,6 +15,7 @@
 #include "legacy/xc_core.hpp"
 #include "util/util.hpp"
 #include "writer/guest_kernel_notes.hpp"
+#include "xendump/dump_kernel_log.hpp"
 #include "xendump/error.hpp"
 #include "xendump/reader.hpp"
 #include "xendump_config.h"
@@ -109,8 +111,25 @@ void set_max_pfn(KeyValues& kv, std::span<const PageEntry> entries) {
 // With a check of the output, the source is identified again first: one that
 // changed (or was replaced) while it was read gives an output that is never
 // published, since SOURCE_ID= would not name what it holds.
+// --dump-level: what the level keeps of `pages`, classified through `reader`
+// (null: the input cannot be read by the classifier; zero pages only).
+kernel::PageSelection select_for_level(const fs::path& input, const DumpReader* reader, PageSource& pages,
+                                       const ConvertOptions& opt) {
+    kernel::PageSelection sel;
+    if (!reader) {
+        sel = kdump::zero_pages_only(pages.entries(), opt.dump_level, "an xc_core input is not classified by its kernel");
+    } else {
+        const auto info = dump_vmcoreinfo(*reader, true);
+        sel = kernel::select_pages(dump_level_input(*reader, info ? &*info : nullptr), opt.dump_level);
+    }
+    if (opt.on_warning)
+        for (const auto& l : sel.limits) opt.on_warning(input.string() + ": dump level " + std::to_string(sel.level) +
+                                                        " instead of " + std::to_string(opt.dump_level) + ": " + l);
+    return sel;
+}
+
 void write_converted(const fs::path& input, const SourceIdentity& id, const fs::path& output, DumpSpec& spec,
-                     PageSource& pages, const ConvertOptions& opt) {
+                     PageSource& pages, const ConvertOptions& opt, const DumpReader* reader = nullptr) {
     WriteOptions wo;
     wo.digests = opt.digests;
     if (opt.check_output)
@@ -123,6 +142,16 @@ void write_converted(const fs::path& input, const SourceIdentity& id, const fs::
     wo.on_progress = opt.on_progress;
     wo.cancel = opt.cancel;
     writer::GuestKernelNotes kernel_notes;
+    if (opt.kdump && opt.dump_level != 0) {
+        const kernel::PageSelection sel = select_for_level(input, reader, pages, opt);
+        kdump::SelectedSource kept(pages, sel);
+        kernel_notes.attach(spec, wo, kept);
+        KdumpOptions ko{opt.compression, 0, wo};
+        ko.dump_level = sel.level;
+        ko.present = kept.present();
+        write_kdump_file(output, spec, kept, ko);
+        return;
+    }
     kernel_notes.attach(spec, wo, pages);
     if (opt.kdump)
         write_kdump_file(output, spec, pages, {opt.compression, 0, wo});
@@ -151,7 +180,7 @@ Plan v1_to_kdump(const fs::path& input, const fs::path* output, const ConvertOpt
     spec.xen_version = reader.xen_version();
     spec.shared_info = reader.shared_info();
     spec.vmcoreinfo = reader.vmcoreinfo();
-    write_converted(input, id, *output, spec, *pages, opt);
+    write_converted(input, id, *output, spec, *pages, opt, &reader);
     return plan;
 }
 
@@ -202,7 +231,7 @@ Plan xen_elf(const fs::path& input, const fs::path* output, const ConvertOptions
     spec.vcpus = reader.vcpus();
     spec.xen_version = reader.xen_version();
     spec.shared_info = reader.shared_info();
-    write_converted(input, id, *output, spec, pages, opt);
+    write_converted(input, id, *output, spec, pages, opt, &reader);
     return plan;
 }
 
