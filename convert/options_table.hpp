@@ -17,7 +17,7 @@ inline constexpr cli::Option kConvertOptions[] = {
      "v1 (default) or kdump: compact files, makedumpfile's\ncompressed kdump format (default name NAME.kdump);\nv1 files are then converted too"},
     {"compress", 0, cli::Arg::required, "ALG", "kdump page compression: zstd (default), lz4, lzo,\nzlib, none"},
     {"dump-level", 0, cli::Arg::required, "N",
-     "kdump: keep the pages makedumpfile -d N keeps (0-31; 1 zero,\n2 cache, 4 private cache, 8 user data, 16 free pages)"},
+     "kdump: keep the pages of dump level N, as makedumpfile\ndoes (0-31: 1 zero, 2 cache, 4 private cache, 8 user\ndata, 16 free pages)"},
     {"system-map", 0, cli::Arg::required, "FILE",
      "legacy page-list dumps: the guest kernel's System.map, to\nfind the p2m through phys_to_machine_mapping and a\npage-table walk"},
     {"allow-inferred-layout", 0, cli::Arg::none, "",
