@@ -1,10 +1,25 @@
 #include "cli.hpp"
 
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <thread>
+
+#include "xendump/writer.hpp"
 
 namespace xendump::cli {
+
+unsigned default_threads(unsigned sharing) {
+    // The cores this process may run on (a service's CPUAffinity= or a
+    // taskset shrink them), else all the machine has.
+    unsigned cores = 0;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) cores = static_cast<unsigned>(CPU_COUNT(&set));
+    if (cores == 0) cores = std::thread::hardware_concurrency();
+    return std::clamp(cores / std::max(sharing, 1u), 1u, kMaxWriteThreads);
+}
 
 std::string human_bytes(uint64_t bytes) {
     static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};

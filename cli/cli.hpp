@@ -17,6 +17,11 @@ inline constexpr int kExitUsage = 2;    // bad command line
 
 std::string human_bytes(uint64_t bytes);  // "1.5 GiB"
 
+// The threads of one write (WriteOptions::threads) when none are asked for:
+// the machine's cores shared among `sharing` writes that run at once, from 1
+// to kMaxWriteThreads (xendump/writer.hpp).
+unsigned default_threads(unsigned sharing = 1);
+
 class ProgressBar {
 public:
     // `enabled` false (or stderr not a terminal when `auto_detect`) -> prints nothing.

@@ -55,6 +55,21 @@ std::vector<std::string> Parsed::values(std::string_view option) const {
     return out;
 }
 
+std::optional<unsigned> Parsed::number(std::string_view option, unsigned min, unsigned max) const {
+    const auto v = value(option);
+    if (!v) return std::nullopt;
+    unsigned long long n = 0;
+    bool ok = !v->empty() && v->size() <= 10;
+    for (char c : *v) {
+        ok = ok && c >= '0' && c <= '9';
+        if (ok) n = n * 10 + static_cast<unsigned>(c - '0');
+    }
+    if (!ok || n < min || n > max)
+        throw UsageError{std::string(option) + " wants a number from " + std::to_string(min) + " to " +
+                         std::to_string(max) + ", not '" + *v + "'"};
+    return static_cast<unsigned>(n);
+}
+
 Parsed parse(std::span<const Option> table_in, int argc, char* const* argv_in, bool stop_at_operand) {
     // Pointers into the caller's table (Parsed keeps them), and the help row.
     std::vector<const Option*> table;

@@ -60,6 +60,10 @@ struct Parsed {
     std::optional<std::string> value(std::string_view option) const;
     // Every value given to `option`, in order.
     std::vector<std::string> values(std::string_view option) const;
+    // The last value of `option` as a number from `min` to `max` (decimal
+    // digits only), nullopt when not given. Throws UsageError "OPTION wants
+    // a number from MIN to MAX, not 'VALUE'".
+    std::optional<unsigned> number(std::string_view option, unsigned min, unsigned max) const;
 };
 
 struct UsageError {

@@ -185,12 +185,13 @@ private:
             ConvertOptions co;
             co.system_map = o_.system_map;
             co.allow_inferred = o_.allow_inferred;
-            co.digests = o_.digests;
+            co.write.digests = o_.digests;
+            co.write.threads = o_.threads;
             co.kdump = o_.kdump;
             co.compression = o_.compression;
             co.dump_level = o_.dump_level;
-            co.on_warning = [this](const std::string& w) { report_warning(w); };
-            co.on_progress = [this, &job, worker](const WriteProgress& p) {
+            co.write.on_warning = [this](const std::string& w) { report_warning(w); };
+            co.write.on_progress = [this, &job, worker](const WriteProgress& p) {
                 if (p.pages_total) current_[worker] = job.size * p.pages_done / p.pages_total;
                 show_progress();
             };
@@ -218,9 +219,10 @@ private:
                 if (!job.output.parent_path().empty()) fs::create_directories(job.output.parent_path());
                 // Verified while it is made durable; one that does not verify
                 // is never published.
-                co.check_output = [&job, digests = o_.digests](const fs::path& unpublished,
-                                                               const PagesReadBack& read_back) {
-                    if (auto bad = verify_output(unpublished, job.output, digests, &read_back); !bad.empty())
+                co.write.check_before_publish = [&job, digests = o_.digests](const fs::path& unpublished,
+                                                                             const VerifyOptions& read_back) {
+                    if (auto bad = verify_output(unpublished, job.output, digests, read_back.pages_read_back);
+                        !bad.empty())
                         throw Error(bad, job.input.string());
                 };
                 plan = convert_file(job.input, job.output, co);

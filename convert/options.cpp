@@ -1,13 +1,13 @@
 #include "options.hpp"
 
 #include <cstdio>
-#include <cstdlib>
-#include <cctype>
 #include <string_view>
 
+#include "cli.hpp"
 #include "cli_options.hpp"
 #include "dump_format.hpp"
 #include "options_table.hpp"
+#include "xendump/writer.hpp"
 
 #include "xendump_config.h"
 
@@ -59,14 +59,12 @@ ParseStatus parse_options(int argc, char** argv, Options& o) {
     o.output = p.value("--output");
     o.output_dir = p.value("--output-dir");
     o.system_map = p.value("--system-map");
-    if (auto v = p.value("--jobs")) {
-        char* end = nullptr;
-        unsigned long n = std::strtoul(v->c_str(), &end, 10);
-        if (v->empty() || *end != '\0' || n == 0 || n > 256 || !std::isdigit(static_cast<unsigned char>((*v)[0]))) {
-            usage_error("--jobs wants a number from 1 to 256, not '" + *v + "'");
-            return ParseStatus::usage_error;
-        }
-        o.jobs = static_cast<unsigned>(n);
+    try {
+        o.jobs = p.number("--jobs", 1, 256).value_or(1);
+        o.threads = p.number("--threads", 1, kMaxWriteThreads).value_or(cli::default_threads(o.jobs));
+    } catch (const cli::UsageError& e) {
+        usage_error(e.message);
+        return ParseStatus::usage_error;
     }
     o.allow_inferred = p.has("--allow-inferred-layout");
     o.remove_source = p.has("--remove-source");

@@ -24,6 +24,7 @@ struct Options {
     bool kdump = false;                       // --format kdump
     Compression compression = Compression::zstd;  // --compress ALG (kdump)
     unsigned dump_level = 0;                  // --dump-level N (kdump)
+    unsigned threads = 1;                     // --threads N, default: the cores shared among the jobs
 };
 
 enum class ParseStatus { run, exit_ok, usage_error };

@@ -4,7 +4,6 @@
 // (found through kallsyms), else frame pointers, else a stack scan marked
 // with "?" frames. No vmlinux is needed.
 #include <cstdio>
-#include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -19,33 +18,9 @@
 
 namespace xendump::ctl {
 
-namespace {
-
-constexpr std::string_view kUsage =
-    "xen-dumpctl backtrace [--json[=short|pretty]] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH...";
-
-}  // namespace
-
-int cmd_backtrace(Args args) {
-    auto a = parse_file_command(args, false);
-    const ParsedArgs& p = a.p;
-    if (p.help) {
-        std::printf("usage: %.*s\n       (bt is short for backtrace)\n\n"
-                    "Print a backtrace of every vcpu of the dump's guest (x86_64 Linux), from its\n"
-                    "saved registers and its kernel stack, with function+offset from the kernel's\n"
-                    "kallsyms: through the kernel's ORC unwind tables, else its frame pointers,\n"
-                    "else a scan of the stack whose \"?\" frames are mere return addresses.\n"
-                    "The vcpu that reported the crash in the kernel's log is marked.\n"
-                    "With --json, one JSON object: per vcpu the method, the frames (ip, sp,\n"
-                    "symbol, reliable), where user space was reached, why a walk stopped.\n"
-                    "Of the dumps MATCH selects, the latest one that has a file is read.\n%s\n%s",
-                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp,
-                    options_help("backtrace").c_str());
-        return cli::kExitOk;
-    }
-    if (!a.error.empty()) return usage_error(args[0], a.error);
-    const std::string path = one_dump(a).string();
-    auto reader = DumpReader::open(path);
+int cmd_backtrace(Invocation& c) {
+    const std::string path = c.dump_path.string();
+    const DumpReader& reader = *c.dump;
     const DumpKernel k = find_dump_kernel(reader);
     if (!k.kallsyms)
         throw Error("no kallsyms tables of a Linux kernel in the dump's pages: no symbols to unwind with", path);
@@ -59,7 +34,7 @@ int cmd_backtrace(Args args) {
     }
     const DumpBacktraces traces = dump_backtraces(reader, k.vmcoreinfo ? &*k.vmcoreinfo : nullptr, *k.kallsyms,
                                                   k.release, log ? &*log : nullptr);
-    if (p.has("--json")) {
+    if (c.json) {
         nlohmann::json j;
         j["file"] = path;
         j["orc"] = traces.orc;
@@ -71,7 +46,7 @@ int cmd_backtrace(Args args) {
             e["error"] = v.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.error);
             j["vcpus"].push_back(e);
         }
-        std::cout << j.dump(a.json_indent, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        print_json(j, c.json);
     } else {
         for (const auto& v : traces.vcpus) {
             std::printf("VCPU %u%s", v.vcpu, traces.panic_vcpu == v.vcpu ? " (reported the crash)" : "");

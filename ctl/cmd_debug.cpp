@@ -121,10 +121,6 @@ std::string shell_quote(const std::string& word) {
 
 namespace {
 
-constexpr std::string_view kUsage =
-    "xen-dumpctl debug [--debugger=crash|gdb|drgn] [--vmlinux FILE] [-A ARGS] [--print-command] [-S TIME] [-U TIME] "
-    "[-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH...";
-
 std::vector<std::string> split_words(const std::string& s) {
     std::istringstream in(s);
     std::vector<std::string> out;
@@ -185,28 +181,21 @@ fs::path locate_vmlinux(const RecordedKernel& k, const fs::path& dump, const fs:
 
 }  // namespace
 
-int cmd_debug(Args args) {
-    auto a = parse_file_command(args, false);
-    const ParsedArgs& p = a.p;
-    if (p.help) {
-        std::printf("usage: %.*s\n\nStart a debugger on a dump (the latest one MATCH selects that has a file), with\n"
-                    "the guest kernel's debug vmlinux found by the release the dump records:\n"
-                    "/usr/lib/debug/boot/vmlinux-RELEASE or /usr/lib/debug/lib/modules/RELEASE/vmlinux\n"
-                    "(Debian: the package linux-image-RELEASE-dbg); when none is there and\n"
-                    "DEBUGINFOD_URLS is set, debuginfod-find fetches it by the build id of the\n"
-                    "dump's VMCOREINFO.\n%s\n%s",
-                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp, options_help("debug").c_str());
-        return cli::kExitOk;
-    }
-    if (!a.error.empty()) return usage_error("debug", a.error);
-    const std::string debugger = p.value("--debugger").value_or("crash");
+std::string check_debug(const Invocation& c) {
+    const std::string debugger = c.p.value("--debugger").value_or("crash");
     if (debugger != "crash" && debugger != "gdb" && debugger != "drgn")
-        return usage_error("debug", "unknown debugger '" + debugger + "' (crash, gdb or drgn)");
+        return "unknown debugger '" + debugger + "' (crash, gdb or drgn)";
+    return {};
+}
+
+int cmd_debug(Invocation& c) {
+    const ParsedArgs& p = c.p;
+    const std::string debugger = p.value("--debugger").value_or("crash");
     std::vector<std::string> extra;
     for (const auto& value : p.values("-A"))
         for (auto& w : split_words(value)) extra.push_back(std::move(w));
 
-    const fs::path dump = one_dump(a);
+    const fs::path& dump = c.dump_path;
     fs::path vmlinux;
     if (auto v = p.value("--vmlinux")) {
         vmlinux = *v;

@@ -5,7 +5,6 @@
 // unconverted `xl dump-core` file, through a VMCOREINFO found in its pages);
 // kernel virtual addresses are translated with the guest's own page tables.
 #include <cstdio>
-#include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -21,9 +20,6 @@
 namespace xendump::ctl {
 
 namespace {
-
-constexpr std::string_view kUsage =
-    "xen-dumpctl dmesg [--json[=short|pretty]] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH...";
 
 nlohmann::json record_json(const kernel::PrintkRecord& r) {
     auto optional = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
@@ -44,30 +40,16 @@ nlohmann::json record_json(const kernel::PrintkRecord& r) {
 
 }  // namespace
 
-int cmd_dmesg(Args args) {
-    auto a = parse_file_command(args, false);
-    const ParsedArgs& p = a.p;
-    if (p.help) {
-        std::printf("usage: %.*s\n\nPrint the guest kernel's log (its printk buffer, as dmesg shows it) from the\n"
-                    "dump, one \"[seconds.micros] text\" line per record, as makedumpfile prints the log.\n"
-                    "Needs the kernel's VMCOREINFO (in the dump's note, else found in its pages).\n"
-                    "With --json, one JSON object: the format, whether the log is partial and\n"
-                    "why, and the records (sequence, time_ns, level, facility, caller, text).\n"
-                    "Of the dumps MATCH selects, the latest one that has a file is read.\n%s\n%s",
-                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp, options_help("dmesg").c_str());
-        return cli::kExitOk;
-    }
-    if (!a.error.empty()) return usage_error("dmesg", a.error);
-    const std::string path = one_dump(a).string();
-    auto reader = DumpReader::open(path);
+int cmd_dmesg(Invocation& c) {
+    const std::string path = c.dump_path.string();
     kernel::PrintkLog log;
     try {
-        log = read_dump_log(reader, true);
+        log = read_dump_log(*c.dump, true);
     } catch (const Error& e) {
         std::fprintf(stderr, "xen-dumpctl dmesg: %s: %s\n", path.c_str(), e.what());
         return cli::kExitFailure;
     }
-    if (p.has("--json")) {
+    if (c.json) {
         nlohmann::json j;
         j["file"] = path;
         j["format"] = log.format == kernel::PrintkFormat::ringbuffer ? "printk_ringbuffer" : "log_buf";
@@ -76,7 +58,7 @@ int cmd_dmesg(Args args) {
         j["damage"] = log.damage;
         j["records"] = nlohmann::json::array();
         for (const auto& r : log.records) j["records"].push_back(record_json(r));
-        std::cout << j.dump(a.json_indent, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        print_json(j, c.json);
     } else {
         const std::string out = kernel::format_dmesg(log);
         std::fwrite(out.data(), 1, out.size(), stdout);

@@ -35,9 +35,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view kUsage =
-    "xen-dumpctl dump -o FILE [-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH...";
-
 void append_note(std::vector<std::byte>& out, std::string_view name, uint32_t type, std::span<const std::byte> desc) {
     auto pad4 = [&] { out.resize((out.size() + 3) & ~size_t{3}); };
     Elf64_Nhdr h{};
@@ -188,28 +185,20 @@ void write_vmcore(const DumpReader& reader, const std::string& target) {
     out.commit();
 }
 
-int cmd_dump(Args args) {
-    auto a = parse_file_command(args, false);
-    const ParsedArgs& p = a.p;
-    if (p.help) {
-        std::printf("usage: %.*s\n\nWrite the pages of a dump (the latest one MATCH selects that has a file) as a\n"
-                    "plain ELF vmcore, for tools that want one: one PT_LOAD per run of pages\n"
-                    "(physical addresses), the kernel image PT_LOAD, and the notes crash, gdb and\n"
-                    "drgn read (NT_PRSTATUS of each vcpu, VMCOREINFO). The Xen notes and the digests\n"
-                    "stay in the dump. FILE appears only when complete; '-' writes to standard output.\n%s\n%s",
-                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp, options_help("dump").c_str());
-        return cli::kExitOk;
-    }
-    if (!a.error.empty()) return usage_error("dump", a.error);
-    const auto target = p.value("--output");
-    if (!target || target->empty()) return usage_error("dump", "-o FILE is required");
-    if (*target == "-" && isatty(STDOUT_FILENO))
-        return usage_error("dump", "refusing to write a vmcore to a terminal (-o FILE, or a pipe)");
+std::string check_dump(const Invocation& c) {
+    const auto target = c.p.value("--output");
+    if (!target || target->empty()) return "-o FILE is required";
+    if (*target == "-" && isatty(STDOUT_FILENO)) return "refusing to write a vmcore to a terminal (-o FILE, or a pipe)";
     std::error_code ec;
     if (*target != "-" && fs::symlink_status(*target, ec).type() != fs::file_type::not_found)
         throw Error("exists; not replacing it", *target);  // before the pages are read (AtomicFile checks again)
-    const DumpReader reader = DumpReader::open(one_dump(a));
-    write_vmcore(reader, *target);
+    return {};
+}
+
+int cmd_dump(Invocation& c) {
+    const DumpReader& reader = *c.dump;
+    const std::string target = *c.p.value("--output");  // check_dump: given
+    write_vmcore(reader, target);
     // A PV guest's page tables hold machine frames, which a pfn-addressed
     // vmcore cannot resolve (crash stops at the first page-table walk);
     // crash reads the dump itself through its xendump support.

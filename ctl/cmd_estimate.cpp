@@ -5,7 +5,6 @@
 // kernel/dump_level.hpp); nothing is written.
 #include <chrono>
 #include <cstdio>
-#include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -22,9 +21,6 @@ namespace xendump::ctl {
 
 namespace {
 
-constexpr std::string_view kUsage =
-    "xen-dumpctl estimate [--json[=short|pretty]] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH...";
-
 struct ClassRow {
     const char* type;  // makedumpfile --mem-usage's names
     kernel::PageClass cls;
@@ -40,11 +36,9 @@ constexpr ClassRow kRows[] = {
     {"OFFLINE", kernel::PageClass::offline, "logically offline pages (always left out)"},
 };
 
-}  // namespace
-
-// Shared with xen-dumpd --estimate: prints `e` for `what` (a file or a domain).
-void print_level_estimate(const kernel::DumpLevelEstimate& e, const std::string& what, bool json, double seconds,
-                          int json_indent) {
+// Prints `e` for `what` (the dump file), as text or JSON.
+void print_level_estimate(const kernel::DumpLevelEstimate& e, const std::string& what, JsonStyle json,
+                          double seconds) {
     constexpr uint64_t kPage = kernel::kPageSize;
     if (json) {
         nlohmann::json j;
@@ -60,7 +54,7 @@ void print_level_estimate(const kernel::DumpLevelEstimate& e, const std::string&
         j["levels"] = nlohmann::json::array();
         for (const auto& l : e.levels) j["levels"].push_back({{"level", l.level}, {"kept_pages", l.kept_pages}, {"kept_bytes", l.kept_pages * kPage}});
         j["seconds"] = seconds;
-        std::cout << j.dump(json_indent) << "\n";
+        print_json(j, json);
         return;
     }
     std::printf("Source:      %s\n", what.c_str());
@@ -91,22 +85,11 @@ void print_level_estimate(const kernel::DumpLevelEstimate& e, const std::string&
     std::printf("\nClassified in %.2f s.\n", seconds);
 }
 
-int cmd_estimate(Args args) {
-    auto a = parse_file_command(args, false);
-    const ParsedArgs& p = a.p;
-    if (p.help) {
-        std::printf("usage: %.*s\n\nShow what each dump level (makedumpfile -d: bit 1 zero pages, 2 cache, 4 private\n"
-                    "cache, 8 user data, 16 free pages; 31 all) would keep of the dump's guest, and the pages\n"
-                    "and bytes of each class, as makedumpfile's memory usage report does. The classes come\n"
-                    "from the guest kernel's struct pages through its VMCOREINFO; without one only zero pages\n"
-                    "count. With --json, one JSON object.\n"
-                    "Of the dumps MATCH selects, the latest one that has a file is read.\n%s\n%s",
-                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp, options_help("estimate").c_str());
-        return cli::kExitOk;
-    }
-    if (!a.error.empty()) return usage_error("estimate", a.error);
-    const std::string path = one_dump(a).string();
-    auto reader = DumpReader::open(path);
+}  // namespace
+
+int cmd_estimate(Invocation& c) {
+    const std::string path = c.dump_path.string();
+    const DumpReader& reader = *c.dump;
     const auto info = dump_vmcoreinfo(reader, true);
     const auto start = std::chrono::steady_clock::now();
     kernel::DumpLevelEstimate e;
@@ -117,7 +100,7 @@ int cmd_estimate(Args args) {
         return cli::kExitFailure;
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    print_level_estimate(e, path, p.has("--json"), seconds, a.json_indent);
+    print_level_estimate(e, path, c.json, seconds);
     return cli::kExitOk;
 }
 

@@ -5,7 +5,6 @@
 // instruction pointer as symbol+offset (kallsyms found by shape, issue 9).
 #include <cstdio>
 #include <cstring>
-#include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -24,9 +23,6 @@
 namespace xendump::ctl {
 
 namespace {
-
-constexpr std::string_view kUsage =
-    "xen-dumpctl info [--json[=short|pretty]] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH...";
 
 std::string fixed_string(const char* p, size_t n) { return std::string(p, strnlen(p, n)); }
 
@@ -234,25 +230,10 @@ void print_text(const nlohmann::json& j) {
 
 }  // namespace
 
-int cmd_info(Args args) {
-    auto a = parse_file_command(args, false);
-    const ParsedArgs& p = a.p;
-    if (p.help) {
-        std::printf("usage: %.*s\n\nShow the domain, pages, vcpus and metadata a dump file holds, and the\n"
-                    "guest kernel found in its pages: release, banner, KASLR offset, the kernel\n"
-                    "image segment, each vcpu's instruction pointer as symbol+offset, the\n"
-                    "crash reports (panic, Oops, BUG) of the kernel's log, and the top frames\n"
-                    "of the backtrace of the vcpu that reported the crash.\n"
-                    "Of the dumps MATCH selects, the latest one that has a file is shown.\n"
-                    "With --json, one JSON object instead of text.\n%s\n%s",
-                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp, options_help("info").c_str());
-        return cli::kExitOk;
-    }
-    if (!a.error.empty()) return usage_error("info", a.error);
-    auto reader = DumpReader::open(one_dump(a));
-    auto j = describe(reader);
-    if (p.has("--json"))
-        std::cout << j.dump(a.json_indent) << "\n";
+int cmd_info(Invocation& c) {
+    auto j = describe(*c.dump);
+    if (c.json)
+        print_json(j, c.json);
     else
         print_text(j);
     return cli::kExitOk;

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <algorithm>
 #include <ctime>
-#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
@@ -25,9 +24,6 @@
 namespace xendump::ctl {
 
 namespace {
-
-constexpr std::string_view kUsage =
-    "xen-dumpctl list [--json[=short|pretty]] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--config FILE] [--dump-dir DIR] [MATCH...]";
 
 std::string utc_time(int64_t t) { return util::utc_time(static_cast<std::time_t>(t), "%Y-%m-%d %H:%M:%S"); }
 
@@ -47,28 +43,11 @@ std::string panic_column(const std::optional<daemon::Sidecar>& info) {
 
 }  // namespace
 
-int cmd_list(Args args) {
-    auto p = parse_args(args);
-    if (!p.error.empty()) return usage_error("list", p.error);
-    auto sa = service_options(p);
-    load_service_config(sa);
-    if (p.help) {
-        std::printf("usage: %.*s\n\nList the dumps in the dump directory (%s), oldest first.\n"
-                    "RESULT is ok, failed, refused or cancelled as the sidecar records it, or MISSING\n"
-                    "for a dump that was written but whose file is gone. --json prints a JSON array\n"
-                    "(\"missing\": true for MISSING).\n%s\n%s",
-                    static_cast<int>(kUsage.size()), kUsage.data(), sa.config.dump_dir.c_str(), kSelectionHelp,
-                    options_help("list").c_str());
-        return cli::kExitOk;
-    }
-    const int indent = p.json_indent(2);
-    if (!p.error.empty()) return usage_error("list", p.error);
-    Selection sel;
-    if (auto err = selection_from_args(p, std::time(nullptr), sel); !err.empty())
-        return usage_error("list", err);
-
+int cmd_list(Invocation& c) {
+    const ServiceArgs& sa = c.service;
+    const Selection& sel = c.selection;
     auto entries = select_dumps(daemon::scan_dump_dir(sa.config.dump_dir), sel);
-    if (p.has("--json")) {
+    if (c.json) {
         nlohmann::ordered_json out = nlohmann::ordered_json::array();
         for (const auto& e : entries) {
             nlohmann::ordered_json j;
@@ -96,8 +75,7 @@ int cmd_list(Args args) {
             }
             out.push_back(j);
         }
-        // Strings that are not UTF-8 (a guest's name may be any bytes) get U+FFFD.
-        std::cout << out.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+        print_json(out, c.json);
         return cli::kExitOk;
     }
     if (entries.empty()) {

@@ -1,6 +1,5 @@
 // xen-dumpctl status [--json]: what the running service dumps now and what waits.
 #include <cstdio>
-#include <iostream>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -11,30 +10,15 @@
 
 namespace xendump::ctl {
 
-namespace {
-constexpr std::string_view kUsage = "xen-dumpctl status [--json[=short|pretty]] [--config FILE] [--socket PATH]";
-}
-
-int cmd_status(Args args) {
-    auto p = parse_args(args);
-    if (!p.error.empty()) return usage_error("status", p.error);
-    auto sa = service_options(p);
-    load_service_config(sa);
-    if (p.help) {
-        std::printf("usage: %.*s\n\nShow the running and queued dumps of xen-dumpd.\n%s", static_cast<int>(kUsage.size()),
-                    kUsage.data(), options_help("status").c_str());
-        return cli::kExitOk;
-    }
-    const int indent = p.json_indent(2);
-    if (!p.error.empty()) return usage_error("status", p.error);
-    if (!p.operands.empty()) return usage_error("status", "no operands expected");
-    auto reply = daemon::control_request(sa.config.control_socket, {{"command", "status"}});
+int cmd_status(Invocation& c) {
+    if (!c.p.operands.empty()) return c.usage("no operands expected");
+    auto reply = daemon::control_request(c.service.config.control_socket, {{"command", "status"}});
     if (reply.value("event", "") == "error") {
         std::fprintf(stderr, "xen-dumpctl status: %s\n", reply.value("message", "refused").c_str());
         return cli::kExitFailure;
     }
-    if (p.has("--json")) {
-        std::cout << reply.dump(indent) << "\n";
+    if (c.json) {
+        print_json(reply, c.json);
         return cli::kExitOk;
     }
     std::printf("xen-dumpd on %s, dumps in %s, MaxParallel=%u\n", reply.value("host", "?").c_str(),

@@ -5,7 +5,6 @@
 // crash accepts both); ADDRESS (hex, 0x optional) gives symbol+offset.
 #include <charconv>
 #include <cstdio>
-#include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -20,8 +19,6 @@ namespace xendump::ctl {
 
 namespace {
 
-constexpr std::string_view kUsage = "xen-dumpctl symbol [--json[=short|pretty]] FILE NAME|ADDRESS | --list FILE";
-
 std::optional<uint64_t> parse_address(std::string_view s) {
     if (s.starts_with("0x") || s.starts_with("0X")) s.remove_prefix(2);
     if (s.empty() || s.size() > 16) return std::nullopt;
@@ -35,22 +32,12 @@ std::string hex(uint64_t v) { return util::hex(v, 16); }
 
 }  // namespace
 
-int cmd_symbol(Args args) {
-    auto p = parse_args(args);
-    const int indent = p.json_indent(2);
-    if (p.help) {
-        std::printf("usage: %.*s\n\nLook up a guest kernel symbol by name (per-cpu variables with or without\n"
-                    "the per_cpu__ prefix) or an address (hex) as symbol+offset, using the kallsyms\n"
-                    "tables found in the dump's pages. --list gives a System.map for tools that\n"
-                    "want one.\n%s",
-                    static_cast<int>(kUsage.size()), kUsage.data(), options_help("symbol").c_str());
-        return cli::kExitOk;
-    }
-    if (!p.error.empty()) return usage_error("symbol", p.error);
+int cmd_symbol(Invocation& c) {
+    const ParsedArgs& p = c.p;
     const bool list = p.has("--list");
     if (list && (p.operands.size() != 1 || p.has("--json")))
-        return usage_error("symbol", "--list takes one FILE and no --json");
-    if (!list && p.operands.size() != 2) return usage_error("symbol", "expected FILE and NAME or ADDRESS");
+        return c.usage("--list takes one FILE and no --json");
+    if (!list && p.operands.size() != 2) return c.usage("expected FILE and NAME or ADDRESS");
     auto reader = DumpReader::open(p.operands[0]);
     const DumpKernel k = find_dump_kernel(reader);
     if (!k.kallsyms) {
@@ -71,8 +58,8 @@ int cmd_symbol(Args args) {
         j["name"] = s->name;
         j["address"] = hex(s->address);
         j["type"] = std::string(1, s->type);
-        if (p.has("--json"))
-            std::cout << j.dump(indent) << "\n";
+        if (c.json)
+            print_json(j, c.json);
         else
             std::printf("%s %c %s\n", hex(s->address).c_str(), s->type, s->name.c_str());
         return cli::kExitOk;
@@ -81,8 +68,8 @@ int cmd_symbol(Args args) {
         if (auto sym = k.symbolize(*addr)) {
             j["address"] = hex(*addr);
             j["symbol"] = *sym;
-            if (p.has("--json"))
-                std::cout << j.dump(indent) << "\n";
+            if (c.json)
+                print_json(j, c.json);
             else
                 std::printf("%s %s\n", hex(*addr).c_str(), sym->c_str());
             return cli::kExitOk;

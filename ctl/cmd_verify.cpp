@@ -16,10 +16,6 @@ namespace xendump::ctl {
 
 namespace {
 
-constexpr std::string_view kUsage =
-    "xen-dumpctl verify [--no-digests] [--allow-no-digests] [-q|--quiet] [-S TIME] [-U TIME] [-r] [-1 | -n N] "
-    "[--dump-dir DIR] [--config FILE] FILE|MATCH...";
-
 bool verify_one(const std::string& file, const VerifyOptions& base, bool quiet) {
     std::optional<cli::ProgressBar> bar;
     VerifyOptions options = base;
@@ -54,22 +50,9 @@ bool verify_one(const std::string& file, const VerifyOptions& base, bool quiet) 
 
 }  // namespace
 
-int cmd_verify(Args args) {
-    auto a = parse_file_command(args, true);
-    const ParsedArgs& p = a.p;
-    if (p.help) {
-        std::printf("usage: %.*s\n\nCheck dump files against the xen-dump-core format: ELF structure, notes,\n"
-                    "the PFN->GMFN table, PT_LOAD runs, section placement and the digests.\n"
-                    "A file without digests fails unless --allow-no-digests is given.\n"
-                    "Exit status 0 when every check passes, 1 otherwise. The OK line of a file\n"
-                    "accepted with --allow-no-digests says the pages were not checked.\n"
-                    "Every dump MATCH selects is checked (-1 for the latest only); a selected dump\n"
-                    "whose file is gone is a failure (\"FILE: missing\").\n%s\n%s",
-                    static_cast<int>(kUsage.size()), kUsage.data(), kSelectionHelp, options_help("verify").c_str());
-        return cli::kExitOk;
-    }
-    if (!a.error.empty()) return usage_error("verify", a.error);
-    const Targets targets = resolve_targets(a.service, a.selection, true);
+int cmd_verify(Invocation& c) {
+    const ParsedArgs& p = c.p;
+    const Targets& targets = c.targets;
     VerifyOptions options;
     options.digests = !p.has("--no-digests");
     options.allow_no_digests = p.has("--allow-no-digests");

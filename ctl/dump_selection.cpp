@@ -213,34 +213,3 @@ Targets resolve_targets(ServiceArgs& sa, const Selection& s, bool all) {
 }
 
 }  // namespace xendump::ctl
-
-namespace xendump::ctl {
-
-FileCommandArgs parse_file_command(Args args, bool several) {
-    FileCommandArgs a;
-    a.p = parse_args(args);
-    a.json_indent = a.p.json_indent(2);
-    a.service = service_options(a.p);
-    if (a.p.help || !a.p.error.empty()) {
-        a.error = a.p.error;
-        return a;
-    }
-    a.error = selection_from_args(a.p, std::time(nullptr), a.selection);
-    if (!a.error.empty()) return a;
-    if (a.selection.matches.empty() && !a.selection.any_option)
-        a.error = several ? "expected at least one FILE or MATCH (or -1 for the latest dump)"
-                          : "expected a FILE or MATCH (or -1 for the latest dump)";
-    else if (!several && only_paths(a.selection) && a.selection.matches.size() > 1)
-        a.error = "expected one FILE";
-    return a;
-}
-
-std::filesystem::path one_dump(FileCommandArgs& a) {
-    Targets t = resolve_targets(a.service, a.selection, false);
-    if (t.files.empty())
-        throw Error("the dump file is missing (its sidecar records the dump, the file is gone)",
-                    t.missing.back().string());
-    return t.files.front();
-}
-
-}  // namespace xendump::ctl

@@ -81,25 +81,3 @@ struct Targets {
 Targets resolve_targets(ServiceArgs& sa, const Selection& s, bool all);
 
 }  // namespace xendump::ctl
-
-namespace xendump::ctl {
-
-// The arguments of a command that reads dump files (info, verify, dmesg,
-// debug): the service options, the command's own flags and options with a
-// value, and the selection. `error` is a usage error (also for no MATCH at
-// all, and for several FILEs to a command that takes one).
-struct FileCommandArgs {
-    ServiceArgs service;
-    ParsedArgs p;
-    Selection selection;
-    std::string error;
-    int json_indent = 2;  // --json[=short|pretty] (ParsedArgs::json_indent)
-};
-// args[0] is the command (its table: verb_options()).
-FileCommandArgs parse_file_command(Args args, bool several);
-
-// The one dump a command acts on: the FILE given, else the latest selected
-// dump that has a file. Throws Error when there is none (naming a missing file).
-std::filesystem::path one_dump(FileCommandArgs& a);
-
-}  // namespace xendump::ctl

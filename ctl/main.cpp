@@ -1,7 +1,10 @@
 // xen-dumpctl: inspect and check dump files (and, through the service, dumps).
-// One line per subcommand in kCommands; each lives in its own cmd_*.cpp.
+// One line per subcommand in kCommands (what it needs prepared, commands.hpp)
+// and one in verb_tables() (its options and --help, option_tables.hpp); each
+// lives in its own cmd_*.cpp. run_command is the preamble they share.
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <exception>
 #include <string>
 #include <string_view>
@@ -10,36 +13,83 @@
 #include "cli_options.hpp"
 #include "commands.hpp"
 #include "option_tables.hpp"
+#include "xendump/error.hpp"
 #include "xendump_config.h"
 
 namespace xendump::ctl {
 namespace {
 
 constexpr Command kCommands[] = {
-    {"info", "show what a dump file holds (domain, pages, vcpus, digests, guest kernel)", cmd_info},
-    {"verify", "check a dump file against the format, digests included", cmd_verify},
-    {"symbol", "look up a guest kernel symbol by name or address (kallsyms in the dump)", cmd_symbol},
-    {"dmesg", "print the guest kernel's log (its printk buffer) from a dump", cmd_dmesg},
-    {"estimate", "show what each dump level (makedumpfile -d) would keep of a dump's guest", cmd_estimate},
-    {"backtrace", "print a backtrace of every vcpu of the guest kernel in a dump", cmd_backtrace},
-    {"bt", "short for backtrace", cmd_backtrace},
-    {"debug", "start crash (or gdb, drgn) on a dump with the guest kernel's debug vmlinux", cmd_debug},
-    {"dump", "write a dump's pages as a plain ELF vmcore (-o FILE) for tools that want one", cmd_dump},
-    {"list", "list the dumps in the dump directory (time, domain, reason, size, result)", cmd_list},
-    {"vacuum", "apply the storage limits to the dump directory now", cmd_vacuum},
-    {"status", "show what the running service dumps and what waits", cmd_status},
-    {"cancel", "cancel a queued or running dump of the service", cmd_cancel},
+    {"info", Needs::dump, cmd_info},
+    {"verify", Needs::dump_files, cmd_verify},
+    {"symbol", Needs::nothing, cmd_symbol},
+    {"dmesg", Needs::dump, cmd_dmesg},
+    {"estimate", Needs::dump, cmd_estimate},
+    {"backtrace", Needs::dump, cmd_backtrace},
+    {"bt", Needs::dump, cmd_backtrace},
+    {"debug", Needs::dump_path, cmd_debug, BadConfig::warn, check_debug},
+    {"dump", Needs::dump, cmd_dump, BadConfig::warn, check_dump},
+    {"list", Needs::service, cmd_list},
+    {"vacuum", Needs::service, cmd_vacuum, BadConfig::refuse},
+    {"status", Needs::service, cmd_status},
+    {"cancel", Needs::service, cmd_cancel},
 };
 
 void print_help(std::FILE* out) {
     std::fprintf(out,
                  "usage: xen-dumpctl [--help] [--version] COMMAND [ARGS...]\n\n"
                  "Inspect Xen guest memory dumps.\n\nCommands:\n");
-    for (const auto& c : kCommands)
-        std::fprintf(out, "  %-10.*s %.*s\n", static_cast<int>(c.name.size()), c.name.data(),
+    for (const auto& c : verb_tables())
+        std::fprintf(out, "  %-10.*s %.*s\n", static_cast<int>(c.verb.size()), c.verb.data(),
                      static_cast<int>(c.summary.size()), c.summary.data());
     std::fprintf(out, "\nOptions:\n%s", cli::options_help(kTopOptions).c_str());
     std::fprintf(out, "\nRun 'xen-dumpctl COMMAND --help' for a command's options.\n");
+}
+
+// A command that reads dumps wants a FILE or MATCH (or an option selecting
+// the latest); one FILE unless it reads several. "" when fine.
+std::string operand_error(const Selection& s, bool several) {
+    if (s.matches.empty() && !s.any_option)
+        return several ? "expected at least one FILE or MATCH (or -1 for the latest dump)"
+                       : "expected a FILE or MATCH (or -1 for the latest dump)";
+    if (!several && only_paths(s) && s.matches.size() > 1) return "expected one FILE";
+    return {};
+}
+
+// Parses the command's options; answers --help; refuses a bad command line
+// (one line, exit 2) before anything is read; prepares what the command needs
+// (cmd.needs) and runs it. args[0] is the command's name as typed.
+int run_command(const Command& cmd, Args args) {
+    Invocation c;
+    c.verb = args[0];
+    c.p = parse_args(args);
+    if (!c.p.error.empty()) return c.usage(c.p.error);
+    c.service = service_options(c.p);
+    if (cmd.needs == Needs::service) load_service_config(c.service, cmd.bad_config);
+    if (c.p.help) {
+        std::fputs(command_help(c.verb, c.service.config.dump_dir).c_str(), stdout);
+        return cli::kExitOk;
+    }
+    c.json = c.p.json();
+    if (!c.p.error.empty()) return c.usage(c.p.error);
+    const bool reads_dumps = cmd.needs != Needs::nothing && cmd.needs != Needs::service;
+    if (verb_table(c.verb)->selects()) {
+        std::string error = selection_from_args(c.p, std::time(nullptr), c.selection);
+        if (error.empty() && reads_dumps) error = operand_error(c.selection, cmd.needs == Needs::dump_files);
+        if (!error.empty()) return c.usage(error);
+    }
+    if (cmd.check)
+        if (const std::string error = cmd.check(c); !error.empty()) return c.usage(error);
+    if (cmd.needs == Needs::dump_files) c.targets = resolve_targets(c.service, c.selection, true);
+    if (cmd.needs == Needs::dump_path || cmd.needs == Needs::dump) {
+        const Targets t = resolve_targets(c.service, c.selection, false);
+        if (t.files.empty())
+            throw Error("the dump file is missing (its sidecar records the dump, the file is gone)",
+                        t.missing.back().string());
+        c.dump_path = t.files.front();
+    }
+    if (cmd.needs == Needs::dump) c.dump.emplace(DumpReader::open(c.dump_path));
+    return cmd.run(c);
 }
 
 }  // namespace
@@ -68,7 +118,7 @@ int main(int argc, char** argv) {
         if (c.name != argv[first]) continue;
         // A bad input file or a failed operation: one line, exit 1.
         try {
-            return c.run(ctl::Args(argv + first, static_cast<size_t>(argc - first)));
+            return ctl::run_command(c, ctl::Args(argv + first, static_cast<size_t>(argc - first)));
         } catch (const std::exception& e) {
             std::fprintf(stderr, "xen-dumpctl %s: %s\n", argv[first], e.what());
             return cli::kExitFailure;

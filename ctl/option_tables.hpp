@@ -70,37 +70,148 @@ inline constexpr Option kVacuumOwn[] = {
     {"dry-run", 0, Arg::none, "", "print what would be removed, remove nothing"},
 };
 
+// One command of xen-dumpctl: its line in `xen-dumpctl --help`, and what
+// `xen-dumpctl VERB --help` prints (options.hpp command_help): "usage: " USAGE, a
+// blank line, HELP, the paragraph on MATCH (dump_selection.hpp) when the
+// command takes the selection options, and its option lines. main.cpp runs
+// the command through the same row (main.cpp kCommands: what it needs opened).
 struct VerbTable {
     std::string_view verb;
+    std::string_view summary;
+    std::string_view usage;  // its first line is the usage line
+    std::string_view help;   // ends with a newline; "{dump_dir}" stands for the dump directory
     std::vector<Option> options;
+
+    // Whether the command selects dumps (-S, -U, -r, -1, -n and MATCH operands).
+    bool selects() const {
+        for (const auto& o : options)
+            if (o.is("--since")) return true;
+        return false;
+    }
 };
+
+// The selection and the service options, which every command but symbol,
+// vacuum, status and cancel takes, in its usage line.
+#define XENDUMP_CTL_SELECTION "[-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH..."
+
+inline constexpr std::string_view kBacktraceUsage =
+    "xen-dumpctl backtrace [--json[=short|pretty]] " XENDUMP_CTL_SELECTION "\n       (bt is short for backtrace)";
+inline constexpr std::string_view kBacktraceHelp =
+    "Print a backtrace of every vcpu of the dump's guest (x86_64 Linux), from its\n"
+    "saved registers and its kernel stack, with function+offset from the kernel's\n"
+    "kallsyms: through the kernel's ORC unwind tables, else its frame pointers,\n"
+    "else a scan of the stack whose \"?\" frames are mere return addresses.\n"
+    "The vcpu that reported the crash in the kernel's log is marked.\n"
+    "With --json, one JSON object: per vcpu the method, the frames (ip, sp,\n"
+    "symbol, reliable), where user space was reached, why a walk stopped.\n"
+    "Of the dumps MATCH selects, the latest one that has a file is read.\n";
 
 inline const std::vector<VerbTable>& verb_tables() {
     using cli::join;
     static const std::vector<VerbTable> tables = {
-        {"info", join({kJsonOption, kSelectionOptions, kServiceOptions})},
-        {"verify", join({kVerifyOwn, kSelectionOptions, kServiceOptions})},
-        {"symbol", join({kJsonOption, kSymbolOwn})},
-        {"dmesg", join({kJsonOption, kSelectionOptions, kServiceOptions})},
-        {"estimate", join({kJsonOption, kSelectionOptions, kServiceOptions})},
-        {"backtrace", join({kJsonOption, kSelectionOptions, kServiceOptions})},
-        {"bt", join({kJsonOption, kSelectionOptions, kServiceOptions})},
-        {"debug", join({kDebugOwn, kSelectionOptions, kServiceOptions})},
-        {"dump", join({kDumpOwn, kSelectionOptions, kServiceOptions})},
-        {"list", join({kJsonOption, kSelectionOptions, kServiceOptions})},
-        {"vacuum", join({kVacuumOwn, kServiceOptions})},
-        {"status", join({kJsonOption, kServiceOptions})},
-        {"cancel", join({kServiceOptions})},
+        {"info", "show what a dump file holds (domain, pages, vcpus, digests, guest kernel)",
+         "xen-dumpctl info [--json[=short|pretty]] " XENDUMP_CTL_SELECTION,
+         "Show the domain, pages, vcpus and metadata a dump file holds, and the\n"
+         "guest kernel found in its pages: release, banner, KASLR offset, the kernel\n"
+         "image segment, each vcpu's instruction pointer as symbol+offset, the\n"
+         "crash reports (panic, Oops, BUG) of the kernel's log, and the top frames\n"
+         "of the backtrace of the vcpu that reported the crash.\n"
+         "Of the dumps MATCH selects, the latest one that has a file is shown.\n"
+         "With --json, one JSON object instead of text.\n",
+         join({kJsonOption, kSelectionOptions, kServiceOptions})},
+        {"verify", "check a dump file against the format, digests included",
+         "xen-dumpctl verify [--no-digests] [--allow-no-digests] [-q|--quiet] " XENDUMP_CTL_SELECTION,
+         "Check dump files against the xen-dump-core format: ELF structure, notes,\n"
+         "the PFN->GMFN table, PT_LOAD runs, section placement and the digests.\n"
+         "A file without digests fails unless --allow-no-digests is given.\n"
+         "Exit status 0 when every check passes, 1 otherwise. The OK line of a file\n"
+         "accepted with --allow-no-digests says the pages were not checked.\n"
+         "Every dump MATCH selects is checked (-1 for the latest only); a selected dump\n"
+         "whose file is gone is a failure (\"FILE: missing\").\n",
+         join({kVerifyOwn, kSelectionOptions, kServiceOptions})},
+        {"symbol", "look up a guest kernel symbol by name or address (kallsyms in the dump)",
+         "xen-dumpctl symbol [--json[=short|pretty]] FILE NAME|ADDRESS | --list FILE",
+         "Look up a guest kernel symbol by name (per-cpu variables with or without\n"
+         "the per_cpu__ prefix) or an address (hex) as symbol+offset, using the kallsyms\n"
+         "tables found in the dump's pages. --list gives a System.map for tools that\n"
+         "want one.\n",
+         join({kJsonOption, kSymbolOwn})},
+        {"dmesg", "print the guest kernel's log (its printk buffer) from a dump",
+         "xen-dumpctl dmesg [--json[=short|pretty]] " XENDUMP_CTL_SELECTION,
+         "Print the guest kernel's log (its printk buffer, as dmesg shows it) from the\n"
+         "dump, one \"[seconds.micros] text\" line per record, as makedumpfile prints the log.\n"
+         "Needs the kernel's VMCOREINFO (in the dump's note, else found in its pages).\n"
+         "With --json, one JSON object: the format, whether the log is partial and\n"
+         "why, and the records (sequence, time_ns, level, facility, caller, text).\n"
+         "Of the dumps MATCH selects, the latest one that has a file is read.\n",
+         join({kJsonOption, kSelectionOptions, kServiceOptions})},
+        {"estimate", "show what each dump level (makedumpfile -d) would keep of a dump's guest",
+         "xen-dumpctl estimate [--json[=short|pretty]] " XENDUMP_CTL_SELECTION,
+         "Show what each dump level (makedumpfile -d: bit 1 zero pages, 2 cache, 4 private\n"
+         "cache, 8 user data, 16 free pages; 31 all) would keep of the dump's guest, and the pages\n"
+         "and bytes of each class, as makedumpfile's memory usage report does. The classes come\n"
+         "from the guest kernel's struct pages through its VMCOREINFO; without one only zero pages\n"
+         "count. With --json, one JSON object.\n"
+         "Of the dumps MATCH selects, the latest one that has a file is read.\n",
+         join({kJsonOption, kSelectionOptions, kServiceOptions})},
+        {"backtrace", "print a backtrace of every vcpu of the guest kernel in a dump", kBacktraceUsage, kBacktraceHelp,
+         join({kJsonOption, kSelectionOptions, kServiceOptions})},
+        {"bt", "short for backtrace", kBacktraceUsage, kBacktraceHelp,
+         join({kJsonOption, kSelectionOptions, kServiceOptions})},
+        {"debug", "start crash (or gdb, drgn) on a dump with the guest kernel's debug vmlinux",
+         "xen-dumpctl debug [--debugger=crash|gdb|drgn] [--vmlinux FILE] [-A ARGS] [--print-command] "
+         XENDUMP_CTL_SELECTION,
+         "Start a debugger on a dump (the latest one MATCH selects that has a file), with\n"
+         "the guest kernel's debug vmlinux found by the release the dump records:\n"
+         "/usr/lib/debug/boot/vmlinux-RELEASE or /usr/lib/debug/lib/modules/RELEASE/vmlinux\n"
+         "(Debian: the package linux-image-RELEASE-dbg); when none is there and\n"
+         "DEBUGINFOD_URLS is set, debuginfod-find fetches it by the build id of the\n"
+         "dump's VMCOREINFO.\n",
+         join({kDebugOwn, kSelectionOptions, kServiceOptions})},
+        {"dump", "write a dump's pages as a plain ELF vmcore (-o FILE) for tools that want one",
+         "xen-dumpctl dump -o FILE " XENDUMP_CTL_SELECTION,
+         "Write the pages of a dump (the latest one MATCH selects that has a file) as a\n"
+         "plain ELF vmcore, for tools that want one: one PT_LOAD per run of pages\n"
+         "(physical addresses), the kernel image PT_LOAD, and the notes crash, gdb and\n"
+         "drgn read (NT_PRSTATUS of each vcpu, VMCOREINFO). The Xen notes and the digests\n"
+         "stay in the dump. FILE appears only when complete; '-' writes to standard output.\n",
+         join({kDumpOwn, kSelectionOptions, kServiceOptions})},
+        {"list", "list the dumps in the dump directory (time, domain, reason, size, result)",
+         "xen-dumpctl list [--json[=short|pretty]] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--config FILE] "
+         "[--dump-dir DIR] [MATCH...]",
+         "List the dumps in the dump directory ({dump_dir}), oldest first.\n"
+         "RESULT is ok, failed, refused or cancelled as the sidecar records it, or MISSING\n"
+         "for a dump that was written but whose file is gone. --json prints a JSON array\n"
+         "(\"missing\": true for MISSING).\n",
+         join({kJsonOption, kSelectionOptions, kServiceOptions})},
+        {"vacuum", "apply the storage limits to the dump directory now",
+         "xen-dumpctl vacuum [--dry-run] [--config FILE] [--dump-dir DIR]",
+         "Remove dumps until the storage limits of the configuration hold: manual dumps\n"
+         "before crash dumps, oldest first. The dump directory must exist.\n\n",
+         join({kVacuumOwn, kServiceOptions})},
+        {"status", "show what the running service dumps and what waits",
+         "xen-dumpctl status [--json[=short|pretty]] [--config FILE] [--socket PATH]",
+         "Show the running and queued dumps of xen-dumpd.\n", join({kJsonOption, kServiceOptions})},
+        {"cancel", "cancel a queued or running dump of the service", "xen-dumpctl cancel [--config FILE] [--socket PATH] JOB",
+         "Cancel a dump of xen-dumpd (JOB as shown by xen-dumpctl status).\n", join({kServiceOptions})},
     };
     return tables;
 }
 
-// The table of one command (empty for an unknown one).
+#undef XENDUMP_CTL_SELECTION
+
+// The row of one command (nullptr for an unknown one).
+inline const VerbTable* verb_table(std::string_view verb) {
+    for (const auto& t : verb_tables())
+        if (t.verb == verb) return &t;
+    return nullptr;
+}
+
+// The options of one command (empty for an unknown one).
 inline const std::vector<Option>& verb_options(std::string_view verb) {
     static const std::vector<Option> none;
-    for (const auto& t : verb_tables())
-        if (t.verb == verb) return t.options;
-    return none;
+    const VerbTable* t = verb_table(verb);
+    return t ? t->options : none;
 }
 
 }  // namespace xendump::ctl

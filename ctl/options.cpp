@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include "cli.hpp"
+#include "dump_selection.hpp"
 
 namespace xendump::ctl {
 
@@ -10,12 +11,14 @@ std::optional<std::string> ParsedArgs::value(std::string_view name, std::string_
     return std::nullopt;
 }
 
-int ParsedArgs::json_indent(int plain) {
+JsonStyle ParsedArgs::json() {
+    JsonStyle s;
+    s.on = has("--json");
     const auto v = value("--json");
-    if (!v || *v == "pretty") return plain < 0 ? 2 : plain;
-    if (*v == "short") return -1;
-    if (error.empty()) error = "--json takes short or pretty, not '" + *v + "'";
-    return plain;
+    if (!v || *v == "pretty") return s;
+    if (*v == "short") s.indent = -1;
+    else if (error.empty()) error = "--json takes short or pretty, not '" + *v + "'";
+    return s;
 }
 
 ParsedArgs parse_args(Args args) {
@@ -33,6 +36,14 @@ int usage_error(std::string_view command, const std::string& message) {
     return cli::usage_error("xen-dumpctl " + std::string(command), message);
 }
 
-std::string options_help(std::string_view command) { return cli::options_help(verb_options(command)); }
+std::string command_help(std::string_view command, const std::filesystem::path& dump_dir) {
+    const VerbTable* t = verb_table(command);
+    if (!t) return {};
+    std::string help(t->help);
+    constexpr std::string_view kDumpDir = "{dump_dir}";
+    if (auto at = help.find(kDumpDir); at != std::string::npos) help.replace(at, kDumpDir.size(), dump_dir.string());
+    return "usage: " + std::string(t->usage) + "\n\n" + help + (t->selects() ? std::string(kSelectionHelp) + "\n" : "") +
+           cli::options_help(t->options);
+}
 
 }  // namespace xendump::ctl

@@ -3,16 +3,37 @@
 // pointing to the command's --help (exit 2).
 #pragma once
 
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "cli_options.hpp"
-#include "commands.hpp"
 #include "option_tables.hpp"
 
 namespace xendump::ctl {
+
+using Args = std::span<char* const>;
+
+// --json[=short|pretty]: text when not given; else JSON, indented (plain
+// --json and pretty, as plain --json printed before the choice existed) or
+// on one line (short).
+struct JsonStyle {
+    bool on = false;
+    int indent = 2;  // for nlohmann::json::dump: -1 one line
+    explicit operator bool() const { return on; }
+};
+
+// `j` on standard output, one line or indented as `style` says, and a newline.
+// Strings that are not UTF-8 (guest names and text may be any bytes) get
+// U+FFFD.
+template <typename Json>
+void print_json(const Json& j, JsonStyle style) {
+    std::cout << j.dump(style.indent, ' ', false, Json::error_handler_t::replace) << "\n";
+}
 
 struct ParsedArgs : cli::Parsed {
     std::string error;  // non-empty on a usage error
@@ -20,10 +41,8 @@ struct ParsedArgs : cli::Parsed {
     // The last value given to `name` (either spelling of its row; `alias` is
     // another row).
     std::optional<std::string> value(std::string_view name, std::string_view alias = {}) const;
-    // The indentation for nlohmann::json::dump of --json[=short|pretty]:
-    // -1 for short, else `plain` (what plain --json printed). Sets error for
-    // another value.
-    int json_indent(int plain = 2);
+    // --json[=short|pretty]. Sets error for another value.
+    JsonStyle json();
 };
 
 // args[0] is the command's name; its table is verb_options(args[0]).
@@ -32,7 +51,8 @@ ParsedArgs parse_args(Args args);
 // Prints "xen-dumpctl COMMAND: MESSAGE (see 'xen-dumpctl COMMAND --help')"; returns 2.
 int usage_error(std::string_view command, const std::string& message);
 
-// The option lines of the command's --help.
-std::string options_help(std::string_view command);
+// What `xen-dumpctl COMMAND --help` prints (option_tables.hpp VerbTable);
+// `dump_dir` is the dump directory the text names.
+std::string command_help(std::string_view command, const std::filesystem::path& dump_dir = {});
 
 }  // namespace xendump::ctl

@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <string>
 
-#include "commands.hpp"
 #include "config.hpp"
 #include "options.hpp"
 

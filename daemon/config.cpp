@@ -6,7 +6,9 @@
 #include <map>
 #include <sstream>
 
+#include "cli.hpp"
 #include "xendump/error.hpp"
+#include "xendump/writer.hpp"
 #include "xendump_config.h"
 
 namespace xendump::daemon {
@@ -60,6 +62,12 @@ const std::map<std::string, Setter>& setters() {
         {"MaxAge", [](Config& c, const std::string& v) { c.max_age = parse_duration(v); }},
         {"MinInterval", [](Config& c, const std::string& v) { c.min_interval = parse_duration(v); }},
         {"Digests", [](Config& c, const std::string& v) { c.digests = parse_bool(v); }},
+        {"Threads", [](Config& c, const std::string& v) {
+             c.threads = v.empty() ? 0 : parse_unsigned(v, kMaxWriteThreads);
+             if (!v.empty() && c.threads == 0)
+                 throw Error("Threads must be from 1 to " + std::to_string(kMaxWriteThreads) +
+                             ", or empty for the number of cores");
+         }},
     };
     return table;
 }
@@ -167,6 +175,9 @@ void ConfigOverrides::apply(Config& config) const {
         config.dump_dir_origin = DumpDirOrigin::command_line;
     }
     if (control_socket) config.control_socket = *control_socket;
+    if (threads) config.threads = *threads;
 }
+
+unsigned Config::write_threads() const { return threads ? threads : cli::default_threads(); }
 
 }  // namespace xendump::daemon

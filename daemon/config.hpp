@@ -38,8 +38,11 @@ struct Config {
     std::chrono::seconds max_age{0};       // MaxAge=, 0: no limit
     std::chrono::seconds min_interval{0};  // MinInterval=, per domain, crash dumps only
     bool digests = true;                   // Digests=
+    unsigned threads = 0;                  // Threads= 1..kMaxWriteThreads, 0 (empty): write_threads()'s default
 
     static Config defaults();
+    // The threads of each dump: Threads=, else the cores (cli::default_threads).
+    unsigned write_threads() const;
 };
 
 // The drop-in directory belonging to a main file: "FILE.d".
@@ -67,6 +70,7 @@ struct ConfigOverrides {
     std::optional<std::string> host;
     std::optional<std::filesystem::path> dump_dir;  // DumpDirOrigin::command_line
     std::optional<std::filesystem::path> control_socket;
+    std::optional<unsigned> threads;  // --threads
     void apply(Config& config) const;
 };
 

@@ -2,6 +2,7 @@
 // /run/xen-dumpd/control.sock) carrying one JSON object per line each way.
 //
 //   -> {"command":"dump","domain":"web01","live":false,"digests":true}
+//      (optional "threads":N, 1..kMaxWriteThreads: else the service's Threads=)
 //   <- {"event":"queued","id":3}
 //   <- {"event":"started","id":3,"path":"/var/lib/xen/dump/web01-7-....core"}
 //   <- {"event":"progress","id":3,"bytes_done":N,"bytes_total":M}   (repeated)

@@ -207,15 +207,13 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
 
     room.emplace(out.path);
     if (hooks.on_start) hooks.on_start(out.path);
-    DumpOptions options;
+    DumpOptions options = hooks.dump;
     options.live = request.live;
     options.reason = request.reason;
-    options.digests = request.digests;
+    options.write.digests = request.digests;
+    options.write.threads = request.threads;
     options.kdump = request.kdump;
     options.compression = request.compression;
-    options.on_progress = hooks.on_progress;
-    options.on_warning = hooks.on_warning;
-    options.cancel = hooks.cancel;
     try {
         DumpResult r = dump_domain_to_file(hv, request.domid, out.path, options);
         s.pages = r.nr_pages;
@@ -223,7 +221,8 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
         if (!r.uuid.empty()) s.uuid = r.uuid;
         s.type = std::string(format::to_string(r.type));
     } catch (const std::exception& e) {
-        bool cancelled = hooks.cancel && hooks.cancel->load();
+        const auto* cancel = hooks.dump.write.cancel;
+        bool cancelled = cancel && cancel->load();
         return finish(cancelled ? DumpOutcome::cancelled : DumpOutcome::failed, e.what());
     }
     // The guest runs again (or stays crashed) by now: its log is read from

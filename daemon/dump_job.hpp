@@ -28,6 +28,7 @@ struct DumpRequest {
     bool digests = true;
     bool kdump = false;  // a compact file (makedumpfile's compressed kdump format)
     Compression compression = Compression::zstd;
+    unsigned threads = 1;  // WriteOptions::threads (Config::write_threads(), or the requester's)
 };
 
 struct DumpJobResult {
@@ -40,9 +41,9 @@ struct DumpJobResult {
 
 struct DumpJobHooks {
     std::function<void(const std::filesystem::path&)> on_start;  // the name chosen
-    std::function<void(const WriteProgress&)> on_progress;
-    std::function<void(const std::string&)> on_warning;
-    const std::atomic<bool>* cancel = nullptr;
+    // Progress, warnings, cancel (dump.write) go to the dumper as they are;
+    // the request's live, reason, digests and threads replace dump's own.
+    DumpOptions dump;
 };
 
 // The journal entry of a dump (or of its failure): DOMID=, DOMAIN=,

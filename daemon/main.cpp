@@ -10,14 +10,15 @@
 #include "one_shot.hpp"
 #include "options_table.hpp"
 #include "service.hpp"
+#include "xendump/writer.hpp"
 #include "xendump_config.h"
 
 namespace {
 
 const char* kUsage =
-    "Usage: xen-dumpd [--config FILE] [--host HOST] [--dump-dir DIR] [--socket PATH]\n"
+    "Usage: xen-dumpd [--config FILE] [--host HOST] [--dump-dir DIR] [--socket PATH] [--threads N]\n"
     "       xen-dumpd --domain ID|NAME [-o PATH|-] [--live] [--host HOST] [--dump-dir DIR]\n"
-    "                 [--no-digests] [--format v1|kdump] [--compress ALG] [-q|--quiet]\n"
+    "                 [--no-digests] [--format v1|kdump] [--compress ALG] [--threads N] [-q|--quiet]\n"
     "\n"
     "Without --domain, runs the dump service in the foreground (for systemd): dumps\n"
     "crashed domains, answers requests on the control socket, applies storage limits.\n"
@@ -53,6 +54,11 @@ int main(int argc, char** argv) {
     if (auto v = p.value("--host")) service.overrides.host = *v;
     if (auto v = p.value("--dump-dir")) service.overrides.dump_dir = std::filesystem::absolute(*v);
     if (auto v = p.value("--socket")) service.overrides.control_socket = std::filesystem::absolute(*v);
+    try {
+        service.overrides.threads = p.number("--threads", 1, xendump::kMaxWriteThreads);
+    } catch (const xendump::cli::UsageError& e) {
+        return usage_error(e.message);
+    }
     const bool have_domain = p.has("--domain");
     if (auto v = p.value("--domain")) one.domain = *v;
     if (auto v = p.value("--output")) one.output = *v;

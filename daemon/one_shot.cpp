@@ -61,6 +61,7 @@ ViaService ask_service(const OneShotOptions& o, const Config& cfg, int& exit_cod
     nlohmann::json request = {{"command", "dump"}, {"domain", o.domain}, {"live", o.live}, {"digests", o.digests}};
     if (o.overrides.host) request["host"] = *o.overrides.host;
     if (o.overrides.dump_dir) request["dump_dir"] = std::filesystem::absolute(*o.overrides.dump_dir).string();
+    if (o.overrides.threads) request["threads"] = *o.overrides.threads;
     cli::ProgressBar bar("dumping " + o.domain, !o.quiet);
     std::optional<uint64_t> job;
     try {
@@ -142,13 +143,14 @@ int run_one_shot(const OneShotOptions& o) {
         cli::ProgressBar bar("dumping " + o.domain, !o.quiet && o.output != std::string("-"));
         DumpOptions opts;
         opts.live = o.live;
-        opts.digests = o.digests;
         opts.kdump = o.kdump;
         opts.compression = o.compression;
         opts.reason = format::Reason::request;
-        opts.cancel = &g_cancel;
-        opts.on_progress = [&](const WriteProgress& p) { bar.update(p.bytes_done, p.bytes_total); };
-        opts.on_warning = [&](const std::string& w) {
+        opts.write.digests = o.digests;
+        opts.write.threads = cfg.write_threads();
+        opts.write.cancel = &g_cancel;
+        opts.write.on_progress = [&](const WriteProgress& p) { bar.update(p.bytes_done, p.bytes_total); };
+        opts.write.on_warning = [&](const std::string& w) {
             if (!o.quiet) say("warning: " + w);
         };
         if (o.output == std::string("-")) {
@@ -173,10 +175,9 @@ int run_one_shot(const OneShotOptions& o) {
         req.digests = o.digests;
         req.kdump = o.kdump;
         req.compression = o.compression;
+        req.threads = cfg.write_threads();
         DumpJobHooks hooks;
-        hooks.cancel = &g_cancel;
-        hooks.on_progress = opts.on_progress;
-        hooks.on_warning = opts.on_warning;
+        hooks.dump = opts;
         DumpJobResult r = run_dump_job(*hv, cfg, req, hooks);
         bar.finish();
         if (r.result != DumpOutcome::ok) {

@@ -21,6 +21,8 @@ struct OneShotOptions {
     bool kdump = false;  // --format kdump: dumped by the command itself, not the service
     Compression compression = Compression::zstd;
     bool quiet = false;
+    // --threads is in overrides (it also names the service's Threads=): sent
+    // with a request to the service, used for a dump made here.
     std::filesystem::path config_file;
     ConfigOverrides overrides;
 };

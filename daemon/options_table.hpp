@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cli_options.hpp"
+#include "xendump/writer.hpp"
 #include "xendump_config.h"
 
 namespace xendump::daemon {
@@ -21,8 +22,11 @@ inline constexpr cli::Option kDaemonOptions[] = {
     {"format", 0, cli::Arg::required, "FORMAT",
      "v1 (default) or kdump: a compact file, makedumpfile's\ncompressed kdump format (not to standard output)"},
     {"compress", 0, cli::Arg::required, "ALG", "kdump page compression: zstd (default), lz4, lzo,\nzlib, none"},
+    {"threads", 0, cli::Arg::required, "N",
+     "threads of each dump, 1 to 8 (default Threads=, else the\nnumber of cores, at most 8)"},
     {"quiet", 'q', cli::Arg::none, "", "no progress or warnings"},
     {"version", 0, cli::Arg::none, "", "the version"},
 };
+static_assert(kMaxWriteThreads == 8, "--threads' help says 1 to 8");
 
 }  // namespace xendump::daemon

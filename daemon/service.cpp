@@ -170,6 +170,7 @@ void Service::submit_crash(const CrashKey& key, const std::string& label, const 
     req.domid = key.domid;
     req.reason = format::Reason::crash;
     req.digests = cfg.digests;
+    req.threads = cfg.write_threads();
     queue_->submit(req, label, key);
 }
 
@@ -245,13 +246,13 @@ DumpJobResult Service::run_job(Job& job) {
     Config cfg = config();
     auto hv = open_hypervisor(cfg.host);  // one per worker: backends need not be thread-safe
     DumpJobHooks hooks;
-    hooks.cancel = &job.cancel;
+    hooks.dump.write.cancel = &job.cancel;
     hooks.on_start = [&](const std::filesystem::path& p) { queue_->set_path(job, p); };
-    hooks.on_progress = [&](const WriteProgress& p) {
+    hooks.dump.write.on_progress = [&](const WriteProgress& p) {
         job.bytes_total = p.bytes_total;
         job.bytes_done = p.bytes_done;
     };
-    hooks.on_warning = [&](const std::string& w) {
+    hooks.dump.write.on_warning = [&](const std::string& w) {
         log_message(LogLevel::warning, "domain " + std::to_string(job.request.domid) + ": " + w,
                     {{"DOMID", std::to_string(job.request.domid)}});
     };

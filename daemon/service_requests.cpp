@@ -5,6 +5,7 @@
 #include "journal_log.hpp"
 #include "service.hpp"
 #include "xendump/error.hpp"
+#include "xendump/writer.hpp"
 
 namespace xendump::daemon {
 
@@ -95,6 +96,15 @@ void Service::handle_dump_request(JsonLineConnection& conn, const nlohmann::json
     req.reason = format::Reason::request;
     req.live = request.value("live", false);
     req.digests = request.value("digests", cfg.digests);
+    req.threads = cfg.write_threads();
+    if (request.contains("threads")) {
+        const auto& t = request["threads"];
+        if (!t.is_number_unsigned() || t.get<uint64_t>() == 0 || t.get<uint64_t>() > kMaxWriteThreads) {
+            conn.send(control_error("request", "threads must be a number from 1 to " + std::to_string(kMaxWriteThreads)));
+            return;
+        }
+        req.threads = t.get<unsigned>();
+    }
     std::string domain = request.value("domain", "");
     std::string label;
     try {

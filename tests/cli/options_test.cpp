@@ -239,6 +239,34 @@ TEST(OptionTables, HelpShowsEveryRowsText) {
 
 bool one_line(const std::string& s) { return std::count(s.begin(), s.end(), '\n') == 1; }
 
+// Each command of xen-dumpctl answers --help from its row of verb_tables():
+// exit 0, "usage: " and the row's usage as the first lines, then its text;
+// an unknown option (even with --help after it) is one usage line, exit 2,
+// nothing on stdout.
+TEST(OptionTables, EveryCommandsHelpStartsWithItsUsage) {
+    for (const auto& v : ctl::verb_tables()) {
+        const std::string verb(v.verb), usage(v.usage);
+        SCOPED_TRACE(verb);
+        const std::string first_line = usage.substr(0, usage.find('\n'));
+        EXPECT_TRUE(first_line.starts_with("xen-dumpctl " + verb + " ") ||
+                    usage.find("(" + verb + " is short for ") != std::string::npos)
+            << usage;
+        auto r = run({"xen-dumpctl", verb, "--help"});
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_TRUE(r.out.starts_with("usage: " + usage + "\n\n")) << r.out;
+        const std::string text(v.help.substr(0, v.help.find('\n')));
+        EXPECT_NE(r.out.find(text.substr(0, text.find('{'))), std::string::npos) << r.out;
+        EXPECT_EQ(r.out.find("{dump_dir}"), std::string::npos) << r.out;
+        EXPECT_EQ(r.out.find("MATCH selects dumps") != std::string::npos, v.selects()) << r.out;
+        auto bad = run({"xen-dumpctl", verb, "--no-such-option", "--help"});
+        EXPECT_EQ(bad.exit_code, 2);
+        EXPECT_TRUE(one_line(bad.err)) << bad.err;
+        EXPECT_EQ(bad.err, "xen-dumpctl " + verb + ": unknown option '--no-such-option' (see 'xen-dumpctl " + verb +
+                               " --help')\n");
+        EXPECT_EQ(bad.out, "");
+    }
+}
+
 TEST(OptionTables, UsageErrorsAreOneLineNamingTheOptionExitTwo) {
     for (const auto& t : tables()) {
         SCOPED_TRACE(t.label());

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -463,6 +464,43 @@ TEST(Batch, OutputOptions) {
     EXPECT_EQ(r2.exit_code, 0) << r2.err;
     EXPECT_TRUE(verifies(dir / "out/a.core"));
     EXPECT_TRUE(verifies(dir / "out/b.core"));
+}
+
+std::string file_bytes(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// --threads: an output's bytes do not depend on the number of threads (the
+// conversion's TIME= is the source's mtime: outputs of one source compare).
+TEST(Batch, ThreadsOneAndTwoWriteTheSameBytes) {
+    TempDir dir;
+    make_xl(dir / "hvm.core", true, 6000, 11);
+    make_legacy(dir / "pv.core", gen::Variant::pv_page_list, 8, 5000, 12);
+    for (const char* src : {"hvm.core", "pv.core"}) {
+        SCOPED_TRACE(src);
+        const std::string base = fs::path(src).stem().string();
+        auto r1 = run({"xen-dump-convert", "-q", "--threads", "1", "-o", (dir / (base + ".1")).string(), (dir / src).string()});
+        auto r2 = run({"xen-dump-convert", "-q", "--threads=2", "-o", (dir / (base + ".2")).string(), (dir / src).string()});
+        ASSERT_EQ(r1.exit_code, 0) << r1.err;
+        ASSERT_EQ(r2.exit_code, 0) << r2.err;
+        const std::string one = file_bytes(dir / (base + ".1"));
+        EXPECT_GT(one.size(), 5000u * 4096);
+        EXPECT_TRUE(one == file_bytes(dir / (base + ".2"))) << "--threads 1 and --threads 2 wrote different files";
+        EXPECT_TRUE(verifies(dir / (base + ".2")));
+    }
+}
+
+TEST(Batch, BadThreadsIsAOneLineUsageError) {
+    TempDir dir;
+    make_legacy(dir / "a.core", gen::Variant::pv_page_list, 8, 200, 8);
+    for (const std::string bad : {"0", "9", "many", "3x"}) {
+        auto r = run({"xen-dump-convert", "--threads", bad, (dir / "a.core").string()});
+        EXPECT_EQ(r.exit_code, 2) << bad;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+        EXPECT_NE(r.err.find("--threads wants a number from 1 to 8, not '" + bad + "'"), std::string::npos) << r.err;
+        EXPECT_EQ(files_under(dir.path()).size(), 1u) << bad;
+    }
 }
 
 TEST(Batch, UsageErrorsExitTwo) {

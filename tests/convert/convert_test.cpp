@@ -258,10 +258,8 @@ TEST(LegacyConversion, LargeOutputIsCheckedFromItsReadBack) {
     size_t read_back_chunks = 0;
     std::vector<Finding> at_check;
     ConvertOptions co;
-    co.check_output = [&](const fs::path& unpublished, const PagesReadBack& read_back) {
-        read_back_chunks = read_back.chunks.size();
-        VerifyOptions vo;
-        vo.pages_read_back = &read_back;
+    co.write.check_before_publish = [&](const fs::path& unpublished, const VerifyOptions& vo) {
+        read_back_chunks = vo.pages_read_back->chunks.size();
         at_check = DumpReader::open(unpublished).verify(vo);
     };
     convert_file(in, out, co);

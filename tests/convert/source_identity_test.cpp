@@ -162,14 +162,14 @@ TEST(SourceIdentity, SourceChangedDuringConversionIsNotPublished) {
     gen::write_bytes(dir / "a.core", bytes);
     ConvertOptions co;
     bool changed = false;
-    co.on_progress = [&](const WriteProgress&) {
+    co.write.on_progress = [&](const WriteProgress&) {
         if (changed) return;
         changed = true;
         auto grown = bytes;
         grown.resize(grown.size() + 4096);
         gen::write_bytes(dir / "a.core", grown);
     };
-    co.check_output = [](const fs::path&, const PagesReadBack&) {};
+    co.write.check_before_publish = [](const fs::path&, const VerifyOptions&) {};
     try {
         convert_file(dir / "a.core", dir / "a.v1", co);
         FAIL() << "published";

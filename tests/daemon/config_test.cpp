@@ -1,12 +1,15 @@
 // Configuration: every key, defaults, bad values refused with FILE:LINE, and
 // drop-ins applied in lexical order after the main file.
 #include <gtest/gtest.h>
+#include <sched.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "config.hpp"
 #include "test_support.hpp"
 #include "xendump/error.hpp"
+#include "xendump/writer.hpp"
 #include "xendump_config.h"
 
 using namespace xendump::daemon;
@@ -194,4 +197,26 @@ TEST(Config, OverridesWin) {
     // A --dump-dir is the operator's, not the service's own DumpDir=.
     EXPECT_EQ(c.dump_dir_origin, DumpDirOrigin::command_line);
     EXPECT_EQ(Config::defaults().dump_dir_origin, DumpDirOrigin::configured);
+}
+
+TEST(Config, ThreadsFromOneToEightElseTheCores) {
+    Config c = Config::defaults();
+    EXPECT_EQ(c.threads, 0u);
+    cpu_set_t set;
+    ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+    EXPECT_EQ(c.write_threads(), std::clamp(static_cast<unsigned>(CPU_COUNT(&set)), 1u, xendump::kMaxWriteThreads));
+    apply_config_text(c, "[Dump]\nThreads=3\n", "t.conf");
+    EXPECT_EQ(c.write_threads(), 3u);
+    apply_config_text(c, "[Dump]\nThreads=8\n", "t.conf");
+    EXPECT_EQ(c.write_threads(), 8u);
+    ConfigOverrides o;
+    o.threads = 2;  // --threads
+    o.apply(c);
+    EXPECT_EQ(c.write_threads(), 2u);
+    apply_config_text(c, "[Dump]\nThreads=\n", "t.conf");
+    EXPECT_EQ(c.threads, 0u);
+    for (const char* bad : {"0", "9", "two", "-1", "2.5"}) {
+        std::string err = error_of(std::string("[Dump]\nThreads=") + bad + "\n");
+        EXPECT_NE(err.find("test.conf:2: Threads="), std::string::npos) << bad << " -> " << err;
+    }
 }

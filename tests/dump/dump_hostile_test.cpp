@@ -62,7 +62,7 @@ TEST(Hostile, DuplicateMfnIsDroppedWithWarning) {
     TempDir out;
     std::vector<std::string> warnings;
     DumpOptions opt;
-    opt.on_warning = [&](const std::string& w) { warnings.push_back(w); };
+    opt.write.on_warning = [&](const std::string& w) { warnings.push_back(w); };
     dump_domain_to_file(*host.hv, 5, out / "d.core", opt);
     EXPECT_FALSE(warnings.empty());
     DumpReader r = DumpReader::open(out / "d.core");

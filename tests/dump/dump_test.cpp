@@ -69,7 +69,7 @@ TEST_P(DumpGuest, EveryPageEqualsTheGuest) {
     TempDir out;
     std::vector<std::string> warnings;
     DumpOptions opt;
-    opt.on_warning = [&](const std::string& w) { warnings.push_back(w); };
+    opt.write.on_warning = [&](const std::string& w) { warnings.push_back(w); };
     auto path = out / "guest.core";
     DumpResult res = dump_domain_to_file(*host.hv, domid, path, opt);
     EXPECT_EQ(res.nr_pages, expected.size());
@@ -164,7 +164,7 @@ TEST(DumpPause, AnotherHoldersUnpauseDoesNotRunTheDomainUnderTheDump) {
     std::optional<PausedDomain> first(std::in_place, *host.hv, 7);
     bool checked = false;
     DumpOptions opt;
-    opt.on_progress = [&](const WriteProgress&) {
+    opt.write.on_progress = [&](const WriteProgress&) {
         if (checked) return;
         checked = true;
         EXPECT_EQ(pause_count(host, 7), 2u) << "the dump did not take a pause of its own";
@@ -184,7 +184,7 @@ TEST(DumpPause, OperatorsPauseIsCountedAndKept) {
     host.hv->pause(7);  // xl pause
     DumpOptions opt;
     unsigned during = 0;
-    opt.on_progress = [&](const WriteProgress&) {
+    opt.write.on_progress = [&](const WriteProgress&) {
         if (during == 0) during = pause_count(host, 7);
     };
     dump_domain_to_file(*host.hv, 7, out / "d.core", opt);
@@ -216,7 +216,7 @@ TEST(DumpPause, CancelFlagStopsEveryStageAndUnpauses) {
     TempDir out;
     std::atomic<bool> cancel{true};
     DumpOptions opt;
-    opt.cancel = &cancel;
+    opt.write.cancel = &cancel;
     try {
         dump_domain_to_file(*host.hv, 7, out / "c.core", opt);
         ADD_FAILURE() << "a cancelled dump succeeded";
@@ -237,7 +237,7 @@ TEST(DumpPause, CancelFromAnotherThreadDuringTheP2mWalkIsPrompt) {
     TempDir out;
     std::atomic<bool> cancel{false};
     DumpOptions opt;
-    opt.cancel = &cancel;
+    opt.write.cancel = &cancel;
     std::chrono::steady_clock::time_point cancelled_at;
     std::thread canceller([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(1000));

@@ -13,6 +13,7 @@
 #include "dump_check.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
+#include "xendump/reader.hpp"
 #include "xendump/writer.hpp"
 
 namespace xendump::test {
@@ -101,7 +102,7 @@ TEST(AtomicFile, CheckSeesTheWholeFileAndARejectedOneIsNeverPublished) {
     PatternPageSource source(entries_for(first_pfns(3000), GuestType::pv));
     WriteOptions wo;
     std::string seen;
-    wo.check_before_publish = [&](const std::filesystem::path& p, const PagesReadBack&) {
+    wo.check_before_publish = [&](const std::filesystem::path& p, const VerifyOptions&) {
         EXPECT_FALSE(std::filesystem::exists(dir / "good"));  // not yet published
         seen = read_text(p);
     };
@@ -109,7 +110,7 @@ TEST(AtomicFile, CheckSeesTheWholeFileAndARejectedOneIsNeverPublished) {
     EXPECT_EQ(seen.size(), r.file_size);
     EXPECT_EQ(seen, read_text(dir / "good"));
 
-    wo.check_before_publish = [](const std::filesystem::path&, const PagesReadBack&) { throw Error("rejected by the check"); };
+    wo.check_before_publish = [](const std::filesystem::path&, const VerifyOptions&) { throw Error("rejected by the check"); };
     try {
         write_dump_file(dir / "bad", spec, source, wo);
         ADD_FAILURE() << "a rejected file was published";
@@ -140,13 +141,13 @@ TEST(AtomicFile, WithoutProcTheCheckReadsThePublishedFileAndARejectedOneIsRemove
             WriteOptions wo;
             std::filesystem::path seen;
             bool published_when_checked = false;
-            wo.check_before_publish = [&](const std::filesystem::path& p, const PagesReadBack&) {
+            wo.check_before_publish = [&](const std::filesystem::path& p, const VerifyOptions&) {
                 seen = p;
                 published_when_checked = std::filesystem::exists(dir / "good");
             };
             write_dump_file(dir / "good", spec, source, wo);
             if (seen != dir / "good" || !published_when_checked) ::_exit(1);
-            wo.check_before_publish = [](const std::filesystem::path&, const PagesReadBack&) {
+            wo.check_before_publish = [](const std::filesystem::path&, const VerifyOptions&) {
                 throw Error("rejected by the check");
             };
             try {

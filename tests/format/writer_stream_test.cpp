@@ -12,6 +12,9 @@
 #include <thread>
 
 #include "dump_check.hpp"
+#include "pipeline/zero_copy_source.hpp"
+#include "writer/write_v1.hpp"
+#include "xendump/fd.hpp"
 #include "xendump/error.hpp"
 #include "xendump/writer.hpp"
 
@@ -113,7 +116,7 @@ TEST(WriterStream, ZeroPagesBecomeHoles) {
 // A source that lends its pages (as a foreign mapping does) instead of
 // copying them: each page in its own allocation, so no two are adjacent and
 // the writer must not assume one buffer; unreadable pages lent as null.
-class LendingSource final : public PageSource {
+class LendingSource final : public ZeroCopySource {
 public:
     explicit LendingSource(PatternPageSource& inner) : inner_(inner) {}
     std::span<const PageEntry> entries() const override { return inner_.entries(); }
@@ -158,6 +161,20 @@ TEST(WriterStream, LentPagesGiveTheSameFileAsCopiedOnes) {
     check_dump(dir / "lent", spec, copied);
 }
 
+// An observer of the pipeline (pipeline/observer.hpp) calling `f` for
+// every kept page, as the guest-kernel scanners see them.
+class ObserverOf final : public pipeline::PageObserver {
+public:
+    explicit ObserverOf(std::function<void(uint64_t, std::span<const std::byte>)> f) : f_(std::move(f)) {}
+    void observe(const pipeline::PageBatch& b) override {
+        for (size_t i = 0; i < b.count; ++i)
+            if (b.keep[i]) f_(b.pfn(i), b.bytes(i));
+    }
+
+private:
+    std::function<void(uint64_t, std::span<const std::byte>)> f_;
+};
+
 TEST(WriterStream, ProgressAndObserverSeeEveryPageInOrder) {
     TempDir dir;
     const DumpSpec spec = make_spec(GuestType::pv, 8, 1);
@@ -168,15 +185,18 @@ TEST(WriterStream, ProgressAndObserverSeeEveryPageInOrder) {
     bool contents_ok = true;
     std::vector<WriteProgress> progress;
     WriteOptions opt;
-    opt.page_observer = [&](uint64_t pfn, std::span<const std::byte> page) {
+    ObserverOf observer([&](uint64_t pfn, std::span<const std::byte> page) {
         const size_t idx = seen.size();
         seen.push_back(pfn);
         auto want = expected_page(source, idx);
         if (page.size() != want.size() || std::memcmp(page.data(), want.data(), want.size()) != 0)
             contents_ok = false;
-    };
+    });
     opt.on_progress = [&](const WriteProgress& p) { progress.push_back(p); };
-    const auto r = write_dump_file(dir / "d", spec, source, opt);
+    UniqueFd fd(::open((dir / "d").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    ASSERT_TRUE(fd);
+    pipeline::PageObserver* observers[] = {&observer};
+    const auto r = writer::write_v1(fd.get(), true, "d", spec, source, opt, observers);
     EXPECT_EQ(seen, pfns);
     EXPECT_TRUE(contents_ok);
     ASSERT_GE(progress.size(), 3u);  // 3000 pages in batches of at most 1024, then the end

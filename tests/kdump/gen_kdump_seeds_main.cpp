@@ -42,10 +42,10 @@ int main(int argc, char** argv) {
     for (Compression c : {Compression::zstd, Compression::lz4, Compression::lzo, Compression::zlib, Compression::none}) {
         test::MixedSource src(seed_entries(false));
         write_kdump_file(dir / ("hvm-" + std::string(to_string(c)) + ".kdump"), seed_spec(format::GuestType::hvm), src,
-                         {c, 1, {}});
+                         test::kdump_options(c, 1));
     }
     test::MixedSource pv(seed_entries(true));
-    write_kdump_file(dir / "pv-zstd.kdump", seed_spec(format::GuestType::pv), pv, {Compression::zstd, 1, {}});
+    write_kdump_file(dir / "pv-zstd.kdump", seed_spec(format::GuestType::pv), pv, test::kdump_options(Compression::zstd, 1));
     test::MixedSource plain(seed_entries(false));
     KdumpOptions o;
     o.write.digests = false;

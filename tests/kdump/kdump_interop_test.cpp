@@ -91,7 +91,7 @@ TEST(KdumpLevels, ConvertAtLevel31KeepsWhatTheEstimateSays) {
     ConvertOptions co;
     co.kdump = true;
     co.dump_level = 31;
-    co.on_warning = [&](const std::string& w) { warnings.push_back(w); };
+    co.write.on_warning = [&](const std::string& w) { warnings.push_back(w); };
     convert_file(v1, out, co);
     EXPECT_TRUE(warnings.empty()) << warnings[0];
     DumpReader c = DumpReader::open(out);

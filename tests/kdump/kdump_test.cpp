@@ -125,7 +125,7 @@ TEST(Kdump, SameBytesWhateverTheThreadCountForEveryAlgorithm) {
         for (unsigned threads : {1u, 3u}) {
             MixedGuest src;
             const fs::path p = dir / (std::string(to_string(c)) + std::to_string(threads));
-            write_kdump_file(p, mixed_spec(), src, {c, threads, {}});
+            write_kdump_file(p, mixed_spec(), src, test::kdump_options(c, threads));
             const std::string bytes = read_file(p);
             if (first.empty())
                 first = bytes;
@@ -152,7 +152,7 @@ TEST(Kdump, HeaderFollowsMakedumpfile) {
     TempDir dir;
     MixedGuest src;
     const fs::path p = dir / "k";
-    write_kdump_file(p, mixed_spec(), src, {Compression::zstd, 2, {}});
+    write_kdump_file(p, mixed_spec(), src, test::kdump_options(Compression::zstd, 2));
     auto f = std::make_shared<reader::DumpFile>(p.string());
     kdump::KdumpFile k(f);
     EXPECT_EQ(std::string(k.header().signature, 8), "KDUMP   ");
@@ -197,7 +197,7 @@ TEST(Kdump, VerifyCatchesAFlippedBitInACompressedPage) {
     TempDir dir;
     MixedGuest src;
     const fs::path p = dir / "k";
-    write_kdump_file(p, mixed_spec(), src, {Compression::zstd, 2, {}});
+    write_kdump_file(p, mixed_spec(), src, test::kdump_options(Compression::zstd, 2));
     uint64_t at = 0;
     {
         kdump::KdumpFile k(std::make_shared<reader::DumpFile>(p.string()));
@@ -229,7 +229,7 @@ TEST(Kdump, VerifyNamesTheFileAndOffsetOfATruncatedFile) {
     TempDir dir;
     MixedGuest src;
     const fs::path p = dir / "k";
-    write_kdump_file(p, mixed_spec(), src, {Compression::lz4, 2, {}});
+    write_kdump_file(p, mixed_spec(), src, test::kdump_options(Compression::lz4, 2));
     const auto size = fs::file_size(p);
     fs::resize_file(p, size - 100);
     const auto findings = DumpReader::verify_file(p);
@@ -252,7 +252,7 @@ TEST(Kdump, HostileHeadersAreRefusedWithTheirOffset) {
     TempDir dir;
     MixedGuest src;
     const fs::path good = dir / "k";
-    write_kdump_file(good, mixed_spec(), src, {Compression::zlib, 1, {}});
+    write_kdump_file(good, mixed_spec(), src, test::kdump_options(Compression::zlib, 1));
     const std::string bytes = read_file(good);
     struct Edit {
         size_t at;
@@ -284,7 +284,7 @@ TEST(Kdump, UnreadablePagesAreListedAndStoredAsZeros) {
     PatternPageSource src({{1, 1}, {2, 2}, {3, 3}, {9, 9}});
     src.unreadable_pfns = {2};
     const fs::path p = dir / "k";
-    write_kdump_file(p, mixed_spec(), src, {Compression::lzo, 2, {}});
+    write_kdump_file(p, mixed_spec(), src, test::kdump_options(Compression::lzo, 2));
     DumpReader r = DumpReader::open(p);
     EXPECT_EQ(r.unreadable_pfns(), std::vector<uint64_t>{2});
     std::vector<std::byte> page(4096, std::byte{1});
@@ -323,7 +323,7 @@ TEST(Kdump, PvPagesAreFiledByMachineFrame) {
     spec.shared_info = shared;
     TempDir dir;
     const fs::path p = dir / "pv";
-    write_kdump_file(p, spec, src, {Compression::zstd, 2, {}});
+    write_kdump_file(p, spec, src, test::kdump_options(Compression::zstd, 2));
 
     kdump::KdumpFile k(std::make_shared<reader::DumpFile>(p.string()));
     ASSERT_EQ(k.stored_pages(), list.size());
@@ -480,7 +480,7 @@ TEST(Kdump, DumpLevelWithoutVmcoreinfoIsLevelOneWithAWarning) {
     ConvertOptions co;
     co.kdump = true;
     co.dump_level = 31;
-    co.on_warning = [&](const std::string& w) { warnings.push_back(w); };
+    co.write.on_warning = [&](const std::string& w) { warnings.push_back(w); };
     convert_file(v1, out, co);
     ASSERT_EQ(warnings.size(), 1u);
     EXPECT_NE(warnings[0].find("dump level 1 instead of 31"), std::string::npos) << warnings[0];

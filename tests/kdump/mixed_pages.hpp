@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "xendump/kdump.hpp"
 #include "xendump/page_source.hpp"
 
 namespace xendump::test {
@@ -42,5 +43,13 @@ struct MixedSource : PageSource {
         }
     }
 };
+
+// A compact file's options: `compression` on `threads` threads.
+inline KdumpOptions kdump_options(Compression compression, unsigned threads) {
+    KdumpOptions o;
+    o.compression = compression;
+    o.write.threads = threads;
+    return o;
+}
 
 }  // namespace xendump::test

@@ -96,7 +96,9 @@ TEST_F(HandBuilt, PageSourceGivesFileRanges) {
     auto r = DumpReader::open(save());
     auto src = r.page_source();
     ASSERT_EQ(src->entries().size(), spec_.entries.size());
-    auto fr = src->file_range(10, 20);
+    auto* zero_copy = dynamic_cast<const ZeroCopySource*>(src.get());  // pipeline/zero_copy_source.hpp
+    ASSERT_TRUE(zero_copy);
+    auto fr = zero_copy->file_range(10, 20);
     ASSERT_TRUE(fr);
     EXPECT_EQ(fr->offset, dump_.pages_offset + 10 * 4096);
     std::vector<std::byte> buf(2 * 4096), want(4096);

@@ -188,10 +188,8 @@ struct CheckedFromReadBack {
 CheckedFromReadBack write_checked_from_read_back(const std::filesystem::path& path, PageSource& src) {
     CheckedFromReadBack out;
     WriteOptions wo;  // sparse: zero pages become holes
-    wo.check_before_publish = [&](const std::filesystem::path& p, const PagesReadBack& read_back) {
-        out.read_back = read_back;
-        VerifyOptions vo;
-        vo.pages_read_back = &read_back;
+    wo.check_before_publish = [&](const std::filesystem::path& p, const VerifyOptions& vo) {
+        out.read_back = *vo.pages_read_back;
         out.findings = DumpReader::open(p).verify(vo);
     };
     write_dump_file(path, make_spec(format::GuestType::pv, 1), src, wo);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/zero_copy_source.hpp"
 #include "xendump/page_source.hpp"
 
 namespace xendump::test {
@@ -52,7 +53,7 @@ std::filesystem::path source_root();
 void fill_pattern_page(uint64_t seed, uint64_t pfn, std::byte* page);
 
 // A PageSource over pages generated from (seed, pfn); zero_pfns read as zeros.
-class PatternPageSource : public PageSource {
+class PatternPageSource : public ZeroCopySource {  // FileBackedSource (tests/format) adds a file range
 public:
     PatternPageSource(std::vector<PageEntry> entries, uint64_t seed = 1);
     std::span<const PageEntry> entries() const override { return entries_; }

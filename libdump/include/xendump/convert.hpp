@@ -6,16 +6,13 @@
 // The program xen-dump-convert adds batches, reports and the command line.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "xendump/kdump.hpp"
-#include "xendump/pages_read_back.hpp"
 #include "xendump/writer.hpp"
 
 namespace xendump {
@@ -37,13 +34,6 @@ InputFormat sniff_format(const std::filesystem::path& path);
 struct ConvertOptions {
     std::optional<std::string> system_map;  // a System.map for the guest's p2m symbols
     bool allow_inferred = false;            // accept a layout decided without a symbol
-    bool digests = true;                    // write NT_XEN_DIGEST
-    std::function<void(const WriteProgress&)> on_progress;
-    // Reads the finished, still unpublished output before it gets its name
-    // (WriteOptions::check_before_publish): an output it rejects (by throwing)
-    // never appears.
-    std::function<void(const std::filesystem::path& unpublished, const PagesReadBack& read_back)> check_output;
-    const std::atomic<bool>* cancel = nullptr;  // set: the conversion stops with Error
     std::string writer_name = "xen-dump-convert";  // WRITER= of the output
     // A compact file (makedumpfile's compressed kdump format) instead of v1;
     // then v1 inputs are converted too.
@@ -53,9 +43,12 @@ struct ConvertOptions {
     // (0-31, xendump/kernel/dump_level.hpp), classified from the guest
     // kernel's struct pages found through its VMCOREINFO (v1 and xl
     // dump-core inputs). A guest without one, and an xc_core input, get
-    // level 1 at most: on_warning says so.
+    // level 1 at most: write.on_warning says so.
     unsigned dump_level = 0;
-    std::function<void(const std::string&)> on_warning;
+    // Handed to the writer as they are (digests, threads, progress, warnings,
+    // cancel; the guest kernel is always looked for). An output that
+    // write.check_before_publish rejects (by throwing) never appears.
+    WriteOptions write;
 };
 
 struct ConversionPlan {

@@ -1,5 +1,6 @@
 // Everything the writer needs besides the pages: the domain's identity and
-// metadata, its vcpu contexts and optional guest-kernel notes.
+// metadata, its vcpu contexts and optional guest-kernel notes (what is found
+// in the pages comes from WriteOptions::guest_kernel).
 #pragma once
 
 #include <cstddef>
@@ -27,17 +28,6 @@ struct DumpSpec {
     std::optional<std::vector<std::byte>> shared_info;  // 4096 bytes (PV), note 10
     std::optional<std::string> vmcoreinfo;   // note 7
     std::vector<std::vector<std::byte>> prstatus;  // note 8, one elf_prstatus per vcpu
-
-    // Room for what is only found during the page pass (WriteOptions::after_pages):
-    // at note 7's place a kNtXenPadding note big enough for a VMCOREINFO note of
-    // kMaxVmcoreinfoText bytes (unless `vmcoreinfo` is already known), and NUL
-    // bytes after the NT_XEN_DOMAIN text for kKernelKeysRoom bytes of more keys
-    // (KERNEL=, KERNELOFFSET=). A seekable output gets them patched in place; a
-    // pipe keeps the padding (see writer/late_notes.hpp). Sizes never depend on
-    // what is found, so expected_file_size() stays exact.
-    bool reserve_vmcoreinfo = false;
-    static constexpr size_t kMaxVmcoreinfoText = 4096;  // Linux VMCOREINFO_BYTES (one page)
-    static constexpr size_t kKernelKeysRoom = 128;      // "KERNEL=" + 64-byte release + KERNELOFFSET=
 
     uint64_t magic() const {
         return type == format::GuestType::pv ? format::kMagicPV : format::kMagicHVM;

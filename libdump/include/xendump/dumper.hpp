@@ -22,17 +22,18 @@ namespace xendump {
 struct DumpOptions {
     bool live = false;  // do not pause; record PAUSED=0
     format::Reason reason = format::Reason::request;
-    bool digests = true;
-    bool guest_kernel = true;  // look for VMCOREINFO, write NT_PRSTATUS
     // A compact file (makedumpfile's compressed kdump format) instead of v1:
     // files only (dump_domain_to_fd refuses it), pages compressed with
-    // `compression` on `threads` threads (0: one per core).
+    // `compression` on write.threads threads.
     bool kdump = false;
     Compression compression = Compression::zstd;
-    unsigned threads = 0;
-    std::function<void(const WriteProgress&)> on_progress;
-    std::function<void(const std::string&)> on_warning;  // guest oddities, unreadable pages
-    const std::atomic<bool>* cancel = nullptr;
+    // Digests, threads, the guest kernel (on by default for dumps), progress,
+    // warnings, cancel: handed to the writer as they are.
+    WriteOptions write = [] {
+        WriteOptions w;
+        w.guest_kernel = true;
+        return w;
+    }();
 };
 
 struct DumpResult {
@@ -47,15 +48,6 @@ struct DumpResult {
     std::vector<uint64_t> unreadable_pfns;
     std::vector<std::string> warnings;
     bool kernel_segment = false;  // the guest kernel's image PT_LOAD (p_vaddr) was added
-};
-
-// Everything known before the pages are read: used for size checks before a
-// dump starts (the service refuses dumps that cannot fit).
-struct DumpPlan {
-    uint32_t domid = 0;
-    std::string name;
-    uint64_t nr_pages = 0;
-    uint64_t expected_size = 0;
 };
 
 // Resolves "7" or "web01" to a domid. Throws Error when there is no such domain.

@@ -26,12 +26,10 @@ Compression compression_from_string(std::string_view s);
 
 struct KdumpOptions {
     Compression compression = Compression::zstd;
-    // Threads that compress pages; 0: one per core. The output is the same
-    // bytes whatever the number.
-    unsigned threads = 0;
-    // digests, on_progress, cancel, page_observer, after_pages and
+    // digests, guest_kernel, on_progress, on_warning, cancel and
     // check_before_publish as for a v1 file; `sparse` leaves the shared zero
-    // page and the gaps as holes.
+    // page and the gaps as holes; `threads` compress the pages (1 to
+    // kMaxWriteThreads; the output is the same bytes whatever the number).
     WriteOptions write;
     // When the source's pages are a selection (kernel/dump_level.hpp): the
     // level they were selected with (the sub header's dump_level, as

@@ -6,8 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <optional>
 #include <span>
 
 #include "xendump/format.hpp"
@@ -23,21 +21,6 @@ inline bool gmfns_ascending(std::span<const PageEntry> entries) {
         if (entries[i].gmfn <= entries[i - 1].gmfn) return false;
     return true;
 }
-
-// Pages that already sit contiguously in a file, so the writer can move them
-// with copy_file_range (no copy at all on XFS/btrfs reflink filesystems).
-struct FileRange {
-    int fd;
-    uint64_t offset;
-};
-
-// Pages a source lends without copying them (a foreign mapping): valid
-// until the object is destroyed. page(i) is null for an unreadable page.
-class LentPages {
-public:
-    virtual ~LentPages() = default;
-    virtual const std::byte* page(size_t i) const = 0;
-};
 
 class PageSource {
 public:
@@ -55,17 +38,6 @@ public:
 
     // How many pages the source prefers per read_pages call.
     virtual size_t preferred_batch() const { return 1024; }
-
-    // Optional zero-copy path for memory: entries [first, first+count) as
-    // pages the source already holds (count <= preferred_batch()). The
-    // default: null, and the writer calls read_pages.
-    virtual std::unique_ptr<LentPages> lend_pages(size_t /*first*/, size_t /*count*/) { return nullptr; }
-
-    // Optional zero-copy path: when entries [first, first+count) are stored
-    // contiguously in a file, return where. The default: never.
-    virtual std::optional<FileRange> file_range(size_t /*first*/, size_t /*count*/) const {
-        return std::nullopt;
-    }
 };
 
 }  // namespace xendump

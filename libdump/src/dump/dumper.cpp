@@ -7,7 +7,6 @@
 
 #include "dump/hypervisor_page_source.hpp"
 #include "p2m/p2m.hpp"
-#include "writer/guest_kernel_notes.hpp"
 #include "xendump/error.hpp"
 #include "xendump/text.hpp"
 #include "xendump_config.h"
@@ -143,14 +142,6 @@ private:
     uint32_t domid_;
 };
 
-WriteOptions write_options(const DumpOptions& opt) {
-    WriteOptions w;
-    w.digests = opt.digests;
-    w.on_progress = opt.on_progress;
-    w.cancel = opt.cancel;
-    return w;
-}
-
 template <typename Write>
 DumpResult run_dump(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt, Write&& write) {
     // PAUSED= records what this dump did: 1 when it held a pause of its own
@@ -160,26 +151,19 @@ DumpResult run_dump(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt,
     // this dump pauses such a domain once more all the same.
     std::optional<PausedDomain> pause;
     if (!opt.live) pause.emplace(real_hv, domid);
-    CancellableHypervisor hv(real_hv, opt.cancel, domid);
+    const WriteOptions& wo = opt.write;
+    CancellableHypervisor hv(real_hv, wo.cancel, domid);
     Prepared p = prepare(hv, domid, opt, pause.has_value());
     for (const auto& w : p.warnings)
-        if (opt.on_warning) opt.on_warning(w);
+        if (wo.on_warning) wo.on_warning(w);
 
-    WriteOptions wo = write_options(opt);
-    // Guest kernel (issue 9): NT_PRSTATUS up front, VMCOREINFO and the
-    // KERNEL=/KERNELOFFSET= keys of NT_XEN_DOMAIN found during the single
-    // pass and patched into room the writer reserves. xen-dump-core(5) "NT_XEN_DOMAIN keys" lets
-    // writers add keys; xen-dump-core(5) "Notes" has readers skip the padding note. A pipe cannot
-    // be patched, so streamed dumps carry the room as padding only (see
-    // writer/late_notes.hpp).
-    writer::GuestKernelNotes kernel_notes;
-    if (opt.guest_kernel) kernel_notes.attach(p.spec, wo, *p.source);
-
+    // Guest kernel (issue 9, WriteOptions::guest_kernel): NT_PRSTATUS up
+    // front, VMCOREINFO and the KERNEL=/KERNELOFFSET= keys of NT_XEN_DOMAIN
+    // found by the pipeline's kernel observer during the single pass
+    // (xen-dump-core(5) "NT_XEN_DOMAIN keys" lets writers add keys; "Notes"
+    // has readers skip the padding note a pipe keeps in their place).
     WriteResult wr = write(p.spec, *p.source, wo);
-    for (const auto& w : kernel_notes.warnings()) {
-        if (opt.on_warning) opt.on_warning(w);
-        p.warnings.push_back(w);
-    }
+    for (auto& w : wr.warnings) p.warnings.push_back(std::move(w));
 
     DumpResult r;
     r.domid = domid;
@@ -195,7 +179,7 @@ DumpResult run_dump(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt,
     if (!r.unreadable_pfns.empty()) {
         std::string w = std::to_string(r.unreadable_pfns.size()) +
                         " page(s) could not be read and were stored as zeros (listed in NT_XEN_UNREADABLE)";
-        if (opt.on_warning) opt.on_warning(w);
+        if (wo.on_warning) wo.on_warning(w);
         r.warnings.push_back(std::move(w));
     }
     return r;
@@ -232,7 +216,7 @@ std::string default_dump_name(const std::string& name, uint32_t domid,
 DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesystem::path& path,
                                const DumpOptions& options) {
     DumpResult r = run_dump(hv, domid, options, [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo) {
-        if (options.kdump) return write_kdump_file(path, spec, src, {options.compression, options.threads, wo});
+        if (options.kdump) return write_kdump_file(path, spec, src, {options.compression, wo});
         return write_dump_file(path, spec, src, wo);
     });
     r.path = path;

@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "xendump/hypervisor.hpp"
-#include "xendump/page_source.hpp"
+#include "pipeline/zero_copy_source.hpp"
 
 namespace xendump::dump {
 
-class HypervisorPageSource final : public PageSource {
+class HypervisorPageSource final : public ZeroCopySource {
 public:
     // `entries`: the discovered present pages, ascending pfn. PV guests are
     // mapped by gmfn (machine frame), HVM/PVH by pfn (gfn).

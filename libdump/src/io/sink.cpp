@@ -49,6 +49,19 @@ Sink::Sink(int fd, bool seekable, bool sparse, std::string name)
     }
 }
 
+void Sink::write_at(uint64_t offset, std::span<const std::byte> data) {
+    if (!seekable_) throw Error("internal error: rewriting a stream that cannot seek", name_, offset);
+    if (offset > pos_ || data.size() > pos_ - offset)
+        throw Error("internal error: rewriting bytes not written yet", name_, offset);
+    while (!data.empty()) {
+        const ssize_t w = ::pwrite(fd_, data.data(), data.size(), static_cast<off_t>(offset));
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) throw_errno("cannot rewrite the head of the file", name_, offset);
+        data = data.subspan(static_cast<size_t>(w));
+        offset += static_cast<uint64_t>(w);
+    }
+}
+
 void Sink::write(std::span<const std::byte> data) {
     iovec iov{const_cast<std::byte*>(data.data()), data.size()};
     writev(std::span<const iovec>(&iov, 1));

@@ -28,6 +28,10 @@ public:
     // false (nothing done) when the kernel cannot, so the caller writes instead.
     bool copy_from(int src_fd, uint64_t src_off, uint64_t n);
     void finish();                            // sets the final size after a trailing hole
+    // Rewrites bytes already written, at `offset` (a seekable output only:
+    // Error otherwise): what an encoder learns after the pages goes into
+    // the head it wrote first. The position stays where it was.
+    void write_at(uint64_t offset, std::span<const std::byte> data);
 
     // Regular files are written behind: every kWriteBehindWindow bytes the
     // kernel is told to start writing the window just filled, and what lies

@@ -6,6 +6,7 @@
 #include "p2m/p2m_walk.hpp"
 #include "stream_hash.hpp"
 #include "writer/header_notes.hpp"
+#include "writer/input_check.hpp"
 #include "writer/notes.hpp"
 #include "writer/plan.hpp"
 #include "xendump/error.hpp"
@@ -14,7 +15,7 @@ namespace xendump::kdump {
 
 using writer::bytes_of;
 
-void validate_spec(const DumpSpec& spec, std::span<const PageEntry> entries) { writer::validate_spec(spec, entries); }
+void validate_spec(const DumpSpec& spec, std::span<const PageEntry> entries) { writer::check_input(spec, entries); }
 
 std::optional<uint64_t> p2m_frame_list_list(const DumpSpec& spec) {
     // A 32-bit crash reads 32-bit words there: only 64-bit guests get the note.
@@ -37,7 +38,7 @@ XXH128_canonical_t table_digest(std::span<const PageEntry> entries, bool pv) {
     return h.finish_and_reset();
 }
 
-NoteArea build_note_area(const DumpSpec& spec, std::span<const PageEntry> entries, const LateNotes* late,
+NoteArea build_note_area(const DumpSpec& spec, std::span<const PageEntry> entries, const pipeline::FoundNotes* late,
                          std::span<const uint64_t> unreadable,
                          const std::vector<XXH128_canonical_t>* chunk_digests) {
     validate_spec(spec, entries);

@@ -20,6 +20,7 @@
 #include <span>
 #include <vector>
 
+#include "pipeline/found_notes.hpp"
 #include "xendump/dump_spec.hpp"
 #include "xendump/page_source.hpp"
 #include "xendump/writer.hpp"
@@ -36,7 +37,7 @@ struct NoteArea {
 void validate_spec(const DumpSpec& spec, std::span<const PageEntry> entries);
 
 // `chunk_digests` null: written without digests.
-NoteArea build_note_area(const DumpSpec& spec, std::span<const PageEntry> entries, const LateNotes* late,
+NoteArea build_note_area(const DumpSpec& spec, std::span<const PageEntry> entries, const pipeline::FoundNotes* late,
                          std::span<const uint64_t> unreadable,
                          const std::vector<XXH128_canonical_t>* chunk_digests);
 

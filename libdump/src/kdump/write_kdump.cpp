@@ -22,12 +22,16 @@
 #include "kdump/format.hpp"
 #include "kdump/layout.hpp"
 #include "kdump/note_area.hpp"
+#include "pipeline/kernel_observer.hpp"
+#include "pipeline/page_batch.hpp"
+#include "pipeline/zero_copy_source.hpp"
 #include "stream_hash.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
 #include "xendump/kdump.hpp"
 #include "xendump/kernel/guest_memory.hpp"
 #include "xendump/kernel/vmcoreinfo.hpp"
+#include "xendump/reader.hpp"
 
 namespace xendump {
 
@@ -63,7 +67,8 @@ struct Batch {
         first = from;
         pages.assign(count, nullptr);
         unreadable.assign(count, 0);
-        lent = source.lend_pages(from, count);
+        auto* zero_copy = dynamic_cast<ZeroCopySource*>(&source);
+        lent = zero_copy ? zero_copy->lend_pages(from, count) : nullptr;
         if (!lent) {
             if (buffer.size() < count * kPage) buffer.resize(count * kPage);
             source.read_pages(from, count, std::span(buffer.data(), count * kPage), unreadable);
@@ -172,9 +177,20 @@ Heads heads(const DumpSpec& spec, const kdump::KdumpLayout& L, const kdump::Note
     return h;
 }
 
-WriteResult write_kdump_to(int fd, const std::string& name, const DumpSpec& spec, PageSource& source,
+WriteResult write_kdump_to(int fd, const std::string& name, const DumpSpec& spec_in, PageSource& source,
                            const KdumpOptions& options) {
     const WriteOptions& wo = options.write;
+    WriteResult r;
+    // The guest kernel as for a v1 file (write_dump.cpp): NT_PRSTATUS from
+    // the vcpu contexts, the rest found in the pages during the pass.
+    std::optional<DumpSpec> with_prstatus;
+    if (wo.guest_kernel) pipeline::add_prstatus(with_prstatus.emplace(spec_in), r.warnings);
+    const DumpSpec& spec = with_prstatus ? *with_prstatus : spec_in;
+    for (const auto& w : r.warnings)
+        if (wo.on_warning) wo.on_warning(w);
+    std::optional<pipeline::KernelObserver> kernel;
+    if (wo.guest_kernel) kernel.emplace(source);
+    pipeline::PageBatch observed;  // a batch as the observer sees it: every page kept
     const auto entries = source.entries();
     kdump::validate_spec(spec, entries);
     const kdump::Index index = spec.type == format::GuestType::pv ? kdump::Index::machine : kdump::Index::pfn;
@@ -189,10 +205,9 @@ WriteResult write_kdump_to(int fd, const std::string& name, const DumpSpec& spec
     sink.cancel_on(wo.cancel);
     sink.zeros(L.data_offset);  // written at the end (pwrite); the zero page stays zeros
 
-    WriteResult r;
     std::optional<PageDigests> digests;
     if (wo.digests) digests.emplace(n);
-    kdump::PageEncoder encoder(options.compression, options.threads, kPage);
+    kdump::PageEncoder encoder(options.compression, std::clamp(wo.threads, 1u, kMaxWriteThreads), kPage);
     Batch batches[2];
     std::vector<kdump::PageDesc> descs;
     std::vector<iovec> iov;
@@ -212,7 +227,14 @@ WriteResult write_kdump_to(int fd, const std::string& name, const DumpSpec& spec
         for (size_t i = 0; i < cur.pages.size(); ++i) {
             const uint64_t pfn = entries[cur.first + i].pfn;
             if (cur.unreadable[i]) r.unreadable_pfns.push_back(pfn);
-            if (wo.page_observer) wo.page_observer(pfn, std::span(cur.pages[i], kPage));
+        }
+        if (kernel) {
+            observed.first = cur.first;
+            observed.count = cur.pages.size();
+            observed.entries = entries.subspan(cur.first, cur.pages.size());
+            observed.page = cur.pages;
+            observed.keep.assign(cur.pages.size(), 1);
+            kernel->observe(observed);
         }
         if (digests) digests->add(cur.pages);
         const bool more = cur.end() < n;
@@ -250,13 +272,13 @@ WriteResult write_kdump_to(int fd, const std::string& name, const DumpSpec& spec
         if (!more) break;
     }
 
-    std::optional<LateNotes> late;
-    if (wo.after_pages) late = wo.after_pages();
-    if (late) {
-        r.late_vmcoreinfo = !spec.vmcoreinfo && late->vmcoreinfo.has_value();
-        r.late_domain_keys = !late->domain.items().empty();
+    pipeline::FoundNotes found;
+    if (kernel) kernel->finish(found);
+    for (auto& w : found.warnings) {
+        if (wo.on_warning) wo.on_warning(w);
+        r.warnings.push_back(std::move(w));
     }
-    const kdump::NoteArea notes = kdump::build_note_area(spec, entries, late ? &*late : nullptr, r.unreadable_pfns,
+    const kdump::NoteArea notes = kdump::build_note_area(spec, entries, &found, r.unreadable_pfns,
                                                          digests ? &digests->digests : nullptr);
     sink.zeros((8 - sink.offset() % 8) % 8);
     const uint64_t note_offset = sink.offset();
@@ -297,7 +319,7 @@ WriteResult write_kdump_file(const std::filesystem::path& path, const DumpSpec& 
         // Nothing is read back behind a compact file's writes: its check reads the pages.
         std::function<void(const std::filesystem::path&)> check;
         if (options.write.check_before_publish)
-            check = [&](const std::filesystem::path& p) { options.write.check_before_publish(p, PagesReadBack{}); };
+            check = [&](const std::filesystem::path& p) { options.write.check_before_publish(p, VerifyOptions{}); };
         file.commit(check);
         return r;
     } catch (const Error& e) {

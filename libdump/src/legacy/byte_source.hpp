@@ -11,7 +11,7 @@
 #include <ctime>
 
 #include "xendump/fd.hpp"
-#include "xendump/page_source.hpp"
+#include "pipeline/zero_copy_source.hpp"
 
 namespace xendump::legacy {
 

@@ -13,8 +13,8 @@
 #include "legacy/legacy_page_source.hpp"
 #include "legacy/source_identity.hpp"
 #include "legacy/xc_core.hpp"
+#include "pipeline/zero_copy_source.hpp"
 #include "util/util.hpp"
-#include "writer/guest_kernel_notes.hpp"
 #include "xendump/dump_kernel_log.hpp"
 #include "xendump/error.hpp"
 #include "xendump/reader.hpp"
@@ -63,7 +63,7 @@ namespace {
 
 // Drops the entries of ~0 that Xen's writer leaves at the end of .xen_p2m /
 // .xen_pfn (spec legacy-formats.md §B), passing everything else through.
-class TrimmedSource : public PageSource {
+class TrimmedSource : public ZeroCopySource {
 public:
     TrimmedSource(std::unique_ptr<PageSource> inner) : inner_(std::move(inner)) {
         auto all = inner_->entries();
@@ -77,7 +77,8 @@ public:
     }
     size_t preferred_batch() const override { return inner_->preferred_batch(); }
     std::optional<FileRange> file_range(size_t first, size_t count) const override {
-        return inner_->file_range(first, count);
+        auto* zero_copy = dynamic_cast<const ZeroCopySource*>(inner_.get());
+        return zero_copy ? zero_copy->file_range(first, count) : std::nullopt;
     }
 
 private:
@@ -104,9 +105,9 @@ void set_max_pfn(KeyValues& kv, std::span<const PageEntry> entries) {
 }
 
 // Writes the v1 file. The guest kernel's notes come from the same single
-// pass as in the dumper (NT_PRSTATUS, VMCOREINFO, KERNEL=/KERNELOFFSET=;
-// writer/late_notes.hpp): outputs are always seekable files, so the room the
-// writer reserves is always filled when the source's pages hold a kernel.
+// pass as in the dumper (WriteOptions::guest_kernel): outputs are always
+// seekable files, so the room the writer reserves is always filled when the
+// source's pages hold a kernel.
 //
 // With a check of the output, the source is identified again first: one that
 // changed (or was replaced) while it was read gives an output that is never
@@ -122,39 +123,34 @@ kernel::PageSelection select_for_level(const fs::path& input, const DumpReader* 
         const auto info = dump_vmcoreinfo(*reader, true);
         sel = kernel::select_pages(dump_level_input(*reader, info ? &*info : nullptr), opt.dump_level);
     }
-    if (opt.on_warning)
-        for (const auto& l : sel.limits) opt.on_warning(input.string() + ": dump level " + std::to_string(sel.level) +
+    if (opt.write.on_warning)
+        for (const auto& l : sel.limits) opt.write.on_warning(input.string() + ": dump level " + std::to_string(sel.level) +
                                                         " instead of " + std::to_string(opt.dump_level) + ": " + l);
     return sel;
 }
 
 void write_converted(const fs::path& input, const SourceIdentity& id, const fs::path& output, DumpSpec& spec,
                      PageSource& pages, const ConvertOptions& opt, const DumpReader* reader = nullptr) {
-    WriteOptions wo;
-    wo.digests = opt.digests;
-    if (opt.check_output)
-        wo.check_before_publish = [&](const fs::path& unpublished, const PagesReadBack& read_back) {
+    WriteOptions wo = opt.write;
+    wo.guest_kernel = true;
+    if (const auto& check = opt.write.check_before_publish)
+        wo.check_before_publish = [&](const fs::path& unpublished, const VerifyOptions& verify) {
             if (auto changed = identify_source(input).difference_from(id); !changed.empty())
                 throw Error("the source changed while it was converted (" + changed + "): output not published",
                             input.string());
-            opt.check_output(unpublished, read_back);
+            check(unpublished, verify);
         };
-    wo.on_progress = opt.on_progress;
-    wo.cancel = opt.cancel;
-    writer::GuestKernelNotes kernel_notes;
     if (opt.kdump && opt.dump_level != 0) {
         const kernel::PageSelection sel = select_for_level(input, reader, pages, opt);
         kdump::SelectedSource kept(pages, sel);
-        kernel_notes.attach(spec, wo, kept);
-        KdumpOptions ko{opt.compression, 0, wo};
+        KdumpOptions ko{opt.compression, wo};
         ko.dump_level = sel.level;
         ko.present = kept.present();
         write_kdump_file(output, spec, kept, ko);
         return;
     }
-    kernel_notes.attach(spec, wo, pages);
     if (opt.kdump)
-        write_kdump_file(output, spec, pages, {opt.compression, 0, wo});
+        write_kdump_file(output, spec, pages, {opt.compression, wo});
     else
         write_dump_file(output, spec, pages, wo);
 }

@@ -9,7 +9,7 @@
 
 namespace xendump::legacy {
 
-class LegacyPageSource : public PageSource {
+class LegacyPageSource : public ZeroCopySource {
 public:
     // Keeps references: `src`, `file` and `layout` must outlive the source.
     LegacyPageSource(const ByteSource& src, const XcCoreFile& file, const LegacyLayout& layout)

@@ -1,6 +1,7 @@
 // DumpReader::page_source: the file's pages as a PageSource. Slot i of
 // .xen_pages is entry i (xen-dump-core(5) "Page data"), so any run of entries is one contiguous
 // range of the file: one pread, and file_range() for copy_file_range.
+#include "pipeline/zero_copy_source.hpp"
 #include "reader/checked.hpp"
 #include "xendump/error.hpp"
 #include "reader/reader_impl.hpp"
@@ -10,7 +11,7 @@ namespace xendump {
 
 namespace {
 
-class FilePageSource : public PageSource {
+class FilePageSource : public ZeroCopySource {
 public:
     FilePageSource(std::shared_ptr<const reader::DumpFile> file,
                    std::shared_ptr<const reader::EntryTable> entries, uint64_t pages_offset,

@@ -1,4 +1,4 @@
-// What the v1 note segment (writer/plan.cpp) and the compact file's note
+// What the v1 note segment (writer/note_segment.cpp) and the compact file's note
 // area (kdump/note_area.cpp) both start with (xen-dump-core(5) "Notes"): notes 1-5, the
 // NT_XEN_DOMAIN keys the writer adds, and note 9's vcpu slots.
 #pragma once

@@ -30,7 +30,7 @@ std::optional<std::vector<std::byte>> domain_desc(const DumpPlan& plan, const Ke
 
 // The VMCOREINFO note then one padding note, exactly filling the room.
 std::optional<std::vector<std::byte>> vmcoreinfo_room(const DumpPlan& plan, const std::string& text) {
-    if (text.empty() || text.size() > DumpSpec::kMaxVmcoreinfoText) return std::nullopt;
+    if (text.empty() || text.size() > kMaxVmcoreinfoText) return std::nullopt;
     NoteBuffer notes;
     notes.add(format::kNameVmcoreinfo, format::kNtVmcoreinfo, std::as_bytes(std::span(text)));
     const uint64_t pad_header = note_header_size(format::kNameXenCore);
@@ -44,7 +44,7 @@ std::optional<std::vector<std::byte>> vmcoreinfo_room(const DumpPlan& plan, cons
 
 }  // namespace
 
-std::optional<PatchedNotes> patch_notes(const DumpPlan& plan, const LateNotes& late) {
+std::optional<PatchedNotes> patch_notes(const DumpPlan& plan, const pipeline::FoundNotes& late) {
     if (!plan.late_room) return std::nullopt;
     const auto original = plan.note_bytes();
     PatchedNotes out;

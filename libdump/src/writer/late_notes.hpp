@@ -1,4 +1,4 @@
-// Filling the room DumpSpec::reserve_vmcoreinfo kept in the note segment
+// Filling the room the plan kept (plan_dump's kernel_room) in the note segment
 // once the page pass has found the guest kernel's VMCOREINFO.
 //
 // Why a reservation: the note segment (xen-dump-core(5) "Notes", xen-dump-core(5) "Layout") is written before the
@@ -27,8 +27,8 @@
 #include <optional>
 #include <vector>
 
+#include "pipeline/found_notes.hpp"
 #include "writer/plan.hpp"
-#include "xendump/writer.hpp"
 
 namespace xendump::writer {
 
@@ -40,6 +40,6 @@ struct PatchedNotes {
 
 // The note segment with `late` written into the reserved room; nullopt when
 // nothing changes (no room, nothing found, or nothing that fits).
-std::optional<PatchedNotes> patch_notes(const DumpPlan& plan, const LateNotes& late);
+std::optional<PatchedNotes> patch_notes(const DumpPlan& plan, const pipeline::FoundNotes& late);
 
 }  // namespace xendump::writer

@@ -11,13 +11,30 @@
 #include <vector>
 
 #include "xendump/dump_spec.hpp"
+#include "xendump/keyvalues.hpp"
 #include "xendump/page_source.hpp"
-#include "xendump/writer.hpp"
 
 namespace xendump::writer {
 
-// Streaming (xen-dump-core(5) "ELF header", xen-dump-core(5) "Trailer notes", xen-dump-core(5) "Layout"): e_shoff sits in the ELF header, written before
-// any page, yet in xen-dump-core(5) "Layout" order the section header table follows the trailer,
+// The room kept for the guest kernel's notes found during the pass
+// (late_notes.hpp): a VMCOREINFO note of up to kMaxVmcoreinfoText bytes, and
+// kKernelKeysRoom bytes of keys after the NT_XEN_DOMAIN text.
+inline constexpr size_t kMaxVmcoreinfoText = 4096;  // Linux VMCOREINFO_BYTES (one page)
+inline constexpr size_t kKernelKeysRoom = 128;      // "KERNEL=" + 64-byte release + KERNELOFFSET=
+
+// Offsets of every part of the file, computed before anything is written.
+struct Layout {
+    uint64_t phnum = 0;            // real count (PT_NOTE + runs)
+    uint64_t notes_offset = 0, notes_size = 0;
+    uint64_t pages_offset = 0, pages_size = 0;
+    uint64_t p2m_note_offset = 0, p2m_desc_offset = 0, p2m_desc_size = 0;
+    uint64_t pfn_offset = 0, pfn_size = 0;  // HVM/PVH
+    uint64_t trailer_offset = 0;            // trailer size depends on unreadable pages
+};
+
+// Streaming (xen-dump-core(5) "ELF header", "Trailer notes", "Layout"):
+// e_shoff sits in the ELF header, written before any page, yet in "Layout"
+// order the section header table follows the trailer,
 // whose NT_XEN_UNREADABLE is only known after the last page. So the trailer's
 // size is fixed in advance: after NT_XEN_DIGEST (fixed size) comes a reserved
 // area large enough for NT_XEN_UNREADABLE listing every page (8 bytes a page,
@@ -45,9 +62,9 @@ struct DumpPlan {
     XXH128_canonical_t notes_digest{};
     XXH128_canonical_t p2m_digest{};
 
-    // Room kept for LateNotes (DumpSpec::reserve_vmcoreinfo), as offsets
-    // inside the note segment; sizes 0 when nothing was reserved.
-    bool late_room = false;             // DumpSpec::reserve_vmcoreinfo was set
+    // Room kept for the guest kernel's notes (plan_dump's kernel_room), as
+    // offsets inside the note segment; sizes 0 when nothing was reserved.
+    bool late_room = false;             // kernel_room was asked for
     KeyValues domain;                   // NT_XEN_DOMAIN as planned (with NR_PAGES, VCPUS)
     uint64_t domain_desc_offset = 0, domain_desc_size = 0;
     uint64_t vmcoreinfo_room_offset = 0, vmcoreinfo_room_size = 0;  // the whole padding note
@@ -71,10 +88,6 @@ struct DumpPlan {
 
 XXH128_canonical_t digest_of(std::span<const std::byte> bytes);
 
-// Refuses what no reader could use: no vcpu, context sizes, shared_info's
-// size, pfns not strictly ascending, a table too large for its note.
-void validate_spec(const DumpSpec& spec, std::span<const PageEntry> entries);
-
 // Bytes of the reserved room at note 7's place: a VMCOREINFO note of
 // kMaxVmcoreinfoText bytes and the header of the padding note after it.
 uint64_t vmcoreinfo_room_size();
@@ -88,8 +101,11 @@ uint64_t vmcoreinfo_room_size();
 // reader goes by e_phoff wherever it points.
 bool program_headers_at_end(format::GuestType type);
 
-// Validates the input (vcpus, ascending pfns, sizes) and computes the plan.
-DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, bool digests);
+// Validates the input (input_check.hpp) and computes the plan: the note
+// segment (note_segment.hpp), the offsets, the section header table
+// (section_table.hpp), the ELF and program headers (elf_headers.hpp).
+// `kernel_room`: keep room for the guest kernel's notes (late_notes.hpp).
+DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, bool digests, bool kernel_room);
 
 // Size of the unreadable area reserved for `nr_pages` pages.
 uint64_t unreadable_area_size(uint64_t nr_pages);

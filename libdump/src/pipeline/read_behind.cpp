@@ -1,4 +1,4 @@
-#include "writer/read_behind.hpp"
+#include "pipeline/read_behind.hpp"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 
 #include "xendump/error.hpp"
 
-namespace xendump::writer {
+namespace xendump::pipeline {
 
 namespace {
 constexpr size_t kReadSize = 256u << 10;  // still in the CPU cache when hashed
@@ -57,4 +57,4 @@ void ReadBehind::take(uint64_t offset, uint64_t size) {
     }
 }
 
-}  // namespace xendump::writer
+}  // namespace xendump::pipeline

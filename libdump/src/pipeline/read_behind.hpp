@@ -1,4 +1,4 @@
-// The read-back behind the writer (pages_read_back.hpp): the Sink hands over
+// The sink stage's read-back behind the writer (pages_read_back.hpp): the Sink hands over
 // each range of the file the disk has acknowledged, just before dropping it
 // from the page cache; the part inside .xen_pages is read back from the file
 // (from the page cache, no disk read) and hashed in digest chunks.
@@ -11,7 +11,7 @@
 #include "stream_hash.hpp"
 #include "xendump/pages_read_back.hpp"
 
-namespace xendump::writer {
+namespace xendump::pipeline {
 
 class ReadBehind {
 public:
@@ -33,4 +33,4 @@ private:
     PagesReadBack result_;
 };
 
-}  // namespace xendump::writer
+}  // namespace xendump::pipeline

@@ -1,0 +1,60 @@
+#include "pipeline/batch_source.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "pipeline/zero_pages.hpp"
+#include "xendump/error.hpp"
+#include "xendump/format.hpp"
+
+namespace xendump::pipeline {
+
+namespace {
+
+constexpr uint64_t kPage = format::kPageSize;
+
+void pread_all(int fd, uint64_t off, std::byte* out, size_t len) {
+    while (len > 0) {
+        ssize_t r = ::pread(fd, out, len, static_cast<off_t>(off));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) throw_errno("cannot read source pages", {}, off);
+        if (r == 0) throw Error("source file ends early", {}, off);
+        out += r;
+        off += static_cast<uint64_t>(r);
+        len -= static_cast<size_t>(r);
+    }
+}
+
+}  // namespace
+
+void fill_batch(PageBatch& b, PageSource& source, bool positional) {
+    const size_t bytes = b.count * kPage;
+    b.entries = source.entries().subspan(b.first, b.count);
+    b.range.reset();
+    b.lent.reset();
+    std::fill_n(b.unreadable.begin(), b.count, 0);
+    std::fill_n(b.keep.begin(), b.count, 1);
+    auto* zero_copy = dynamic_cast<ZeroCopySource*>(&source);
+    if (zero_copy && positional) b.range = zero_copy->file_range(b.first, b.count);
+    if (zero_copy && !b.range) b.lent = zero_copy->lend_pages(b.first, b.count);
+    if (b.lent) {
+        for (size_t i = 0; i < b.count; ++i) {
+            b.page[i] = b.lent->page(i);
+            if (!b.page[i]) b.unreadable[i] = 1;
+        }
+    } else {
+        if (b.data.size() < bytes) b.data.resize(bytes);  // only sources that do not lend need it
+        if (b.range)
+            pread_all(b.range->fd, b.range->offset, b.data.data(), bytes);
+        else
+            source.read_pages(b.first, b.count, std::span(b.data.data(), bytes),
+                              std::span(b.unreadable.data(), b.count));
+        for (size_t i = 0; i < b.count; ++i) b.page[i] = b.data.data() + i * kPage;
+    }
+    for (size_t i = 0; i < b.count; ++i)
+        if (b.unreadable[i]) b.page[i] = zero_page();
+}
+
+}  // namespace xendump::pipeline

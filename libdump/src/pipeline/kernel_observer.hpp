@@ -1,0 +1,39 @@
+// Guest-kernel knowledge as an observer of the pass: the VMCOREINFO scanner
+// sees every kept page; after the pass it hands the encoder the VMCOREINFO
+// text, the KERNEL= / KERNELOFFSET= keys of NT_XEN_DOMAIN and the kernel
+// image segment (found_notes.hpp), before the encoder finishes the head.
+// The dumper and the converter get it through WriteOptions::guest_kernel.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeline/observer.hpp"
+#include "xendump/dump_spec.hpp"
+#include "xendump/kernel/vmcoreinfo.hpp"
+#include "xendump/page_source.hpp"
+
+namespace xendump::pipeline {
+
+class KernelObserver final : public PageObserver {
+public:
+    // `source` re-reads the few pages init_uts_ns occupies in finish(), to
+    // tell the running kernel's text from a copy in page cache
+    // (kernel/vmcoreinfo.hpp); it must outlive the observer.
+    explicit KernelObserver(PageSource& source) : source_(source) {}
+
+    void observe(const PageBatch& batch) override;
+    void finish(FoundNotes& notes) override;
+
+private:
+    kernel::VmcoreinfoScanner scanner_;
+    PageSource& source_;
+};
+
+// NT_PRSTATUS (xen-dump-core(5) "Notes" note 8) for every vcpu of a 64-bit guest (not 32-bit
+// PV, whose contexts have another layout), unless the spec has them; a
+// context that cannot be decoded leaves all of them out, with a warning.
+void add_prstatus(DumpSpec& spec, std::vector<std::string>& warnings);
+
+}  // namespace xendump::pipeline

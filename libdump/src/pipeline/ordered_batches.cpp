@@ -1,0 +1,123 @@
+#include "pipeline/ordered_batches.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace xendump::pipeline {
+
+OrderedBatches::OrderedBatches(size_t nr_batches, unsigned workers, size_t pages_per_batch, Stage read, Stage work)
+    : nr_batches_(nr_batches),
+      per_batch_(pages_per_batch),
+      read_(std::move(read)),
+      work_(std::move(work)),
+      slots_(workers + 2),
+      nr_workers_(workers) {
+    for (auto& s : slots_) s.batch.reserve(per_batch_);
+}
+
+OrderedBatches::~OrderedBatches() {
+    {
+        std::lock_guard lock(m_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+}
+
+template <class Pred>
+bool OrderedBatches::wait(std::unique_lock<std::mutex>& lock, Pred pred) {
+    cv_.wait(lock, [&] { return stop_ || pred(); });
+    return !stop_;
+}
+
+void OrderedBatches::fail(std::exception_ptr e) {
+    {
+        std::lock_guard lock(m_);
+        if (!error_) error_ = e;
+        stop_ = true;
+    }
+    cv_.notify_all();
+}
+
+void OrderedBatches::reader(size_t total_pages) {
+    try {
+        for (size_t k = 0; k < nr_batches_; ++k) {
+            Slot& s = slots_[k % slots_.size()];
+            {
+                std::unique_lock lock(m_);
+                if (!wait(lock, [&] { return s.state == State::free; })) return;
+                s.state = State::reading;
+                s.k = k;
+            }
+            s.batch.first = k * per_batch_;
+            s.batch.count = std::min(per_batch_, total_pages - s.batch.first);
+            read_(s.batch);
+            {
+                std::lock_guard lock(m_);
+                s.state = State::read;
+            }
+            cv_.notify_all();
+        }
+    } catch (...) {
+        fail(std::current_exception());
+    }
+}
+
+void OrderedBatches::worker() {
+    try {
+        for (;;) {
+            Slot* s = nullptr;
+            {
+                std::unique_lock lock(m_);
+                if (!wait(lock, [&] {
+                        if (next_work_ >= nr_batches_) return true;
+                        const Slot& c = slots_[next_work_ % slots_.size()];
+                        return c.state == State::read && c.k == next_work_;
+                    }))
+                    return;
+                if (next_work_ >= nr_batches_) return;
+                s = &slots_[next_work_ % slots_.size()];
+                s->state = State::working;
+                ++next_work_;
+            }
+            work_(s->batch);
+            {
+                std::lock_guard lock(m_);
+                s->state = State::ready;
+            }
+            cv_.notify_all();
+        }
+    } catch (...) {
+        fail(std::current_exception());
+    }
+}
+
+void OrderedBatches::run(const Stage& deliver, size_t total_pages) {
+    if (nr_batches_ == 0) return;
+    threads_.emplace_back([this, total_pages] { reader(total_pages); });
+    for (unsigned i = 0; i < nr_workers_; ++i) threads_.emplace_back([this] { worker(); });
+    const State wanted = nr_workers_ ? State::ready : State::read;
+    try {
+        for (size_t k = 0; k < nr_batches_; ++k) {
+            Slot& s = slots_[k % slots_.size()];
+            {
+                std::unique_lock lock(m_);
+                cv_.wait(lock, [&] { return stop_ || (s.k == k && s.state == wanted); });
+                if (error_) std::rethrow_exception(error_);
+                if (stop_) return;
+            }
+            if (!nr_workers_) work_(s.batch);
+            deliver(s.batch);
+            {
+                std::lock_guard lock(m_);
+                s.state = State::free;
+            }
+            cv_.notify_all();
+        }
+    } catch (...) {
+        fail(std::current_exception());
+        throw;
+    }
+}
+
+}  // namespace xendump::pipeline

@@ -1,0 +1,65 @@
+// The pass's threads, with a fixed output order. Batch k (k = 0 .. n-1) is
+// read on one reader thread in order (sources are not thread-safe), worked
+// on (classified, selected, prepared) by `workers` threads in any order, and
+// delivered to the calling thread strictly in order of k. Only workers + 2
+// batches are in flight, reused round robin: memory does not grow with the
+// guest.
+//
+// With workers == 0 the work runs on the calling thread just before its
+// delivery: the reader fills the next batch while the caller works on and
+// delivers the current one (double buffering).
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "pipeline/page_batch.hpp"
+
+namespace xendump::pipeline {
+
+class OrderedBatches {
+public:
+    using Stage = std::function<void(PageBatch&)>;
+    // read(b) gets b.first/b.count set; `pages_per_batch` sizes the batches.
+    OrderedBatches(size_t nr_batches, unsigned workers, size_t pages_per_batch, Stage read, Stage work);
+    ~OrderedBatches();  // stops and joins every thread
+    OrderedBatches(const OrderedBatches&) = delete;
+    OrderedBatches& operator=(const OrderedBatches&) = delete;
+
+    // Calls deliver(batch) for every batch in order, on this thread. Rethrows
+    // the first error of any stage; a throwing deliver stops the others.
+    void run(const Stage& deliver, size_t total_pages);
+
+private:
+    enum class State { free, reading, read, working, ready };
+    struct Slot {
+        PageBatch batch;
+        State state = State::free;
+        size_t k = 0;
+    };
+
+    void reader(size_t total_pages);
+    void worker();
+    void fail(std::exception_ptr e);
+    template <class Pred>
+    bool wait(std::unique_lock<std::mutex>& lock, Pred pred);  // false when stopped
+
+    size_t nr_batches_;
+    size_t per_batch_;
+    Stage read_, work_;
+    std::vector<Slot> slots_;
+    std::mutex m_;
+    std::condition_variable cv_;
+    size_t next_work_ = 0;
+    bool stop_ = false;
+    std::exception_ptr error_;
+    unsigned nr_workers_;
+    std::vector<std::thread> threads_;  // last: started in run()
+};
+
+}  // namespace xendump::pipeline

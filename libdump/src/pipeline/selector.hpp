@@ -1,0 +1,54 @@
+// The select stage: which of the source's pages are written. The source
+// already leaves out holes (pfns the guest does not have); a selector drops
+// more, page by page: from the page's contents (zero pages) or from a set of
+// pfns worked out before the pass (makedumpfile's dump levels: free pages,
+// page cache, user pages, from the guest's struct page flags).
+//
+// select() runs once per batch, on any of the pass's threads and with
+// batches in any order, after the pass has read the batch and (when
+// needs_zero_flags()) classified its zero pages: it must keep no state
+// between calls. Observers and the encoder then see the kept pages only.
+#pragma once
+
+#include <cstdint>
+
+#include "pipeline/page_batch.hpp"
+
+namespace xendump::pipeline {
+
+class PageSelector {
+public:
+    virtual ~PageSelector() = default;
+    // True when select() reads batch.zero (the pass classifies first).
+    virtual bool needs_zero_flags() const { return false; }
+    // Clears batch.keep[i] for every page not to be written.
+    virtual void select(PageBatch& batch) const = 0;
+};
+
+// Drops pages whose bytes are all zeros (unreadable pages stay: they are
+// listed as unreadable, not as zeros of the guest).
+class ZeroPageSelector final : public PageSelector {
+public:
+    bool needs_zero_flags() const override { return true; }
+    void select(PageBatch& batch) const override;
+};
+
+// A set of pfns decided before the pass, looked up per page; its storage
+// (a bitmap in memory or in a file) is the implementation's.
+class PfnSet {
+public:
+    virtual ~PfnSet() = default;
+    virtual bool contains(uint64_t pfn) const = 0;  // called from several threads
+};
+
+// Keeps the pages whose pfn is in the set.
+class PfnSetSelector final : public PageSelector {
+public:
+    explicit PfnSetSelector(const PfnSet& keep) : keep_(keep) {}
+    void select(PageBatch& batch) const override;
+
+private:
+    const PfnSet& keep_;
+};
+
+}  // namespace xendump::pipeline

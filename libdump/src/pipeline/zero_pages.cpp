@@ -1,0 +1,30 @@
+#include "pipeline/zero_pages.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+#include "xendump/format.hpp"
+
+namespace xendump::pipeline {
+
+namespace {
+constexpr uint64_t kPage = format::kPageSize;
+}
+
+const std::byte* zero_page() {
+    alignas(64) static const std::byte zeros[kPage] = {};
+    return zeros;
+}
+
+bool is_zero_page(const std::byte* p) {
+    uint64_t head;
+    std::memcpy(&head, p, sizeof head);
+    // The first 8 bytes are zero and every byte equals the one 8 further on.
+    return head == 0 && std::memcmp(p, p + 8, kPage - 8) == 0;
+}
+
+void classify_zero_pages(PageBatch& b) {
+    for (size_t i = 0; i < b.count; ++i) b.zero[i] = b.unreadable[i] || is_zero_page(b.page[i]);
+}
+
+}  // namespace xendump::pipeline

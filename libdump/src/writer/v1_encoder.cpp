@@ -1,0 +1,240 @@
+#include "writer/v1_encoder.hpp"
+
+#include <elf.h>
+
+#include <algorithm>
+
+#include "stream_hash.hpp"
+#include "writer/late_notes.hpp"
+#include "writer/notes.hpp"
+#include "xendump/error.hpp"
+
+namespace xendump::writer {
+
+namespace {
+
+constexpr uint64_t kPage = format::kPageSize;
+
+// The digests of a batch's 256-page chunks (xen-dump-core(5) "Trailer notes"), computed in
+// Encoder::prepare on any thread: batches start on chunk boundaries
+// (batch_alignment), so no chunk spans two batches.
+class ChunkDigests final : public pipeline::BatchWork {
+public:
+    std::vector<XXH128_canonical_t> digests;
+    StreamHash hash;  // kept with the batch: one XXH3 state per batch slot
+};
+
+XXH128_canonical_t zero_chunk_digest() {
+    static const XXH128_canonical_t digest = [] {
+        const std::vector<std::byte> zeros(size_t{format::kDigestChunkPages} * kPage);
+        return digest_of(zeros);
+    }();
+    return digest;
+}
+
+// Runs of pages [i, j) as iovecs, one per stretch of adjacent memory.
+void write_pages_of(io::Sink& sink, const pipeline::PageBatch& b, size_t i, size_t j, std::vector<iovec>& iov) {
+    iov.clear();
+    for (; i < j; ++i) {
+        auto* p = const_cast<std::byte*>(b.page[i]);
+        if (!iov.empty() && static_cast<std::byte*>(iov.back().iov_base) + iov.back().iov_len == p)
+            iov.back().iov_len += kPage;
+        else
+            iov.push_back({p, kPage});
+    }
+    sink.writev(iov);
+}
+
+void write_pfn_array(io::Sink& sink, std::span<const PageEntry> entries) {
+    constexpr size_t kPart = 65536;
+    std::vector<uint64_t> pfns;
+    pfns.reserve(std::min(entries.size(), kPart));
+    for (size_t i = 0; i < entries.size(); i += kPart) {
+        pfns.clear();
+        for (size_t j = i; j < std::min(entries.size(), i + kPart); ++j) pfns.push_back(entries[j].pfn);
+        sink.write(std::as_bytes(std::span(pfns)));
+    }
+}
+
+}  // namespace
+
+V1Encoder::V1Encoder(const DumpSpec& spec, std::span<const PageEntry> entries, bool digests, bool kernel_room,
+                     std::string name)
+    : entries_(entries), plan_(plan_dump(spec, entries, digests, kernel_room)), name_(std::move(name)) {
+    chunk_digests_.reserve(plan_.nr_chunks);
+}
+
+void V1Encoder::begin(io::Sink& out) { out.write(plan_.head); }
+
+void V1Encoder::prepare(pipeline::PageBatch& b) const {
+    if (!digests()) return;
+    if (b.first % format::kDigestChunkPages) throw Error("internal error: batch not on a digest chunk", name_);
+    auto* work = dynamic_cast<ChunkDigests*>(b.work.get());
+    if (!work) {
+        b.work = std::make_unique<ChunkDigests>();
+        work = static_cast<ChunkDigests*>(b.work.get());
+    }
+    work->digests.clear();
+    // A whole chunk of zero pages takes the digest of zeros computed once:
+    // zero-heavy guests are not hashed byte by byte.
+    for (size_t c = 0; c < b.count; c += format::kDigestChunkPages) {
+        const size_t end = std::min(b.count, c + format::kDigestChunkPages);
+        if (end - c == format::kDigestChunkPages &&
+            std::all_of(b.zero.begin() + static_cast<std::ptrdiff_t>(c), b.zero.begin() + static_cast<std::ptrdiff_t>(end),
+                        [](uint8_t z) { return z; })) {
+            work->digests.push_back(zero_chunk_digest());
+            continue;
+        }
+        // Pages that follow each other in memory go to XXH3 in one call.
+        for (size_t i = c; i < end;) {
+            size_t j = i + 1;
+            while (j < end && b.page[j] == b.page[j - 1] + kPage) ++j;
+            work->hash.update(b.page[i], (j - i) * kPage);
+            i = j;
+        }
+        work->digests.push_back(work->hash.finish_and_reset());
+    }
+}
+
+void V1Encoder::write(pipeline::PageBatch& b, io::Sink& sink) {
+    // v1 holds every present page (its layout is planned from the entries).
+    if (!b.all_kept()) throw Error("internal error: a v1 file holds every page of its source", name_);
+    if (digests()) {
+        const auto* work = dynamic_cast<const ChunkDigests*>(b.work.get());
+        if (!work) throw Error("internal error: batch without digests", name_);
+        chunk_digests_.insert(chunk_digests_.end(), work->digests.begin(), work->digests.end());
+    }
+    const size_t bytes = b.count * kPage;
+    if (b.range && sink.copy_from(b.range->fd, b.range->offset, bytes)) return;
+    if (!sink.holes()) {
+        write_pages_of(sink, b, 0, b.count, iov_);
+        return;
+    }
+    // Alternate runs of data pages (one write each) and zero pages (holes).
+    size_t i = 0;
+    while (i < b.count) {
+        const bool zero = b.zero[i];
+        size_t j = i + 1;
+        while (j < b.count && static_cast<bool>(b.zero[j]) == zero) ++j;
+        if (zero)
+            sink.zeros((j - i) * kPage);
+        else
+            write_pages_of(sink, b, i, j, iov_);
+        i = j;
+    }
+}
+
+// The notes found in the guest go into the room the plan kept (see
+// late_notes.hpp), rewritten in place. Returns the digest of the note
+// segment as it finally is.
+XXH128_canonical_t V1Encoder::finish_notes(const pipeline::FoundNotes& found, io::Sink& out) {
+    auto patched = patch_notes(plan_, found);
+    if (!patched) return plan_.notes_digest;
+    out.write_at(plan_.layout.notes_offset, patched->bytes);
+    return digest_of(patched->bytes);
+}
+
+// The kernel image PT_LOAD for the program header room the plan kept. The
+// segment starts at the page of `paddr` and runs over consecutive present
+// pfns, at most max_size bytes: it always points at bytes of .xen_pages that
+// hold exactly those pages.
+std::optional<Elf64_Phdr> V1Encoder::kernel_phdr(const pipeline::FoundNotes& found) const {
+    if (!found.kernel_image || !plan_.kernel_phdr_offset) return std::nullopt;
+    const pipeline::KernelImageSegment& k = *found.kernel_image;
+    if (k.vaddr % kPage || k.paddr % kPage || k.max_size < kPage) return std::nullopt;
+    const uint64_t pfn = k.paddr / kPage;
+    auto it = std::lower_bound(entries_.begin(), entries_.end(), pfn,
+                               [](const PageEntry& e, uint64_t p) { return e.pfn < p; });
+    if (it == entries_.end() || it->pfn != pfn) return std::nullopt;
+    const auto first = static_cast<uint64_t>(it - entries_.begin());
+    uint64_t count = 1;
+    while (first + count < entries_.size() && (count + 1) * kPage <= k.max_size &&
+           entries_[first + count].pfn == pfn + count)
+        ++count;
+    Elf64_Phdr ph{};
+    ph.p_type = PT_LOAD;
+    ph.p_flags = PF_R | PF_W | PF_X;
+    ph.p_offset = plan_.layout.pages_offset + first * kPage;
+    ph.p_vaddr = k.vaddr;
+    ph.p_paddr = k.paddr;
+    ph.p_filesz = ph.p_memsz = count * kPage;
+    ph.p_align = 0;  // as the runs
+    return ph;
+}
+
+void V1Encoder::write_phdrs_at_end(const std::optional<Elf64_Phdr>& kernel, io::Sink& sink) {
+    sink.zeros(plan_.phdr_offset - sink.offset());
+    const std::span<const std::byte> table(plan_.phdrs);
+    if (!kernel) {
+        sink.write(table);
+        return;
+    }
+    const size_t at = static_cast<size_t>(plan_.kernel_phdr_offset - plan_.phdr_offset);
+    sink.write(table.first(at));
+    sink.write(bytes_of(*kernel));
+    sink.write(table.subspan(at + sizeof(Elf64_Phdr)));
+}
+
+void V1Encoder::write_trailer(const pipeline::PassOutcome& pass, const XXH128_canonical_t& notes_digest,
+                              io::Sink& sink) {
+    using format::kNameXenCore;
+    if (digests()) {
+        const format::DigestDescHead head{format::kDigestXxh3_128, format::kDigestChunkPages};
+        const uint64_t descsz = plan_.digest_note_size - note_header_size(kNameXenCore);
+        sink.write(note_header(kNameXenCore, format::kNtXenDigest, descsz));
+        sink.write(bytes_of(head));
+        sink.write(std::as_bytes(std::span(chunk_digests_)));
+        sink.write(bytes_of(notes_digest));
+        sink.write(bytes_of(plan_.p2m_digest));
+    }
+    uint64_t used = 0;
+    const auto& bad = pass.unreadable_pfns;
+    if (!bad.empty()) {
+        const uint64_t count = bad.size();
+        const uint64_t descsz = sizeof count + count * sizeof(uint64_t);
+        auto header = note_header(kNameXenCore, format::kNtXenUnreadable, descsz);
+        sink.write(header);
+        sink.write(bytes_of(count));
+        sink.write(std::as_bytes(std::span(bad)));
+        used = header.size() + descsz;
+    }
+    // The rest of the reserved area: one padding note of zeros.
+    const uint64_t pad_desc = plan_.unreadable_area_size - used - note_header_size(kNameXenCore);
+    sink.write(note_header(kNameXenCore, format::kNtXenPadding, pad_desc));
+    sink.zeros(pad_desc);
+}
+
+void V1Encoder::finish(const pipeline::PassOutcome& pass, const pipeline::FoundNotes& found, io::Sink& sink) {
+    const Layout& L = plan_.layout;
+    if (digests() && chunk_digests_.size() != plan_.nr_chunks) throw Error("internal error: digest chunk count", name_);
+    // What the pass found goes into the head; a pipe's head is gone already.
+    const bool patch = plan_.late_room && sink.positional();
+    const XXH128_canonical_t notes_digest = patch ? finish_notes(found, sink) : plan_.notes_digest;
+    const std::optional<Elf64_Phdr> kernel = patch ? kernel_phdr(found) : std::nullopt;
+    // The kernel image segment goes into the program header room: rewritten
+    // in place when the table sits in the head (written already); when it
+    // comes at the end (PV, see program_headers_at_end) write_phdrs_at_end
+    // puts it there. Either way e_phnum then counts it.
+    if (kernel) {
+        if (!plan_.phdrs_at_end()) sink.write_at(plan_.kernel_phdr_offset, bytes_of(*kernel));
+        const auto phnum = static_cast<Elf64_Half>(L.phnum + 1);
+        sink.write_at(offsetof(Elf64_Ehdr, e_phnum), bytes_of(phnum));
+        kernel_segment_ = true;
+    }
+
+    sink.zeros(L.p2m_note_offset - (L.pages_offset + L.pages_size));
+    sink.write(plan_.p2m_note_header);
+    sink.write(std::as_bytes(plan_.p2m));
+    if (L.pfn_size) write_pfn_array(sink, entries_);
+    write_trailer(pass, notes_digest, sink);
+    sink.write(plan_.shstrtab);
+    sink.zeros(plan_.shdr_offset - sink.offset());
+    sink.write(plan_.shdrs);
+    if (plan_.phdrs_at_end()) write_phdrs_at_end(kernel, sink);
+    if (sink.offset() != plan_.file_size)
+        throw Error("internal error: wrote " + std::to_string(sink.offset()) + " bytes, planned " +
+                        std::to_string(plan_.file_size),
+                    name_);
+}
+
+}  // namespace xendump::writer

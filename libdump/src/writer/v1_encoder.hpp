@@ -1,0 +1,57 @@
+// The v1 ELF format (xen-dump-core(5)) as an encoder of the page pipeline
+// (pipeline/encoder.hpp). Everything but the trailer's contents is planned
+// before the first page (plan.hpp), so a pipe and a file get the same bytes;
+// on a seekable output the guest kernel's notes found during the pass go
+// into the room the plan kept (late_notes.hpp) and the kernel image program
+// header into its reserved slot.
+#pragma once
+
+#include <elf.h>
+#include <sys/uio.h>
+#include <xxhash.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeline/encoder.hpp"
+#include "writer/plan.hpp"
+
+namespace xendump::writer {
+
+class V1Encoder final : public pipeline::Encoder {
+public:
+    // `kernel_room`: keep room for what a KernelObserver finds (the file's
+    // size does not depend on what is found). Validates the input (Error).
+    V1Encoder(const DumpSpec& spec, std::span<const PageEntry> entries, bool digests, bool kernel_room,
+              std::string name);
+
+    bool needs_zero_flags(const io::Sink& out) const override { return digests() || out.holes(); }
+    size_t batch_alignment() const override { return format::kDigestChunkPages; }
+    uint64_t planned_size() const override { return plan_.file_size; }
+
+    void begin(io::Sink& out) override;
+    void prepare(pipeline::PageBatch& batch) const override;
+    void write(pipeline::PageBatch& batch, io::Sink& out) override;
+    void finish(const pipeline::PassOutcome& pass, const pipeline::FoundNotes& found, io::Sink& out) override;
+
+    const DumpPlan& plan() const noexcept { return plan_; }
+    bool kernel_segment() const noexcept { return kernel_segment_; }
+
+private:
+    bool digests() const noexcept { return plan_.digest_note_size != 0; }
+    XXH128_canonical_t finish_notes(const pipeline::FoundNotes& found, io::Sink& out);
+    std::optional<Elf64_Phdr> kernel_phdr(const pipeline::FoundNotes& found) const;
+    void write_trailer(const pipeline::PassOutcome& pass, const XXH128_canonical_t& notes_digest, io::Sink& out);
+    void write_phdrs_at_end(const std::optional<Elf64_Phdr>& kernel, io::Sink& out);
+
+    std::span<const PageEntry> entries_;
+    DumpPlan plan_;
+    std::string name_;
+    std::vector<XXH128_canonical_t> chunk_digests_;  // nr_chunks of them by the end
+    std::vector<iovec> iov_;
+    bool kernel_segment_ = false;
+};
+
+}  // namespace xendump::writer

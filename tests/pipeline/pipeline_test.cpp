@@ -1,0 +1,283 @@
+// The page pipeline (libdump/src/pipeline): the bytes written do not depend
+// on the number of threads; selectors drop pages for every later stage;
+// observers see the kept pages in pfn order; an encoder can finish its
+// header after the pass; errors of any stage end the pass.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+#include "dump_check.hpp"
+#include "io/sink.hpp"
+#include "pipeline/pipeline.hpp"
+#include "pipeline/selector.hpp"
+#include "writer/v1_encoder.hpp"
+#include "writer/write_v1.hpp"
+#include "xendump/error.hpp"
+#include "xendump/fd.hpp"
+#include "xendump/writer.hpp"
+
+namespace xendump::test {
+namespace {
+
+using format::GuestType;
+
+std::vector<std::byte> slurp(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::byte> out(c.size());
+    std::memcpy(out.data(), c.data(), c.size());
+    return out;
+}
+
+std::vector<std::byte> through_pipe(const DumpSpec& spec, PageSource& source, const WriteOptions& opt) {
+    int p[2];
+    if (::pipe(p) != 0) throw std::runtime_error("pipe");
+    std::vector<std::byte> out;
+    std::thread reader([&] {
+        std::byte buf[65536];
+        ssize_t n;
+        while ((n = ::read(p[0], buf, sizeof buf)) > 0) out.insert(out.end(), buf, buf + n);
+    });
+    write_dump(p[1], false, spec, source, opt);
+    ::close(p[1]);
+    reader.join();
+    ::close(p[0]);
+    return out;
+}
+
+// Every pfn but one in five: many runs.
+std::vector<uint64_t> pfns_with_holes(uint64_t count) {
+    std::vector<uint64_t> v;
+    for (uint64_t pfn = 0; v.size() < count; ++pfn)
+        if (pfn % 5 != 3) v.push_back(pfn);
+    return v;
+}
+
+// A pattern source read in batches of `batch` pages.
+class BatchedSource : public PatternPageSource {
+public:
+    using PatternPageSource::PatternPageSource;
+    size_t preferred_batch() const override { return batch; }
+    size_t batch = 1024;
+};
+
+// A source with holes, unreadable pages, whole digest chunks of zeros and
+// scattered zero pages, read in batches that are not a multiple of the
+// digest chunk.
+struct Guest {
+    DumpSpec spec;
+    std::vector<uint64_t> pfns;
+    BatchedSource source;
+    Guest(GuestType type, size_t pages)
+        : spec(make_spec(type, 8, 2)), pfns(pfns_with_holes(pages)), source(entries_for(pfns, type)) {
+        source.unreadable_pfns = {pfns[3], pfns[pages / 2], pfns[pages - 1]};
+        source.zero_pfns.assign(pfns.begin() + 512, pfns.begin() + 1300);
+        for (size_t i = 2000; i < pages; i += 97) source.zero_pfns.push_back(pfns[i]);
+        std::sort(source.zero_pfns.begin(), source.zero_pfns.end());
+        source.batch = 700;
+    }
+};
+
+class Threads : public testing::TestWithParam<GuestType> {};
+
+TEST_P(Threads, GiveByteIdenticalFilesAndStreams) {
+    TempDir dir;
+    Guest g(GetParam(), 5000);
+    std::vector<std::byte> first;
+    for (unsigned threads : {1u, 2u, 4u}) {
+        for (bool digests : {true, false}) {
+            WriteOptions opt;
+            opt.threads = threads;
+            opt.digests = digests;
+            const auto name = "t" + std::to_string(threads) + (digests ? "d" : "n");
+            const WriteResult r = write_dump_file(dir / name, g.spec, g.source, opt);
+            EXPECT_EQ(r.unreadable_pfns.size(), 3u);
+            check_dump(dir / name, g.spec, g.source, digests);
+            EXPECT_EQ(slurp(dir / name), slurp(dir / ("t1" + std::string(digests ? "d" : "n")))) << name;
+            EXPECT_TRUE(through_pipe(g.spec, g.source, opt) == slurp(dir / name)) << name;
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Pipeline, Threads, testing::Values(GuestType::pv, GuestType::hvm),
+                         [](const auto& i) { return std::string(format::to_string(i.param)); });
+
+// Records the pfns and first bytes of what it sees.
+class Recorder final : public pipeline::PageObserver {
+public:
+    void observe(const pipeline::PageBatch& b) override {
+        for (size_t i = 0; i < b.count; ++i)
+            if (b.keep[i]) {
+                pfns.push_back(b.pfn(i));
+                bytes.push_back(b.page[i][100]);
+            }
+    }
+    void finish(pipeline::FoundNotes& notes) override { notes.warnings.push_back("recorder finished"); }
+    std::vector<uint64_t> pfns;
+    std::vector<std::byte> bytes;
+};
+
+TEST(Pipeline, ObserversSeeEveryPageInPfnOrderWhateverTheThreads) {
+    TempDir dir;
+    Guest g(GuestType::pv, 4000);
+    for (unsigned threads : {1u, 3u}) {
+        Recorder rec;
+        pipeline::PageObserver* observers[] = {&rec};
+        WriteOptions opt;
+        opt.threads = threads;
+        std::vector<std::string> warned;
+        opt.on_warning = [&](const std::string& w) { warned.push_back(w); };
+        UniqueFd fd(::open((dir / std::to_string(threads)).c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+        ASSERT_TRUE(fd);
+        const WriteResult r = writer::write_v1(fd.get(), true, "t", g.spec, g.source, opt, observers);
+        EXPECT_EQ(rec.pfns, g.pfns);
+        for (size_t i = 0; i < g.pfns.size(); ++i)
+            ASSERT_EQ(rec.bytes[i], expected_page(g.source, i)[100]) << i;
+        EXPECT_EQ(r.warnings, std::vector<std::string>{"recorder finished"});
+        EXPECT_EQ(warned, r.warnings);
+    }
+}
+
+// A minimal format, as a compressed one works: a header at offset 0 that
+// is only final after the pass (rewritten in place), then pfn + bytes of
+// every kept page; prepare() computes each page's checksum on any thread.
+class ListEncoder final : public pipeline::Encoder {
+public:
+    struct Sums final : pipeline::BatchWork {
+        std::vector<uint64_t> sums;
+    };
+    bool needs_zero_flags(const io::Sink&) const override { return false; }
+    void begin(io::Sink& out) override { out.write(std::as_bytes(std::span(header_))); }
+    void prepare(pipeline::PageBatch& b) const override {
+        auto sums = std::make_unique<Sums>();
+        for (size_t i = 0; i < b.count; ++i) {
+            uint64_t s = 0;
+            for (size_t k = 0; k < 4096; ++k) s = s * 31 + static_cast<uint8_t>(b.page[i][k]);
+            sums->sums.push_back(s);
+        }
+        b.work = std::move(sums);
+    }
+    void write(pipeline::PageBatch& b, io::Sink& out) override {
+        const auto& sums = dynamic_cast<const Sums&>(*b.work).sums;
+        for (size_t i = 0; i < b.count; ++i) {
+            if (!b.keep[i]) continue;
+            const uint64_t pfn = b.pfn(i);
+            out.write(std::as_bytes(std::span(&pfn, 1)));
+            out.write(std::as_bytes(std::span(&sums[i], 1)));
+            out.write(b.bytes(i));
+        }
+    }
+    void finish(const pipeline::PassOutcome& pass, const pipeline::FoundNotes&, io::Sink& out) override {
+        header_ = {pass.pages_read, pass.pages_kept};
+        out.write_at(0, std::as_bytes(std::span(header_)));
+    }
+
+private:
+    std::array<uint64_t, 2> header_{};
+};
+
+// Keeps every third pfn.
+class EveryThird final : public pipeline::PfnSet {
+public:
+    bool contains(uint64_t pfn) const override { return pfn % 3 == 0; }
+};
+
+std::vector<std::byte> encode_list(const std::filesystem::path& path, PageSource& source,
+                                   const pipeline::PageSelector* select, unsigned threads,
+                                   std::vector<uint64_t>* observed = nullptr) {
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!fd) throw std::runtime_error("cannot create " + path.string());
+    io::Sink sink(fd.get(), true, true, path.string());
+    ListEncoder encoder;
+    Recorder rec;
+    WriteOptions opt;
+    opt.threads = threads;
+    pipeline::run({source, select, {&rec}, encoder}, sink, opt);
+    if (observed) *observed = rec.pfns;
+    return slurp(path);
+}
+
+TEST(Pipeline, SelectorsDropPagesForObserversAndEncoder) {
+    TempDir dir;
+    Guest g(GuestType::hvm, 3000);
+    const pipeline::ZeroPageSelector zeros;
+    EveryThird third;
+    const pipeline::PfnSetSelector by_pfn(third);
+    std::vector<uint64_t> nonzero, thirds;
+    for (size_t i = 0; i < g.pfns.size(); ++i) {
+        const bool zero = std::binary_search(g.source.zero_pfns.begin(), g.source.zero_pfns.end(), g.pfns[i]);
+        const bool bad = std::find(g.source.unreadable_pfns.begin(), g.source.unreadable_pfns.end(), g.pfns[i]) !=
+                         g.source.unreadable_pfns.end();
+        if (!zero || bad) nonzero.push_back(g.pfns[i]);  // an unreadable page is not a zero page of the guest
+        if (g.pfns[i] % 3 == 0) thirds.push_back(g.pfns[i]);
+    }
+    for (auto [select, want] : {std::pair{static_cast<const pipeline::PageSelector*>(&zeros), &nonzero},
+                                std::pair{static_cast<const pipeline::PageSelector*>(&by_pfn), &thirds}}) {
+        std::vector<std::byte> one;
+        for (unsigned threads : {1u, 2u, 4u}) {
+            std::vector<uint64_t> seen;
+            const auto path = dir / ("l" + std::to_string(threads) + (select == &zeros ? "z" : "p"));
+            auto bytes = encode_list(path, g.source, select, threads, &seen);
+            EXPECT_EQ(seen, *want);
+            ASSERT_EQ(bytes.size(), 16 + want->size() * (16 + 4096));
+            uint64_t header[2];
+            std::memcpy(header, bytes.data(), sizeof header);
+            EXPECT_EQ(header[0], g.pfns.size());  // finished after the pass, at its offset
+            EXPECT_EQ(header[1], want->size());
+            uint64_t pfn0;
+            std::memcpy(&pfn0, bytes.data() + 16, 8);
+            EXPECT_EQ(pfn0, want->front());
+            if (one.empty()) one = bytes;
+            EXPECT_TRUE(bytes == one) << threads;
+        }
+    }
+}
+
+TEST(Pipeline, V1EncoderRefusesASelectionThatDropsPages) {
+    TempDir dir;
+    Guest g(GuestType::pv, 600);
+    writer::V1Encoder encoder(g.spec, g.source.entries(), true, false, "v1");
+    UniqueFd fd(::open((dir / "d").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    io::Sink sink(fd.get(), true, true, "d");
+    const pipeline::ZeroPageSelector zeros;
+    EXPECT_THROW(pipeline::run({g.source, &zeros, {}, encoder}, sink, WriteOptions{}), Error);
+}
+
+// A source that fails on its third batch.
+class FailingSource final : public BatchedSource {
+public:
+    using BatchedSource::BatchedSource;
+    void read_pages(size_t first, size_t count, std::span<std::byte> out, std::span<uint8_t> bad) override {
+        if (++calls == 3) throw Error("the source broke", "test source", first);
+        BatchedSource::read_pages(first, count, out, bad);
+    }
+    int calls = 0;
+};
+
+TEST(Pipeline, AnErrorOfTheSourceEndsThePassOnEveryThreadCount) {
+    TempDir dir;
+    for (unsigned threads : {1u, 2u, 4u}) {
+        FailingSource source(entries_for(pfns_with_holes(5000), GuestType::pv));
+        source.batch = 256;
+        WriteOptions opt;
+        opt.threads = threads;
+        const auto path = dir / ("f" + std::to_string(threads));
+        try {
+            write_dump_file(path, make_spec(GuestType::pv, 8, 1), source, opt);
+            ADD_FAILURE() << "no error with " << threads << " threads";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.message(), "the source broke");
+        }
+        EXPECT_FALSE(std::filesystem::exists(path));
+    }
+}
+
+}  // namespace
+}  // namespace xendump::test
