@@ -114,8 +114,10 @@ private:
             try {
                 const auto fmt = sniff_format(job.input);
                 job.format = std::string(to_string(fmt));
-                if (fmt == InputFormat::v1)
+                if (fmt == InputFormat::v1 && !o_.kdump)
                     job.settle(Result::skipped, "already current (v1)");
+                else if (fmt == InputFormat::kdump)
+                    job.settle(Result::skipped, "already compact (kdump)");
                 else if (fmt == InputFormat::unknown)
                     job.settle(Result::skipped, "not a Xen dump: neither an xc_core magic nor an ELF core file");
             } catch (const std::exception& e) {
@@ -155,6 +157,13 @@ private:
         std::fprintf(stderr, "xen-dump-convert: %s\n", rep.error.c_str());
     }
 
+    // A warning (a dump level the guest cannot have): printed even with -q.
+    void report_warning(const std::string& w) {
+        std::lock_guard lock(print_mutex_);
+        if (bar_.enabled()) std::fputs("\r\033[K", stderr);
+        std::fprintf(stderr, "xen-dump-convert: warning: %s\n", w.c_str());
+    }
+
     // Errors from lower layers that do not name the file get its name.
     static std::string named(const Job& job, std::string error) {
         const std::string path = job.input.string();
@@ -178,6 +187,10 @@ private:
             co.allow_inferred = o_.allow_inferred;
             co.write.digests = o_.digests;
             co.write.threads = o_.threads;
+            co.kdump = o_.kdump;
+            co.compression = o_.compression;
+            co.dump_level = o_.dump_level;
+            co.write.on_warning = [this](const std::string& w) { report_warning(w); };
             co.write.on_progress = [this, &job, worker](const WriteProgress& p) {
                 if (p.pages_total) current_[worker] = job.size * p.pages_done / p.pages_total;
                 show_progress();

@@ -14,10 +14,10 @@
 namespace xendump::convert {
 namespace fs = std::filesystem;
 
-std::string default_output_name(const std::string& name) {
+std::string default_output_name(const std::string& name, bool kdump) {
     std::string base = name;
     if (base.size() > 5 && base.ends_with(".core")) base.resize(base.size() - 5);
-    return base + ".v1.core";
+    return base + (kdump ? ".kdump" : ".v1.core");
 }
 
 namespace {
@@ -30,7 +30,7 @@ bool skipped_name(const fs::path& p) {
 fs::path output_for(const Options& o, const fs::path& input, const fs::path& relative) {
     if (o.output) return *o.output;
     if (o.output_dir) return fs::path(*o.output_dir) / relative;
-    return input.parent_path() / default_output_name(input.filename().string());
+    return input.parent_path() / default_output_name(input.filename().string(), o.kdump);
 }
 
 // The same file however it was named; the path itself when that cannot be

@@ -35,8 +35,8 @@ struct Job {
 // links to directories), failed when it cannot be examined at all.
 std::vector<Job> collect_jobs(const Options& options);
 
-// NAME.v1.core for NAME or NAME.core.
-std::string default_output_name(const std::string& input_name);
+// NAME.v1.core (NAME.kdump for compact outputs) for NAME or NAME.core.
+std::string default_output_name(const std::string& input_name, bool kdump = false);
 
 // Settles every job whose output another job would also write (naming all of
 // them: none is converted) or whose output is its own input. Only jobs not

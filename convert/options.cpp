@@ -5,6 +5,7 @@
 
 #include "cli.hpp"
 #include "cli_options.hpp"
+#include "dump_format.hpp"
 #include "options_table.hpp"
 #include "xendump/writer.hpp"
 
@@ -17,8 +18,9 @@ constexpr const char* kHelpHead =
     "usage: xen-dump-convert [OPTIONS] FILE|DIR...\n"
     "\n"
     "Convert old Xen guest dumps (legacy xc_core files of Xen <= 3.0.4 and the\n"
-    "section-only ELF files of 'xl dump-core') into xen-dump-core v1 files.\n"
-    "Formats are recognised from the bytes; v1 files are left alone. Directories\n"
+    "section-only ELF files of 'xl dump-core') into xen-dump-core v1 files, or\n"
+    "(--format kdump) those and v1 files into compact files. Formats are\n"
+    "recognised from the bytes; v1 files are otherwise left alone. Directories\n"
     "are searched recursively. Sources are never modified.\n"
     "\n";
 
@@ -76,6 +78,15 @@ ParseStatus parse_options(int argc, char** argv, Options& o) {
     }
     if (o.output && o.output_dir) {
         usage_error("-o and --output-dir exclude each other");
+        return ParseStatus::usage_error;
+    }
+    try {
+        const cli::DumpFormatChoice format = cli::dump_format_choice(p);
+        o.kdump = format.kdump;
+        o.compression = format.compression;
+        o.dump_level = format.dump_level;
+    } catch (const cli::UsageError& e) {
+        usage_error(e.message);
         return ParseStatus::usage_error;
     }
     if (o.remove_source && o.dry_run) {

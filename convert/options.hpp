@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "xendump/kdump.hpp"
+
 namespace xendump::convert {
 
 struct Options {
@@ -19,6 +21,9 @@ struct Options {
     bool digests = true;                      // --no-digests turns off
     bool quiet = false;                       // -q: no table, errors only
     unsigned jobs = 1;                        // -j N
+    bool kdump = false;                       // --format kdump
+    Compression compression = Compression::zstd;  // --compress ALG (kdump)
+    unsigned dump_level = 0;                  // --dump-level N (kdump)
     unsigned threads = 1;                     // --threads N, default: the cores shared among the jobs
 };
 

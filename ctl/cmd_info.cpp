@@ -127,7 +127,7 @@ nlohmann::json describe(const DumpReader& r) {
     const auto& kv = r.domain();
     nlohmann::json j;
     j["file"] = r.path().string();
-    j["format"] = r.format() == FileFormat::v1 ? "v1" : "xen_elf";
+    j["format"] = r.format() == FileFormat::v1 ? "v1" : r.format() == FileFormat::kdump ? "kdump" : "xen_elf";
     j["file_size"] = r.file_size();
     auto domid = kv.get(keys::kDomid);
     if (domid && !domid->empty() && domid->find_first_not_of("0123456789") == std::string::npos)
@@ -168,7 +168,9 @@ std::string text_of(const nlohmann::json& v) {
 void print_text(const nlohmann::json& j) {
     auto line = [](const char* label, const std::string& value) { std::printf("%-13s %s\n", label, value.c_str()); };
     line("File:", text_of(j["file"]));
-    line("Format:", j["format"] == "v1" ? "v1 (xen-dump-core)" : "xen_elf (xl dump-core, sections only)");
+    line("Format:", j["format"] == "v1"      ? "v1 (xen-dump-core)"
+                    : j["format"] == "kdump" ? "kdump (compact: makedumpfile's compressed kdump file)"
+                                             : "xen_elf (xl dump-core, sections only)");
     line("Domain:", text_of(j["domid"]) + " (" + text_of(j["name"]) + ")");
     line("UUID:", text_of(j["uuid"]));
     line("Type:", text_of(j["type"]) + ", " + std::to_string(j["guest_width"].get<unsigned>() * 8) + "-bit");

@@ -212,6 +212,8 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     options.reason = request.reason;
     options.write.digests = request.digests;
     options.write.threads = request.threads;
+    options.kdump = request.kdump;
+    options.compression = request.compression;
     try {
         DumpResult r = dump_domain_to_file(hv, request.domid, out.path, options);
         s.pages = r.nr_pages;

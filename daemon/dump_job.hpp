@@ -14,6 +14,7 @@
 #include "config.hpp"
 #include "journal_log.hpp"
 #include "sidecar.hpp"
+#include "xendump/kdump.hpp"
 #include "xendump/dumper.hpp"
 #include "xendump/format.hpp"
 #include "xendump/hypervisor.hpp"
@@ -25,6 +26,8 @@ struct DumpRequest {
     format::Reason reason = format::Reason::request;
     bool live = false;
     bool digests = true;
+    bool kdump = false;  // a compact file (makedumpfile's compressed kdump format)
+    Compression compression = Compression::zstd;
     unsigned threads = 1;  // WriteOptions::threads (Config::write_threads(), or the requester's)
 };
 

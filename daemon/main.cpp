@@ -1,10 +1,12 @@
 // xen-dumpd: the service (no --domain) or a one-shot dump (--domain).
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli.hpp"
+#include "dump_format.hpp"
 #include "one_shot.hpp"
 #include "options_table.hpp"
 #include "service.hpp"
@@ -16,7 +18,7 @@ namespace {
 const char* kUsage =
     "Usage: xen-dumpd [--config FILE] [--host HOST] [--dump-dir DIR] [--socket PATH] [--threads N]\n"
     "       xen-dumpd --domain ID|NAME [-o PATH|-] [--live] [--host HOST] [--dump-dir DIR]\n"
-    "                 [--no-digests] [--threads N] [-q|--quiet]\n"
+    "                 [--no-digests] [--format v1|kdump] [--compress ALG] [--threads N] [-q|--quiet]\n"
     "\n"
     "Without --domain, runs the dump service in the foreground (for systemd): dumps\n"
     "crashed domains, answers requests on the control socket, applies storage limits.\n"
@@ -64,8 +66,19 @@ int main(int argc, char** argv) {
     one.digests = !p.has("--no-digests");
     one.quiet = p.has("--quiet");
     // Options that make no sense for the service.
-    const bool one_shot_only = p.has("--output") || p.has("--live") || p.has("--no-digests") || p.has("--quiet");
-    if (one_shot_only && !have_domain) return usage_error("-o, --live, --no-digests and --quiet need --domain");
+    const bool one_shot_only = p.has("--output") || p.has("--live") || p.has("--no-digests") || p.has("--quiet") ||
+                               p.has("--format") || p.has("--compress");
+    if (one_shot_only && !have_domain)
+        return usage_error("-o, --live, --no-digests, --format, --compress and --quiet need --domain");
+    try {
+        const xendump::cli::DumpFormatChoice format = xendump::cli::dump_format_choice(p);
+        one.kdump = format.kdump;
+        one.compression = format.compression;
+    } catch (const xendump::cli::UsageError& e) {
+        return usage_error(e.message);
+    }
+    if (one.kdump && one.output == std::string("-"))
+        return usage_error("--format kdump writes a file, not standard output (its headers are written last)");
     if (!have_domain) return run_service(service);
     one.config_file = service.config_file;
     one.overrides = service.overrides;

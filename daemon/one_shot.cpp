@@ -132,7 +132,8 @@ int run_one_shot(const OneShotOptions& o) {
     o.overrides.apply(cfg);
     install_cancel_handlers();
 
-    if (!o.output) {
+    // The service writes v1 files; a compact dump is made by this command.
+    if (!o.output && !o.kdump) {
         int code = 0;
         if (ask_service(o, cfg, code) == ViaService::done) return code;
     }
@@ -142,6 +143,8 @@ int run_one_shot(const OneShotOptions& o) {
         cli::ProgressBar bar("dumping " + o.domain, !o.quiet && o.output != std::string("-"));
         DumpOptions opts;
         opts.live = o.live;
+        opts.kdump = o.kdump;
+        opts.compression = o.compression;
         opts.reason = format::Reason::request;
         opts.write.digests = o.digests;
         opts.write.threads = cfg.write_threads();
@@ -170,6 +173,8 @@ int run_one_shot(const OneShotOptions& o) {
         req.domid = domid;
         req.live = o.live;
         req.digests = o.digests;
+        req.kdump = o.kdump;
+        req.compression = o.compression;
         req.threads = cfg.write_threads();
         DumpJobHooks hooks;
         hooks.dump = opts;

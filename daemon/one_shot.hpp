@@ -9,6 +9,7 @@
 #include <string>
 
 #include "config.hpp"
+#include "xendump/kdump.hpp"
 
 namespace xendump::daemon {
 
@@ -17,6 +18,8 @@ struct OneShotOptions {
     std::optional<std::string> output;  // PATH or "-"
     bool live = false;
     bool digests = true;
+    bool kdump = false;  // --format kdump: dumped by the command itself, not the service
+    Compression compression = Compression::zstd;
     bool quiet = false;
     // --threads is in overrides (it also names the service's Threads=): sent
     // with a request to the service, used for a dump made here.

@@ -1,5 +1,6 @@
 // Converting old Xen dump files (legacy xc_core, Xen's section-only ELF of
-// `xl dump-core`) into xen-dump-core v1 files: sniff the format from the bytes
+// `xl dump-core`) into xen-dump-core v1 files, or any of them and v1 files
+// into compact (kdump) files: sniff the format from the bytes
 // (never the name), decide the layout, write through the v1 writer, and
 // record which source an output came from (SOURCE_ID=, xen-dump-core(5)).
 // The program xen-dump-convert adds batches, reports and the command line.
@@ -11,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "xendump/kdump.hpp"
 #include "xendump/writer.hpp"
 
 namespace xendump {
@@ -18,10 +20,11 @@ namespace xendump {
 enum class InputFormat {
     xc_core,   // legacy xc_core (Xen <= 3.0.4)
     xen_elf,   // Xen's section-only ELF dump-core (xl dump-core)
-    v1,        // already current
+    v1,        // already current (converted only to the compact format)
+    kdump,     // a compact (kdump) file: never converted
     unknown,
 };
-// "xc_core", "xen-elf", "v1", "unknown"
+// "xc_core", "xen-elf", "v1", "kdump", "unknown"
 std::string_view to_string(InputFormat f);
 
 // Reads the first bytes (and for ELF, the program header count). Throws
@@ -32,6 +35,16 @@ struct ConvertOptions {
     std::optional<std::string> system_map;  // a System.map for the guest's p2m symbols
     bool allow_inferred = false;            // accept a layout decided without a symbol
     std::string writer_name = "xen-dump-convert";  // WRITER= of the output
+    // A compact file (makedumpfile's compressed kdump format) instead of v1;
+    // then v1 inputs are converted too.
+    bool kdump = false;
+    Compression compression = Compression::zstd;
+    // With kdump: keep only the pages makedumpfile -d keeps at this level
+    // (0-31, xendump/kernel/dump_level.hpp), classified from the guest
+    // kernel's struct pages found through its VMCOREINFO (v1 and xl
+    // dump-core inputs). A guest without one, and an xc_core input, get
+    // level 1 at most: write.on_warning says so.
+    unsigned dump_level = 0;
     // Handed to the writer as they are (digests, threads, progress, warnings,
     // cancel; the guest kernel is always looked for). An output that
     // write.check_before_publish rejects (by throwing) never appears.
@@ -46,7 +59,8 @@ struct ConversionPlan {
 };
 
 // Everything but the writing (for a dry run and reports). Throws Error
-// naming the file and offset; a v1 input plans nothing (format v1, 0 pages).
+// naming the file and offset; a v1 input plans nothing (format v1, 0 pages)
+// unless options.kdump, a kdump input never.
 ConversionPlan plan_conversion(const std::filesystem::path& input, const ConvertOptions& options = {});
 
 // Writes `output` atomically (never replacing a file). Throws Error; on error

@@ -14,6 +14,7 @@
 
 #include "xendump/format.hpp"
 #include "xendump/hypervisor.hpp"
+#include "xendump/kdump.hpp"
 #include "xendump/writer.hpp"
 
 namespace xendump {
@@ -21,6 +22,11 @@ namespace xendump {
 struct DumpOptions {
     bool live = false;  // do not pause; record PAUSED=0
     format::Reason reason = format::Reason::request;
+    // A compact file (makedumpfile's compressed kdump format) instead of v1:
+    // files only (dump_domain_to_fd refuses it), pages compressed with
+    // `compression` on write.threads threads.
+    bool kdump = false;
+    Compression compression = Compression::zstd;
     // Digests, threads, the guest kernel (on by default for dumps), progress,
     // warnings, cancel: handed to the writer as they are.
     WriteOptions write = [] {

@@ -1,5 +1,5 @@
-// Reading dump files: v1 files (this project's format) and Xen's own
-// section-only ELF dump-core files (`xl dump-core`). Opened with libelf, an
+// Reading dump files: v1 files (this project's format), compact (kdump)
+// files, and Xen's own section-only ELF dump-core files (`xl dump-core`). Opened with libelf, an
 // independent path from the writer so each checks the other.
 //
 // Memory (issue 19): a reader never holds the PFN->GMFN table (16 bytes a
@@ -15,6 +15,10 @@
 //   + 16 bytes a 256-page digest chunk (the NT_XEN_DIGEST note: 1 MiB for
 //     64 GiB of guest, 16 MiB for 1 TiB; verify compares each chunk as it
 //     is hashed and keeps nothing per chunk).
+// A compact (kdump) file adds 8 bytes per 32768 frames of its two bitmaps
+// (which stay on disk: a count of set bits per 4 KiB block) and a 32 KiB
+// block cache for each; its runs (an HVM or PVH guest's table is made from them)
+// are as many as the stretches of pfns its dump level kept.
 // A usual guest has few runs and stretches: a 1 TiB guest stays well under
 // 128 MiB. Only entries() and page_source() (span-based, for the writer and
 // converter until they take windows) load the whole table, on first use.
@@ -37,7 +41,8 @@ namespace xendump {
 
 enum class FileFormat {
     v1,      // program headers + sections (this project)
-    xen_elf  // sections only (xl dump-core, Xen >= 3.1)
+    xen_elf, // sections only (xl dump-core, Xen >= 3.1)
+    kdump    // compact: makedumpfile's compressed kdump file with the v1 notes
 };
 
 // A maximal run of consecutive pfns, stored contiguously.
@@ -132,7 +137,7 @@ public:
     std::vector<uint64_t> unreadable_pfns() const;
     std::optional<KernelImageMapping> kernel_image_mapping() const;  // v1 files that have one
     bool has_digests() const;
-    uint64_t pages_offset() const;    // file offset of .xen_pages
+    uint64_t pages_offset() const;    // file offset of .xen_pages (0 for kdump files)
 
     // Page lookups: O(log runs) / O(log pages). Return false for a page not in
     // the dump (a hole is "not found", never zeros).

@@ -216,6 +216,7 @@ std::string default_dump_name(const std::string& name, uint32_t domid,
 DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesystem::path& path,
                                const DumpOptions& options) {
     DumpResult r = run_dump(hv, domid, options, [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo) {
+        if (options.kdump) return write_kdump_file(path, spec, src, {options.compression, wo});
         return write_dump_file(path, spec, src, wo);
     });
     r.path = path;
@@ -224,6 +225,8 @@ DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesy
 
 DumpResult dump_domain_to_fd(Hypervisor& hv, uint32_t domid, int fd, bool seekable,
                              const DumpOptions& options) {
+    if (options.kdump)
+        throw Error("a compact (kdump) dump is written to a file: its headers are written last, at the front");
     return run_dump(hv, domid, options, [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo) {
         return write_dump(fd, seekable, spec, src, wo);
     });

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 
+#include "kdump/selected_source.hpp"
 #include "legacy/byte_source.hpp"
 #include "legacy/layout.hpp"
 #include "legacy/legacy_page_source.hpp"
@@ -14,6 +15,7 @@
 #include "legacy/xc_core.hpp"
 #include "pipeline/zero_copy_source.hpp"
 #include "util/util.hpp"
+#include "xendump/dump_kernel_log.hpp"
 #include "xendump/error.hpp"
 #include "xendump/reader.hpp"
 #include "xendump_config.h"
@@ -28,6 +30,7 @@ std::string_view to_string(InputFormat f) {
     case InputFormat::xc_core: return "xc_core";
     case InputFormat::xen_elf: return "xen-elf";
     case InputFormat::v1: return "v1";
+    case InputFormat::kdump: return "kdump";
     case InputFormat::unknown: return "unknown";
     }
     return "unknown";
@@ -39,6 +42,7 @@ InputFormat sniff_format(const fs::path& path) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(src.size(), sizeof head));
     src.read(0, std::span(head, n), "file header");
     if (looks_like_xc_core(std::span(head, n))) return InputFormat::xc_core;
+    if (n >= 8 && std::memcmp(head, "KDUMP   ", 8) == 0) return InputFormat::kdump;
     if (n >= EI_NIDENT && std::memcmp(head, ELFMAG, SELFMAG) == 0) {
         // Xen's own dump-core has sections only; v1 adds program headers
         // (spec xen-core-format.md xen-dump-core(5) "ELF header"-2). e_phnum sits at the same offset
@@ -108,8 +112,25 @@ void set_max_pfn(KeyValues& kv, std::span<const PageEntry> entries) {
 // With a check of the output, the source is identified again first: one that
 // changed (or was replaced) while it was read gives an output that is never
 // published, since SOURCE_ID= would not name what it holds.
+// --dump-level: what the level keeps of `pages`, classified through `reader`
+// (null: the input cannot be read by the classifier; zero pages only).
+kernel::PageSelection select_for_level(const fs::path& input, const DumpReader* reader, PageSource& pages,
+                                       const ConvertOptions& opt) {
+    kernel::PageSelection sel;
+    if (!reader) {
+        sel = kdump::zero_pages_only(pages.entries(), opt.dump_level, "an xc_core input is not classified by its kernel");
+    } else {
+        const auto info = dump_vmcoreinfo(*reader, true);
+        sel = kernel::select_pages(dump_level_input(*reader, info ? &*info : nullptr), opt.dump_level);
+    }
+    if (opt.write.on_warning)
+        for (const auto& l : sel.limits) opt.write.on_warning(input.string() + ": dump level " + std::to_string(sel.level) +
+                                                        " instead of " + std::to_string(opt.dump_level) + ": " + l);
+    return sel;
+}
+
 void write_converted(const fs::path& input, const SourceIdentity& id, const fs::path& output, DumpSpec& spec,
-                     PageSource& pages, const ConvertOptions& opt) {
+                     PageSource& pages, const ConvertOptions& opt, const DumpReader* reader = nullptr) {
     WriteOptions wo = opt.write;
     wo.guest_kernel = true;
     if (const auto& check = opt.write.check_before_publish)
@@ -119,7 +140,44 @@ void write_converted(const fs::path& input, const SourceIdentity& id, const fs::
                             input.string());
             check(unpublished, verify);
         };
-    write_dump_file(output, spec, pages, wo);
+    if (opt.kdump && opt.dump_level != 0) {
+        const kernel::PageSelection sel = select_for_level(input, reader, pages, opt);
+        kdump::SelectedSource kept(pages, sel);
+        KdumpOptions ko{opt.compression, wo};
+        ko.dump_level = sel.level;
+        ko.present = kept.present();
+        write_kdump_file(output, spec, kept, ko);
+        return;
+    }
+    if (opt.kdump)
+        write_kdump_file(output, spec, pages, {opt.compression, wo});
+    else
+        write_dump_file(output, spec, pages, wo);
+}
+
+// A v1 file to a compact one: its notes as they are (the dump's own
+// DOMID, TIME, REASON, KERNEL...), with the source named as for any
+// conversion.
+Plan v1_to_kdump(const fs::path& input, const fs::path* output, const ConvertOptions& opt) {
+    DumpReader reader = DumpReader::open(input);
+    Plan plan{InputFormat::v1, "v1", reader.nr_pages(), false};
+    if (!output) return plan;
+    auto pages = reader.page_source();
+    const SourceIdentity id = identify_source(input);
+    DumpSpec spec;
+    spec.type = reader.type();
+    spec.guest_width = reader.guest_width();
+    spec.domain = reader.domain();
+    spec.domain.set(keys::kSource, "v1:" + input.filename().string());
+    spec.domain.set(keys::kLayout, "v1");
+    spec.domain.set(keys::kSourceId, id.value());
+    spec.domain.set(keys::kWriter, opt.writer_name + " " XENDUMP_VERSION);
+    spec.vcpus = reader.vcpus();
+    spec.xen_version = reader.xen_version();
+    spec.shared_info = reader.shared_info();
+    spec.vmcoreinfo = reader.vmcoreinfo();
+    write_converted(input, id, *output, spec, *pages, opt, &reader);
+    return plan;
 }
 
 // The legacy path: parse, decide, and (when `output`) write.
@@ -169,7 +227,7 @@ Plan xen_elf(const fs::path& input, const fs::path* output, const ConvertOptions
     spec.vcpus = reader.vcpus();
     spec.xen_version = reader.xen_version();
     spec.shared_info = reader.shared_info();
-    write_converted(input, id, *output, spec, pages, opt);
+    write_converted(input, id, *output, spec, pages, opt, &reader);
     return plan;
 }
 
@@ -177,7 +235,10 @@ Plan run(const fs::path& input, const fs::path* output, const ConvertOptions& op
     switch (sniff_format(input)) {
     case InputFormat::xc_core: return legacy(input, output, opt);
     case InputFormat::xen_elf: return xen_elf(input, output, opt);
-    case InputFormat::v1: return Plan{InputFormat::v1, {}, 0, false};
+    case InputFormat::v1:
+        if (opt.kdump) return v1_to_kdump(input, output, opt);
+        return Plan{InputFormat::v1, {}, 0, false};
+    case InputFormat::kdump: return Plan{InputFormat::kdump, {}, 0, false};
     case InputFormat::unknown: break;
     }
     throw Error("not a Xen dump: neither an xc_core magic (0xf00febed/0xf00febee) nor an ELF core file",

@@ -82,6 +82,7 @@ NoteList walk_notes(uint64_t end, uint64_t file_offset, const std::string& struc
         n.type = type;
         n.offset = file_offset + pos;
         n.desc_offset = file_offset + desc_at;
+        n.desc_size = descsz;
         const uint64_t most = limits.desc ? (*limits.desc)(n.name, type) : UINT64_MAX;
         if (most != 0 && descsz > most) {
             fail(pos, "note at " + hex(file_offset + pos) + " (type " + std::to_string(type) + ") has a descriptor of " +

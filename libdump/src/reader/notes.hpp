@@ -23,6 +23,7 @@ struct Note {
     uint64_t offset = 0;           // file offset of the note header
     uint64_t desc_offset = 0;      // file offset of the descriptor
     uint64_t end_offset = 0;       // file offset just past the padded descriptor
+    uint64_t desc_size = 0;        // descsz (also when the descriptor is left unread)
     std::vector<std::byte> desc;   // descsz bytes
 };
 

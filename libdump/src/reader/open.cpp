@@ -8,6 +8,7 @@
 #include "reader/check_error.hpp"
 #include "reader/checked.hpp"
 #include "reader/reader_impl.hpp"
+#include "kdump/kdump_file.hpp"
 
 namespace xendump {
 
@@ -26,6 +27,7 @@ public:
     explicit Loader(DumpReader::Impl& d) : d_(d) {}
 
     void load();
+    void load_kdump();
 
 private:
     [[noreturn]] void fail(const char* check, const std::string& structure, uint64_t offset,
@@ -36,6 +38,7 @@ private:
     NoteList read_note_bytes(uint64_t offset, uint64_t size, const std::string& structure) const;
     void load_header(const Note* note, const std::string& where);
     void load_v1();
+    void load_v1_notes();
     void load_xen_elf();
     void load_v1_table();
     void load_table_array(const Section& s, bool pairs);
@@ -43,6 +46,7 @@ private:
     void load_vcpus_v1();
     void load_vcpus_xen_elf();
     void load_trailer();
+    void load_unreadable(const Note* note);
     void build_runs();
 
     DumpReader::Impl& d_;
@@ -131,6 +135,15 @@ void Loader::load_v1() {
     const std::string where = "note segment (" + d_.note_segment->structure() + ")";
     load_header(d_.notes.find(format::kNameXenCore, format::kNtXenHeader), where);
     if (d_.notes.error) d_.open_findings.push_back(*d_.notes.error);
+    load_v1_notes();
+    load_v1_table();
+    load_pages();
+    load_trailer();
+    build_runs();
+}
+
+// The notes a v1 note segment and a kdump note area share (xen-dump-core(5) "Notes").
+void Loader::load_v1_notes() {
     if (const Note* dom = d_.notes.find(format::kNameXenCore, format::kNtXenDomain)) {
         std::string_view text(reinterpret_cast<const char*>(dom->desc.data()), dom->desc.size());
         d_.domain = KeyValues::parse(text);
@@ -149,10 +162,94 @@ void Loader::load_v1() {
         d_.vmcoreinfo = std::move(s);
     }
     load_vcpus_v1();
-    load_v1_table();
-    load_pages();
-    load_trailer();
-    build_runs();
+}
+
+// A compact (kdump) file: the pages are those of the 2nd bitmap, the notes
+// those of a v1 file (xen-dump-core(5), "The compact format"). Nothing is
+// loaded that grows with the guest but the runs, as for v1 files: an HVM or
+// PVH guest's table is made from the runs of the bitmap, a PV guest's is the
+// NT_XEN_P2M note's descriptor, read where it lies.
+void Loader::load_kdump() {
+    auto k = std::make_shared<const kdump::KdumpFile>(d_.file);
+    d_.kdump = k;
+    d_.format = FileFormat::kdump;
+    d_.notes = k->notes();
+    d_.notes_offset = k->sub_header().offset_note;
+    d_.notes_size = k->sub_header().size_note;
+    const Note* header = d_.notes.find(format::kNameXenCore, format::kNtXenHeader);
+    if (!header && !d_.notes.error)
+        fail("format-detect", "note area", d_.notes_offset,
+             "the kdump file's note area has no NT_XEN_HEADER note: not a Xen guest dump");
+    load_header(header, "note area");
+    if (d_.notes.error) d_.open_findings.push_back(*d_.notes.error);
+    load_v1_notes();
+    if (auto w = d_.domain.get(keys::kGuestWidth); w && *w == "4") d_.guest_width = 4;
+    // The vcpus were read with the width of the header's machine; read again when 32-bit.
+    if (d_.guest_width == 4) {
+        d_.vcpus.clear();
+        load_vcpus_v1();
+    }
+    const kdump::BitmapOnDisk& stored = k->stored_bitmap();
+    const uint64_t n = stored.count();
+    if (d_.type == format::GuestType::pv) {
+        // Filed by machine frame: the table gives each pfn's frame, in pfn
+        // order; its frames must be exactly the bitmap's.
+        const Note* t = d_.notes.find(format::kNameXenCore, format::kNtXenP2m);
+        if (!t) fail("kdump-table", "note area", d_.notes_offset, "a PV guest's kdump file has no NT_XEN_P2M note");
+        if (t->desc_size != n * sizeof(PageEntry))
+            fail("kdump-table", "NT_XEN_P2M note", t->offset,
+                 "descsz " + std::to_string(t->desc_size) + " is not 16 bytes for each of the " + std::to_string(n) +
+                     " stored pages");
+        d_.table_structure = "NT_XEN_P2M note";
+        d_.table_offset = t->desc_offset;
+        d_.table_size = t->desc_size;
+        d_.table = TableOnDisk(d_.file, d_.table_offset, n, sizeof(PageEntry), d_.table_structure);
+        // One pass: pfns rise, and every frame is one the bitmap stores (with
+        // as many entries as stored frames, a frame named twice leaves
+        // another unnamed: verify finds that through the gmfn extents).
+        uint64_t prev = 0;
+        d_.table.scan([&](uint64_t i, const PageEntry& e) {
+            if (i > 0 && e.pfn <= prev)
+                fail("kdump-table", "NT_XEN_P2M note", d_.table_offset + i * sizeof(PageEntry),
+                     "entry " + std::to_string(i) + ": pfns not strictly ascending");
+            if (!stored.test(e.gmfn))
+                fail("kdump-table", "NT_XEN_P2M note", d_.table_offset + i * sizeof(PageEntry),
+                     "pfn " + hex(e.pfn) + "'s machine frame " + hex(e.gmfn) + " is not stored (2nd bitmap)");
+            prev = e.pfn;
+            return true;
+        });
+        build_runs();
+    } else {
+        // gmfn = pfn: the table is the bitmap's frames, made from its runs.
+        d_.table_structure = "2nd bitmap";
+        d_.table_offset = stored.offset();
+        d_.table_size = stored.bytes();
+        stored.scan([&](uint64_t pfn) {
+            if (!d_.runs.empty() && d_.runs.back().first_pfn + d_.runs.back().count == pfn)
+                ++d_.runs.back().count;
+            else
+                d_.runs.push_back({pfn, 1, 0, d_.runs.empty() ? 0 : d_.runs.back().first_index + d_.runs.back().count});
+            return true;
+        });
+        const DumpReader::Impl* d = &d_;  // owns the table: lives as long
+        d_.table = TableOnDisk(
+            d_.file, n,
+            [d](uint64_t first, std::span<PageEntry> out) {
+                const auto& runs = d->runs;
+                auto r = std::upper_bound(runs.begin(), runs.end(), first,
+                                          [](uint64_t i, const PageRun& x) { return i < x.first_index; }) - 1;
+                for (size_t k = 0; k < out.size(); ++k) {
+                    while (first + k - r->first_index >= r->count) ++r;  // the runs cover the table
+                    const uint64_t pfn = r->first_pfn + (first + k - r->first_index);
+                    out[k] = {pfn, pfn};
+                }
+            },
+            d_.table_structure);
+    }
+    d_.table_raw_count = n;
+    d_.digest = d_.notes.find(format::kNameXenCore, format::kNtXenDigest);
+    load_unreadable(d_.notes.find(format::kNameXenCore, format::kNtXenUnreadable));
+    for (auto& r : d_.runs) r.file_offset = 0;  // pages have no fixed offset: they are compressed
 }
 
 void Loader::load_xen_elf() {
@@ -319,18 +416,22 @@ void Loader::load_trailer() {
                                      kMaxTrailerNotes);
     if (d_.trailer.error) d_.open_findings.push_back(*d_.trailer.error);
     d_.digest = d_.trailer.find(format::kNameXenCore, format::kNtXenDigest);
-    if (const Note* u = d_.trailer.find(format::kNameXenCore, format::kNtXenUnreadable)) {
-        uint64_t count = 0;
-        if (u->desc.size() >= 8) std::memcpy(&count, u->desc.data(), 8);
-        if (u->desc.size() < 8 || (u->desc.size() - 8) / 8 < count) {
-            d_.open_findings.push_back({"notes-parse", "NT_XEN_UNREADABLE note", u->offset,
-                                        "descriptor of " + std::to_string(u->desc.size()) +
-                                            " bytes cannot hold its count of " + std::to_string(count) + " pfns"});
-            return;
-        }
-        d_.unreadable.resize(count);
-        if (count != 0) std::memcpy(d_.unreadable.data(), u->desc.data() + 8, count * 8);  // data() may be null
+    load_unreadable(d_.trailer.find(format::kNameXenCore, format::kNtXenUnreadable));
+}
+
+// NT_XEN_UNREADABLE (xen-dump-core(5) "Trailer notes"): a count, then the pfns.
+void Loader::load_unreadable(const Note* u) {
+    if (!u) return;
+    uint64_t count = 0;
+    if (u->desc.size() >= 8) std::memcpy(&count, u->desc.data(), 8);
+    if (u->desc.size() < 8 || (u->desc.size() - 8) / 8 < count) {
+        d_.open_findings.push_back({"notes-parse", "NT_XEN_UNREADABLE note", u->offset,
+                                    "descriptor of " + std::to_string(u->desc.size()) +
+                                        " bytes cannot hold its count of " + std::to_string(count) + " pfns"});
+        return;
     }
+    d_.unreadable.resize(count);
+    if (count != 0) std::memcpy(d_.unreadable.data(), u->desc.data() + 8, count * 8);  // data() may be null
 }
 
 // One pass over the table, a window at a time.
@@ -352,6 +453,10 @@ DumpReader DumpReader::open(const std::filesystem::path& path) {
     auto impl = std::make_unique<Impl>();
     impl->path = path;
     impl->file = std::make_shared<DumpFile>(path.string());
+    if (kdump::KdumpFile::has_signature(*impl->file)) {
+        Loader(*impl).load_kdump();
+        return DumpReader(std::move(impl));
+    }
     impl->elf = read_elf_layout(*impl->file, impl->open_findings);
     Loader(*impl).load();
     return DumpReader(std::move(impl));

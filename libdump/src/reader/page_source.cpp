@@ -5,6 +5,7 @@
 #include "reader/checked.hpp"
 #include "xendump/error.hpp"
 #include "reader/reader_impl.hpp"
+#include "kdump/kdump_file.hpp"
 
 namespace xendump {
 
@@ -53,9 +54,37 @@ private:
     uint64_t pages_offset_, pages_size_;
 };
 
+// A compact file's pages, decompressed one by one. Its entries are the whole
+// table in memory, as for FilePageSource (entries() is a span).
+class KdumpPageSource : public PageSource {
+public:
+    explicit KdumpPageSource(const DumpReader::Impl& d)
+        : file_(d.kdump), entries_(d.all_entries()), pv_(d.type == format::GuestType::pv) {}
+
+    std::span<const PageEntry> entries() const override { return *entries_; }
+
+    void read_pages(size_t first, size_t count, std::span<std::byte> out, std::span<uint8_t> unreadable) override {
+        if (first > entries_->size() || entries_->size() - first < count || out.size() < count * format::kPageSize ||
+            unreadable.size() < count)
+            throw Error("read_pages: pages " + std::to_string(first) + "+" + std::to_string(count) +
+                            " are past the table or the buffers",
+                        file_->file().path());
+        for (size_t i = 0; i < count; ++i)
+            file_->read_page(pv_ ? file_->stored_bitmap().rank((*entries_)[first + i].gmfn) : first + i,
+                             out.subspan(i * format::kPageSize, format::kPageSize));
+        std::fill_n(unreadable.begin(), count, uint8_t{0});
+    }
+
+private:
+    std::shared_ptr<const kdump::KdumpFile> file_;
+    std::shared_ptr<const reader::EntryTable> entries_;
+    bool pv_;  // filed by machine frame: a page's descriptor is its gmfn's rank (Impl::kdump_desc)
+};
+
 }  // namespace
 
 std::unique_ptr<PageSource> DumpReader::page_source() const {
+    if (impl_->kdump) return std::make_unique<KdumpPageSource>(*impl_);
     return std::make_unique<FilePageSource>(impl_->file, impl_->all_entries(), impl_->pages_offset, impl_->pages_size);
 }
 

@@ -7,6 +7,7 @@
 #include "reader/check_error.hpp"
 #include "reader/checked.hpp"
 #include "reader/reader_impl.hpp"
+#include "kdump/kdump_file.hpp"
 
 namespace xendump {
 
@@ -128,6 +129,7 @@ std::optional<uint64_t> DumpReader::index_of_gmfn(uint64_t gmfn) const {
 
 uint64_t DumpReader::page_offset(uint64_t index) const {
     const auto& d = *impl_;
+    if (d.kdump) throw Error("a compact (kdump) file's pages are compressed: they have no fixed offset", d.file_name());
     if (index >= d.nr_entries())
         throw Error("page index " + std::to_string(index) + " is past the table (" +
                         std::to_string(d.nr_entries()) + " entries)",
@@ -140,11 +142,19 @@ uint64_t DumpReader::page_offset(uint64_t index) const {
     return d.pages_offset + rel;
 }
 
+uint64_t DumpReader::Impl::kdump_desc(uint64_t index, uint64_t gmfn) const {
+    return type == format::GuestType::pv ? kdump->stored_bitmap().rank(gmfn) : index;
+}
+
 namespace {
-void read_page_at(const DumpReader& r, const reader::DumpFile& f, uint64_t index, std::span<std::byte> out) {
+void read_page_at(const DumpReader& r, const DumpReader::Impl& d, uint64_t index, std::span<std::byte> out) {
     if (out.size() < format::kPageSize)
-        throw Error("page buffer of " + std::to_string(out.size()) + " bytes is smaller than a page", f.path());
-    f.read_exact(r.page_offset(index), out.first(format::kPageSize), "page " + std::to_string(index));
+        throw Error("page buffer of " + std::to_string(out.size()) + " bytes is smaller than a page", d.file_name());
+    if (d.kdump) {
+        const uint64_t gmfn = d.type == format::GuestType::pv ? d.table.at(index).gmfn : index;
+        return d.kdump->read_page(d.kdump_desc(index, gmfn), out);
+    }
+    d.file->read_exact(r.page_offset(index), out.first(format::kPageSize), "page " + std::to_string(index));
 }
 }  // namespace
 
@@ -155,6 +165,11 @@ void DumpReader::read_pages(uint64_t first, uint64_t count, std::span<std::byte>
         throw Error("pages " + std::to_string(first) + "+" + std::to_string(count) + " are past the table (" +
                         std::to_string(d.nr_entries()) + " entries) or the buffer",
                     d.file_name());
+    if (d.kdump) {  // compressed one by one
+        for (uint64_t i = 0; i < count; ++i)
+            read_page_at(*this, d, first + i, out.subspan(i * format::kPageSize, format::kPageSize));
+        return;
+    }
     const uint64_t from = page_offset(first);
     page_offset(first + count - 1);  // the last page lies inside .xen_pages too
     d.file->read_exact(from, out.first(count * format::kPageSize), ".xen_pages");
@@ -163,14 +178,14 @@ void DumpReader::read_pages(uint64_t first, uint64_t count, std::span<std::byte>
 bool DumpReader::read_page_by_pfn(uint64_t pfn, std::span<std::byte> out) const {
     auto idx = index_of_pfn(pfn);
     if (!idx) return false;
-    read_page_at(*this, *impl_->file, *idx, out);
+    read_page_at(*this, *impl_, *idx, out);
     return true;
 }
 
 bool DumpReader::read_page_by_gmfn(uint64_t gmfn, std::span<std::byte> out) const {
     auto idx = index_of_gmfn(gmfn);
     if (!idx) return false;
-    read_page_at(*this, *impl_->file, *idx, out);
+    read_page_at(*this, *impl_, *idx, out);
     return true;
 }
 
@@ -185,11 +200,11 @@ VerifyReport DumpReader::verify_report(const VerifyOptions& options) const {
     // structural checks do; both only read the opened file. Findings keep
     // their order: structure first, then digests.
     std::future<std::vector<Finding>> digests;
-    if (rep.digests == DigestCheck::compared)
+    if (rep.digests == DigestCheck::compared && !impl_->kdump)  // check_kdump reads the pages once for both
         digests = std::async(std::launch::async, [this, &options] { return reader::check_digests(*impl_, options); });
     std::vector<Finding> more;
     try {
-        more = reader::run_checks(*impl_, options);
+        more = impl_->kdump ? reader::check_kdump(*impl_, options) : reader::run_checks(*impl_, options);
     } catch (...) {
         if (digests.valid()) digests.wait();  // it uses *impl_: let it finish first
         throw;

@@ -18,6 +18,10 @@
 
 namespace xendump {
 
+namespace kdump {
+class KdumpFile;
+}
+
 // Hidden: DumpReader declares it in the public header (so it would be
 // exported with DumpReader), but it is the reader's inside. clang refuses a
 // visibility that differs from the declaration's; its builds (the fuzz
@@ -32,6 +36,11 @@ struct XENDUMP_READER_IMPL_VISIBILITY DumpReader::Impl {
     std::shared_ptr<const reader::DumpFile> file;
     FileFormat format = FileFormat::v1;
     reader::ElfLayout elf;
+    std::shared_ptr<const kdump::KdumpFile> kdump;  // FileFormat::kdump
+    // kdump: the descriptor of entry `index` (its gmfn `gmfn`): the index,
+    // or for a PV guest, whose pages are filed by machine frame, the rank of
+    // the gmfn in the 2nd bitmap.
+    uint64_t kdump_desc(uint64_t index, uint64_t gmfn) const;
 
     // Notes of the note segment (v1: the PT_NOTE; xen_elf: .note.Xen).
     reader::NoteList notes;
@@ -89,6 +98,8 @@ struct XENDUMP_READER_IMPL_VISIBILITY DumpReader::Impl {
 namespace reader {
 std::vector<Finding> run_checks(const DumpReader::Impl& d, const VerifyOptions& options);
 std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOptions& options);
+// The checks of a compact (kdump) file, digests included when asked.
+std::vector<Finding> check_kdump(const DumpReader::Impl& d, const VerifyOptions& options);
 // The "digests-absent" finding for a file without a digest note.
 Finding digests_absent(const DumpReader::Impl& d);
 }  // namespace reader

@@ -11,12 +11,16 @@ TableOnDisk::TableOnDisk(std::shared_ptr<const DumpFile> file, uint64_t offset, 
                          std::string structure)
     : file_(std::move(file)), offset_(offset), count_(count), entry_size_(entry_size), structure_(std::move(structure)) {}
 
+TableOnDisk::TableOnDisk(std::shared_ptr<const DumpFile> file, uint64_t count, Make make, std::string structure)
+    : file_(std::move(file)), count_(count), structure_(std::move(structure)), make_(std::move(make)) {}
+
 void TableOnDisk::read(uint64_t first, std::span<PageEntry> out) const {
     if (first > count_ || count_ - first < out.size())
         throw Error("entries " + std::to_string(first) + "+" + std::to_string(out.size()) + " are past the table (" +
                         std::to_string(count_) + " entries)",
                     file_->path());
     if (out.empty()) return;
+    if (make_) return make_(first, out);
     auto bytes = std::as_writable_bytes(out);
     if (entry_size_ == sizeof(PageEntry)) {
         file_->read_exact(offset_ + first * entry_size_, bytes, structure_);

@@ -2,10 +2,13 @@
 // bounded windows (streaming passes) or through a small block cache (single
 // lookups), never all at once, so a reader's memory does not grow with the
 // guest. v1 / .xen_p2m entries are {pfn, gmfn} pairs (16 bytes); .xen_pfn
-// entries (HVM/PVH xl dump-core) are bare pfns (8 bytes, gmfn == pfn).
+// entries (HVM/PVH xl dump-core) are bare pfns (8 bytes, gmfn == pfn). A
+// compact (kdump) file of an HVM or PVH guest has no table: its entries are
+// made from the 2nd bitmap's runs by a function (`Make`).
 #pragma once
 
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -26,6 +29,10 @@ public:
     TableOnDisk() = default;
     TableOnDisk(std::shared_ptr<const DumpFile> file, uint64_t offset, uint64_t count, uint64_t entry_size,
                 std::string structure);
+
+    // Entries [first, first + out.size()) made, not read.
+    using Make = std::function<void(uint64_t first, std::span<PageEntry> out)>;
+    TableOnDisk(std::shared_ptr<const DumpFile> file, uint64_t count, Make make, std::string structure);
 
     uint64_t size() const { return count_; }
     uint64_t entry_size() const { return entry_size_; }
@@ -68,6 +75,7 @@ private:
     std::shared_ptr<const DumpFile> file_;
     uint64_t offset_ = 0, count_ = 0, entry_size_ = 16;
     std::string structure_;
+    Make make_;
     std::unique_ptr<Cache> cache_ = std::make_unique<Cache>();
 };
 

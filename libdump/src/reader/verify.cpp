@@ -431,6 +431,10 @@ void Checker::check_vcpus() {
 std::vector<Finding> run_checks(const DumpReader::Impl& d, const VerifyOptions&) { return Checker(d).run(); }
 
 Finding digests_absent(const DumpReader::Impl& d) {
+    if (d.format == FileFormat::kdump)
+        return {"digests-absent", "note area", d.notes_offset,
+                "there is no NT_XEN_DIGEST note in the note area (written without digests?): the pages, notes and "
+                "table cannot be checked"};
     if (d.format == FileFormat::xen_elf)
         return {"digests-absent", "section headers", d.elf.ehdr.e_shoff,
                 "an xl dump-core file has no digests: its pages, notes and table cannot be checked"};

@@ -1,0 +1,183 @@
+#include "kdump/codec.hpp"
+
+#include <lz4.h>
+#include <lzo/lzo1x.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <vector>
+
+#include "kdump/format.hpp"
+#include "xendump/error.hpp"
+
+namespace xendump::kdump {
+
+namespace {
+
+// makedumpfile's levels: zstd 1, zlib Z_BEST_SPEED, lzo1x_1: fast enough to
+// keep up with the guest's pages on a few cores.
+constexpr int kZstdLevel = 1;
+
+void lzo_init_once() {
+    static const int ok = lzo_init();
+    if (ok != LZO_E_OK) throw Error("lzo_init failed");
+}
+
+}  // namespace
+
+uint32_t flag_of(Compression c) {
+    switch (c) {
+    case Compression::none: return 0;
+    case Compression::zstd: return kFlagZstd;
+    case Compression::lz4: return kFlagLz4;
+    case Compression::lzo: return kFlagLzo;
+    case Compression::zlib: return kFlagZlib;
+    }
+    return 0;
+}
+
+bool known_page_flags(uint32_t flags) {
+    return flags == 0 || flags == kFlagZstd || flags == kFlagLz4 || flags == kFlagLzo || flags == kFlagZlib;
+}
+
+size_t compress_bound(Compression c, size_t page) {
+    switch (c) {
+    case Compression::none: return page;
+    case Compression::zstd: return ZSTD_compressBound(page);
+    case Compression::lz4: return static_cast<size_t>(LZ4_compressBound(static_cast<int>(page)));
+    case Compression::lzo: return page + page / 16 + 64 + 3;  // lzo1x worst case
+    case Compression::zlib: return compressBound(page);
+    }
+    return page;
+}
+
+struct PageCompressor::State {
+    ZSTD_CCtx* zstd = nullptr;
+    std::vector<unsigned char> lzo_work;
+    ~State() { ZSTD_freeCCtx(zstd); }
+};
+
+PageCompressor::PageCompressor(Compression c) : c_(c), state_(std::make_unique<State>()) {
+    if (c == Compression::zstd) {
+        state_->zstd = ZSTD_createCCtx();
+        if (!state_->zstd) throw Error("out of memory for a zstd context");
+        ZSTD_CCtx_setParameter(state_->zstd, ZSTD_c_compressionLevel, kZstdLevel);
+        // No frame checksum or dictionary id: readers call ZSTD_decompress.
+        ZSTD_CCtx_setParameter(state_->zstd, ZSTD_c_checksumFlag, 0);
+    } else if (c == Compression::lzo) {
+        lzo_init_once();
+        state_->lzo_work.resize(LZO1X_1_MEM_COMPRESS);
+    }
+}
+
+PageCompressor::~PageCompressor() = default;
+
+size_t PageCompressor::compress(std::span<const std::byte> page, std::span<std::byte> out) {
+    size_t n = 0;
+    switch (c_) {
+    case Compression::none: return 0;
+    case Compression::zstd: {
+        n = ZSTD_compress2(state_->zstd, out.data(), out.size(), page.data(), page.size());
+        if (ZSTD_isError(n)) throw Error(std::string("zstd: ") + ZSTD_getErrorName(n));
+        break;
+    }
+    case Compression::lz4: {
+        const int r = LZ4_compress_default(reinterpret_cast<const char*>(page.data()), reinterpret_cast<char*>(out.data()),
+                                           static_cast<int>(page.size()), static_cast<int>(out.size()));
+        if (r <= 0) return 0;
+        n = static_cast<size_t>(r);
+        break;
+    }
+    case Compression::lzo: {
+        lzo_uint len = out.size();
+        if (lzo1x_1_compress(reinterpret_cast<const unsigned char*>(page.data()), page.size(),
+                             reinterpret_cast<unsigned char*>(out.data()), &len, state_->lzo_work.data()) != LZO_E_OK)
+            throw Error("lzo1x_1_compress failed");
+        n = len;
+        break;
+    }
+    case Compression::zlib: {
+        uLongf len = out.size();
+        if (compress2(reinterpret_cast<Bytef*>(out.data()), &len, reinterpret_cast<const Bytef*>(page.data()),
+                      page.size(), Z_BEST_SPEED) != Z_OK)
+            throw Error("zlib compress2 failed");
+        n = len;
+        break;
+    }
+    }
+    return n < page.size() ? n : 0;
+}
+
+struct PageDecompressor::State {
+    ZSTD_DCtx* zstd = nullptr;
+    ~State() { ZSTD_freeDCtx(zstd); }
+};
+
+PageDecompressor::PageDecompressor() : state_(std::make_unique<State>()) {}
+PageDecompressor::~PageDecompressor() = default;
+
+std::string PageDecompressor::decompress(uint32_t flags, std::span<const std::byte> in, std::span<std::byte> out) {
+    size_t got = 0;
+    switch (flags) {
+    case 0:
+        if (in.size() != out.size()) return "a raw page of " + std::to_string(in.size()) + " bytes";
+        std::copy(in.begin(), in.end(), out.begin());
+        return {};
+    case kFlagZstd: {
+        if (!state_->zstd && !(state_->zstd = ZSTD_createDCtx())) throw Error("out of memory for a zstd context");
+        got = ZSTD_decompressDCtx(state_->zstd, out.data(), out.size(), in.data(), in.size());
+        if (ZSTD_isError(got)) return std::string("zstd: ") + ZSTD_getErrorName(got);
+        break;
+    }
+    case kFlagLz4: {
+        const int r = LZ4_decompress_safe(reinterpret_cast<const char*>(in.data()), reinterpret_cast<char*>(out.data()),
+                                          static_cast<int>(in.size()), static_cast<int>(out.size()));
+        if (r < 0) return "lz4: corrupt data";
+        got = static_cast<size_t>(r);
+        break;
+    }
+    case kFlagLzo: {
+        lzo_init_once();
+        lzo_uint len = out.size();
+        const int r = lzo1x_decompress_safe(reinterpret_cast<const unsigned char*>(in.data()), in.size(),
+                                            reinterpret_cast<unsigned char*>(out.data()), &len, nullptr);
+        if (r != LZO_E_OK) return "lzo: corrupt data (" + std::to_string(r) + ")";
+        got = len;
+        break;
+    }
+    case kFlagZlib: {
+        uLongf len = out.size();
+        const int r = uncompress(reinterpret_cast<Bytef*>(out.data()), &len, reinterpret_cast<const Bytef*>(in.data()),
+                                 in.size());
+        if (r != Z_OK) return std::string("zlib: ") + zError(r);
+        got = len;
+        break;
+    }
+    default: return "unknown compression flags " + std::to_string(flags);
+    }
+    if (got != out.size()) return "decompressed to " + std::to_string(got) + " bytes, not a page";
+    return {};
+}
+
+}  // namespace xendump::kdump
+
+namespace xendump {
+
+std::string_view to_string(Compression c) {
+    switch (c) {
+    case Compression::none: return "none";
+    case Compression::zstd: return "zstd";
+    case Compression::lz4: return "lz4";
+    case Compression::lzo: return "lzo";
+    case Compression::zlib: return "zlib";
+    }
+    return "?";
+}
+
+Compression compression_from_string(std::string_view s) {
+    for (Compression c : {Compression::none, Compression::zstd, Compression::lz4, Compression::lzo, Compression::zlib})
+        if (s == to_string(c)) return c;
+    throw Error("unknown compression '" + std::string(s) + "' (none, zstd, lz4, lzo or zlib)");
+}
+
+}  // namespace xendump

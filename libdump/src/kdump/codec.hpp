@@ -1,0 +1,59 @@
+// One page in, one page out: the compression algorithms of the kdump file.
+// A PageCompressor holds one thread's state (contexts, work memory); the
+// output for a page depends only on the page and the algorithm, so pages
+// compressed on any thread give the same bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "xendump/kdump.hpp"
+
+namespace xendump::kdump {
+
+// The PageDesc flag of an algorithm (0 for none).
+uint32_t flag_of(Compression c);
+// Room a compressed page may need before it is known to be too large.
+size_t compress_bound(Compression c, size_t page_size);
+
+class PageCompressor {
+public:
+    explicit PageCompressor(Compression c);
+    ~PageCompressor();
+    PageCompressor(const PageCompressor&) = delete;
+    PageCompressor& operator=(const PageCompressor&) = delete;
+
+    // Compresses `page` into `out` (at least compress_bound() bytes).
+    // Returns the compressed size, or 0 when it is not smaller than the page
+    // (the page is then stored raw).
+    size_t compress(std::span<const std::byte> page, std::span<std::byte> out);
+
+private:
+    struct State;
+    Compression c_;
+    std::unique_ptr<State> state_;
+};
+
+// Decompresses a page stored with `flags` into `out` (exactly out.size()
+// bytes must come out). Returns an empty string, or what went wrong.
+class PageDecompressor {
+public:
+    PageDecompressor();
+    ~PageDecompressor();
+    PageDecompressor(const PageDecompressor&) = delete;
+    PageDecompressor& operator=(const PageDecompressor&) = delete;
+    std::string decompress(uint32_t flags, std::span<const std::byte> in, std::span<std::byte> out);
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
+
+// The algorithm named by a page's flags: kFlag* with one bit set, or 0 (raw).
+// Returns false for flags that name no algorithm this reader knows.
+bool known_page_flags(uint32_t flags);
+
+}  // namespace xendump::kdump

@@ -1,0 +1,140 @@
+#include "kdump/kdump_file.hpp"
+
+#include <cstring>
+
+#include "kdump/codec.hpp"
+#include "reader/check_error.hpp"
+#include "reader/checked.hpp"
+#include "xendump/format.hpp"
+
+namespace xendump::kdump {
+
+using reader::checked_add;
+using reader::checked_mul;
+using reader::hex;
+using reader::range_inside;
+
+namespace {
+// A note's descriptor a reader loads (the vcpu contexts: 5168 bytes each).
+constexpr uint64_t kMaxNote = 64ull << 20;
+constexpr uint64_t kPage = format::kPageSize;
+}  // namespace
+
+bool KdumpFile::has_signature(const reader::DumpFile& file) {
+    if (file.size() < kSignature.size()) return false;
+    char sig[8];
+    file.read_exact(0, std::as_writable_bytes(std::span(sig)), "kdump signature");
+    return std::string_view(sig, 8) == kSignature;
+}
+
+void KdumpFile::fail(const char* check, const std::string& structure, uint64_t offset, const std::string& msg) const {
+    throw reader::CheckError(Finding{check, structure, offset, msg}, file_->path());
+}
+
+KdumpFile::KdumpFile(std::shared_ptr<const reader::DumpFile> file) : file_(std::move(file)) {
+    const uint64_t size = file_->size();
+    if (size < 2 * kBlockSize)
+        fail("kdump-header", "disk_dump_header", 0,
+             "the file (" + hex(size) + " bytes) is too short for the header and sub header blocks");
+    file_->read_exact(0, std::as_writable_bytes(std::span(&header_, 1)), "disk_dump_header");
+    if (std::string_view(header_.signature, 8) != kSignature)
+        fail("kdump-header", "disk_dump_header", 0, "signature is not \"KDUMP   \"");
+    if (header_.header_version < 4)
+        fail("kdump-header", "disk_dump_header", offsetof(DiskDumpHeader, header_version),
+             "header_version " + std::to_string(header_.header_version) + " has no note area (4 or later needed)");
+    if (header_.block_size != static_cast<int32_t>(kBlockSize))
+        fail("kdump-header", "disk_dump_header", offsetof(DiskDumpHeader, block_size),
+             "block_size " + std::to_string(header_.block_size) + " is not the x86 page size 4096");
+    if (header_.sub_hdr_size < 1)
+        fail("kdump-header", "disk_dump_header", offsetof(DiskDumpHeader, sub_hdr_size),
+             "sub_hdr_size " + std::to_string(header_.sub_hdr_size) + " is not at least one block");
+    if (header_.bitmap_blocks == 0 || header_.bitmap_blocks % 2 != 0)
+        fail("kdump-header", "disk_dump_header", offsetof(DiskDumpHeader, bitmap_blocks),
+             "bitmap_blocks " + std::to_string(header_.bitmap_blocks) + " is not a positive even number");
+    file_->read_exact(kBlockSize, std::as_writable_bytes(std::span(&sub_, 1)), "kdump_sub_header");
+    max_mapnr_ = header_.header_version >= 6 ? sub_.max_mapnr_64 : header_.max_mapnr;
+
+    // Every block count is a u32: these products and sums cannot overflow.
+    bitmap_offset_ = (1 + uint64_t(uint32_t(header_.sub_hdr_size))) * kBlockSize;
+    bitmap_size_ = uint64_t{header_.bitmap_blocks} / 2 * kBlockSize;
+    desc_offset_ = bitmap_offset_ + 2 * bitmap_size_;
+    if (!range_inside(bitmap_offset_, 2 * bitmap_size_, size))
+        fail("kdump-bitmap", "bitmaps", bitmap_offset_,
+             reader::past_end("offset", bitmap_offset_, "size", 2 * bitmap_size_, size));
+    if (max_mapnr_ == 0 || max_mapnr_ / 8 > bitmap_size_ || (max_mapnr_ + 7) / 8 > bitmap_size_)
+        fail("kdump-bitmap", "kdump_sub_header", kBlockSize + offsetof(KdumpSubHeader, max_mapnr_64),
+             "max_mapnr " + std::to_string(max_mapnr_) + " does not fit bitmaps of " + hex(bitmap_size_) + " bytes");
+    bitmap1_ = BitmapOnDisk(file_, bitmap_offset_, bitmap_size_, max_mapnr_, "1st bitmap");
+    bitmap2_ = BitmapOnDisk(file_, bitmap_offset_ + bitmap_size_, bitmap_size_, max_mapnr_, "2nd bitmap");
+    if (const uint64_t pfn = bitmap2_.first_past_frames(); pfn != ~uint64_t{0})
+        fail("kdump-bitmap", "2nd bitmap", bitmap_offset_ + bitmap_size_ + pfn / 8,
+             "pfn " + std::to_string(pfn) + " is stored but not below max_mapnr " + std::to_string(max_mapnr_));
+    // Every stored page has a descriptor in the file.
+    const uint64_t stored = bitmap2_.count();
+    if (!range_inside(desc_offset_, stored * sizeof(PageDesc), size))
+        fail("kdump-descriptors", "page descriptors", desc_offset_,
+             std::to_string(stored) + " stored pages need descriptors up to " +
+                 hex(desc_offset_ + stored * sizeof(PageDesc)) + ", past the end of the file (" + hex(size) + ")");
+
+    if (!range_inside(sub_.offset_note, sub_.size_note, size))
+        fail("kdump-notes", "kdump_sub_header", kBlockSize + offsetof(KdumpSubHeader, offset_note),
+             reader::past_end("offset_note", sub_.offset_note, "size_note", sub_.size_note, size));
+    // Note by note: the table stays on disk; the digests and the unreadable
+    // list are at most as large as they can be for this many pages.
+    auto limit = [stored](std::string_view name, uint32_t type) -> uint64_t {
+        if (name == format::kNameXenCore) {
+            if (type == format::kNtXenP2m) return 0;
+            if (type == format::kNtXenDigest) return sizeof(format::DigestDescHead) + 16 * (stored + 2);
+            if (type == format::kNtXenUnreadable) return 8 + 8 * stored;
+        }
+        return kMaxNote;
+    };
+    notes_ = reader::parse_notes_in_file(*file_, sub_.offset_note, sub_.size_note, "note area", limit, reader::kMaxNotes);
+}
+
+PageDesc KdumpFile::descriptor(uint64_t index) const {
+    if (index >= stored_pages())
+        throw Error("page index " + std::to_string(index) + " is past the stored pages (" +
+                        std::to_string(stored_pages()) + ")",
+                    file_->path());
+    PageDesc d;
+    file_->read_exact(desc_offset_ + index * sizeof d, std::as_writable_bytes(std::span(&d, 1)),
+                      "page descriptor " + std::to_string(index));
+    return d;
+}
+
+std::string KdumpFile::try_read_page(uint64_t index, std::span<std::byte> out, uint64_t& where) const {
+    where = desc_offset_ + index * sizeof(PageDesc);
+    if (out.size() < kPage) return "page buffer smaller than a page";
+    out = out.first(kPage);
+    const PageDesc d = descriptor(index);
+    // What went wrong names the frame the page is filed under (found only then).
+    auto what = [&] {
+        return "page descriptor " + std::to_string(index) + " (frame " + hex(bitmap2_.select(index)) + ")";
+    };
+    if (d.size == 0 || d.size > kPage) return what() + ": size " + std::to_string(d.size) + " is not 1 to 4096 bytes";
+    if (!known_page_flags(d.flags)) return what() + ": unknown compression flags " + hex(d.flags);
+    if (d.flags == 0 && d.size != kPage) return what() + ": a raw page of " + std::to_string(d.size) + " bytes";
+    if (!range_inside(d.offset, d.size, file_->size()))
+        return what() + ": " + reader::past_end("offset", d.offset, "size", d.size, file_->size());
+    where = d.offset;
+    const std::string data = "page data of descriptor " + std::to_string(index);
+    if (d.flags == 0) {
+        file_->read_exact(d.offset, out, data);
+        return {};
+    }
+    std::byte in[kPage];
+    file_->read_exact(d.offset, std::span(in, d.size), data);
+    thread_local PageDecompressor decompressor;
+    std::string e = decompressor.decompress(d.flags, std::span(in, d.size), out);
+    if (!e.empty()) return "page data of " + what() + ": " + e;
+    return {};
+}
+
+void KdumpFile::read_page(uint64_t index, std::span<std::byte> out) const {
+    uint64_t where = 0;
+    std::string e = try_read_page(index, out, where);
+    if (!e.empty()) throw Error(e, file_->path(), where);
+}
+
+}  // namespace xendump::kdump

@@ -1,0 +1,59 @@
+#include "kdump/selected_source.hpp"
+
+#include <string>
+
+#include "xendump/error.hpp"
+#include "xendump/format.hpp"
+
+namespace xendump::kdump {
+
+namespace {
+constexpr size_t kPage = format::kPageSize;
+}
+
+SelectedSource::SelectedSource(PageSource& base, const kernel::PageSelection& selection) : base_(base) {
+    const auto all = base.entries();
+    const bool zero = selection.level & kernel::kExcludeZero;
+    std::vector<std::byte> pages(zero ? preferred_batch() * kPage : 0);
+    std::vector<uint8_t> unreadable(zero ? preferred_batch() : 0);
+    for (size_t first = 0; first < all.size(); first += preferred_batch()) {
+        const size_t n = std::min(preferred_batch(), all.size() - first);
+        if (zero) base.read_pages(first, n, pages, unreadable);
+        for (size_t k = 0; k < n; ++k) {
+            const PageEntry& e = all[first + k];
+            // An unreadable page is zeros here: it is kept, and recorded so.
+            const bool keep = zero && !unreadable[k]
+                                  ? selection.keep_page(e.pfn, std::span(pages).subspan(k * kPage, kPage))
+                                  : selection.keep_pfn(e.pfn);
+            if (!keep) continue;
+            entries_.push_back(e);
+            index_.push_back(first + k);
+        }
+    }
+}
+
+void SelectedSource::read_pages(size_t first, size_t count, std::span<std::byte> out, std::span<uint8_t> unreadable) {
+    if (first > entries_.size() || entries_.size() - first < count || out.size() < count * kPage ||
+        unreadable.size() < count)
+        throw Error("read_pages: pages " + std::to_string(first) + "+" + std::to_string(count) +
+                    " are past the selection (" + std::to_string(entries_.size()) + " pages) or the buffers");
+    // Runs of pages that follow each other in the base are one read.
+    for (size_t k = 0; k < count;) {
+        size_t run = 1;
+        while (k + run < count && index_[first + k + run] == index_[first + k] + run) ++run;
+        base_.read_pages(index_[first + k], run, out.subspan(k * kPage, run * kPage), unreadable.subspan(k, run));
+        k += run;
+    }
+}
+
+kernel::PageSelection zero_pages_only(std::span<const PageEntry> entries, unsigned level, const std::string& why) {
+    kernel::PageSelection s;
+    s.requested_level = level;
+    s.level = level & kernel::kExcludeZero;
+    if (s.level != level) s.limits.push_back(why + ": level " + std::to_string(s.level) + " at most (zero pages)");
+    s.keep = kernel::PfnBitmap(entries.empty() ? 0 : entries.back().pfn + 1);
+    for (const auto& e : entries) s.keep.set(e.pfn);
+    return s;
+}
+
+}  // namespace xendump::kdump

@@ -1,0 +1,39 @@
+// The pages of a source that a dump level keeps (xendump/kernel/dump_level.hpp):
+// the pfns the selection keeps, less (bit 1) the pages that are all zero,
+// found in one pass over the source's pages before anything is written (a
+// compact file's layout is planned from its list of pages). What a compact
+// file of a selection is written from: its entries are the 2nd bitmap,
+// present() the 1st (KdumpOptions::present).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "xendump/kernel/dump_level.hpp"
+#include "xendump/page_source.hpp"
+
+namespace xendump::kdump {
+
+class SelectedSource : public PageSource {
+public:
+    // `base` outlives this. Reads every page `selection` keeps by pfn when
+    // it leaves zero pages out.
+    SelectedSource(PageSource& base, const kernel::PageSelection& selection);
+
+    std::span<const PageEntry> entries() const override { return entries_; }
+    std::span<const PageEntry> present() const { return base_.entries(); }
+    void read_pages(size_t first, size_t count, std::span<std::byte> out, std::span<uint8_t> unreadable) override;
+    size_t preferred_batch() const override { return 256; }
+
+private:
+    PageSource& base_;
+    std::vector<PageEntry> entries_;
+    std::vector<uint64_t> index_;  // each kept page's index in `base`
+};
+
+// A selection of `entries` at `level` made without the guest kernel (an
+// input the classifier cannot read): every page kept, bit 1 (zero pages)
+// at most, and a limit saying so.
+kernel::PageSelection zero_pages_only(std::span<const PageEntry> entries, unsigned level, const std::string& why);
+
+}  // namespace xendump::kdump

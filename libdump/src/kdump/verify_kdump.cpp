@@ -1,0 +1,189 @@
+// xen-dumpctl verify of a compact (kdump) file: the structure (bitmaps,
+// descriptors, notes against the header) and, reading every stored page
+// once, that it decompresses to a page and, with digests, that the pages in
+// pfn order match NT_XEN_DIGEST's chunk digests (so a flipped bit in a
+// compressed page, or a descriptor pointing at another page, is caught),
+// with the digests of the note area before the digest note and of the table.
+#include <xxhash.h>
+
+#include <cstring>
+
+#include "kdump/kdump_file.hpp"
+#include "kdump/note_area.hpp"
+#include "reader/check_error.hpp"
+#include "reader/checked.hpp"
+#include "reader/reader_impl.hpp"
+#include "stream_hash.hpp"
+
+namespace xendump::reader {
+
+namespace {
+
+constexpr uint64_t kPage = format::kPageSize;
+using Canonical = XXH128_canonical_t;
+
+void check_structure(const DumpReader::Impl& d, const kdump::KdumpFile& k, FindingList& out) {
+    // Stored (2nd bitmap) only what exists (1st), a block at a time.
+    const kdump::BitmapOnDisk& b1 = k.present_bitmap();
+    const kdump::BitmapOnDisk& b2 = k.stored_bitmap();
+    std::vector<std::byte> w1(kdump::BitmapOnDisk::kBlockBytes), w2(w1.size());
+    for (uint64_t at = 0; at < b2.bytes(); at += w1.size()) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(w1.size(), b2.bytes() - at));
+        b1.read(at, std::span(w1).first(n));
+        b2.read(at, std::span(w2).first(n));
+        for (size_t i = 0; i < n; ++i)
+            if ((w2[i] & ~w1[i]) != std::byte{0})
+                out.add({"kdump-bitmap", "2nd bitmap", b2.offset() + at + i,
+                         "pages stored (2nd bitmap) that do not exist (1st bitmap) around pfn " + hex((at + i) * 8)});
+    }
+    const uint64_t n = d.nr_entries();
+    if (d.header.xch_nr_pages != n)
+        out.add({"header-pages", "NT_XEN_HEADER note", d.notes_offset,
+                 "nr_pages " + std::to_string(d.header.xch_nr_pages) + " but the 2nd bitmap stores " +
+                     std::to_string(n) + " pages"});
+    if (static_cast<uint64_t>(k.header().nr_cpus) != d.vcpus.size())
+        out.add({"kdump-header", "disk_dump_header", offsetof(kdump::DiskDumpHeader, nr_cpus),
+                 "nr_cpus " + std::to_string(k.header().nr_cpus) + " but the notes hold " +
+                     std::to_string(d.vcpus.size()) + " vcpu contexts"});
+    const auto& sub = k.sub_header();
+    if (sub.size_vmcoreinfo != 0 &&
+        (!range_inside(sub.offset_vmcoreinfo, sub.size_vmcoreinfo, k.file().size()) ||
+         sub.offset_vmcoreinfo < sub.offset_note || sub.offset_vmcoreinfo - sub.offset_note > sub.size_note ||
+         sub.offset_note + sub.size_note - sub.offset_vmcoreinfo < sub.size_vmcoreinfo))
+        out.add({"kdump-notes", "kdump_sub_header", kdump::kBlockSize + offsetof(kdump::KdumpSubHeader, offset_vmcoreinfo),
+                 "offset_vmcoreinfo " + hex(sub.offset_vmcoreinfo) + " + size_vmcoreinfo " + hex(sub.size_vmcoreinfo) +
+                     " is not inside the note area"});
+    // A PV guest's table names each stored frame once (open checked that
+    // every frame it names is stored, and that there are as many).
+    if (d.type == format::GuestType::pv) {
+        const auto& x = d.gmfn_extents();
+        for (size_t i = 1; i < x.size(); ++i)
+            if (x[i - 1].end_max > x[i].gmfn)
+                out.add({"kdump-table", d.table_structure, d.table_offset + x[i].index * sizeof(PageEntry),
+                         "entry " + std::to_string(x[i].index) + ": machine frame " + hex(x[i].gmfn) +
+                             " is named by an earlier entry too"});
+    }
+    // The descriptors, a window at a time: data after the descriptors.
+    const uint64_t data_start = k.desc_offset() + n * sizeof(kdump::PageDesc);
+    std::vector<kdump::PageDesc> descs(4096);
+    for (uint64_t at = 0; at < n; at += descs.size()) {
+        const size_t m = static_cast<size_t>(std::min<uint64_t>(descs.size(), n - at));
+        k.file().read_exact(k.desc_offset() + at * sizeof(kdump::PageDesc),
+                            std::as_writable_bytes(std::span(descs).first(m)), "page descriptors");
+        for (size_t i = 0; i < m; ++i)
+            if (descs[i].offset < data_start)
+                out.add({"kdump-page", "page descriptor " + std::to_string(at + i),
+                         k.desc_offset() + (at + i) * sizeof(kdump::PageDesc),
+                         "data offset " + hex(descs[i].offset) + " is inside the headers, bitmaps or descriptors (before " +
+                             hex(data_start) + ")"});
+    }
+}
+
+// XXH3-128 of [offset, offset + size) of the file, read a window at a time.
+Canonical digest_of_range(const DumpFile& file, uint64_t offset, uint64_t size, const std::string& structure) {
+    StreamHash h;
+    std::vector<std::byte> w(1 << 20);
+    for (uint64_t at = 0; at < size; at += w.size()) {
+        const size_t m = static_cast<size_t>(std::min<uint64_t>(w.size(), size - at));
+        file.read_exact(offset + at, std::span(w).first(m), structure);
+        h.update(w.data(), m);
+    }
+    return h.finish_and_reset();
+}
+
+// The table as a v1 file stores it ({pfn, gmfn}; HVM and PVH: gmfn = pfn,
+// as the made table has it), a window at a time.
+Canonical digest_of_table(const DumpReader::Impl& d) {
+    StreamHash h;
+    std::vector<PageEntry> w(TableOnDisk::kWindow);
+    for (uint64_t at = 0; at < d.table.size(); at += w.size()) {
+        const size_t m = static_cast<size_t>(std::min<uint64_t>(w.size(), d.table.size() - at));
+        d.table.read(at, std::span(w).first(m));
+        h.update(w.data(), m * sizeof(PageEntry));
+    }
+    return h.finish_and_reset();
+}
+
+}  // namespace
+
+std::vector<Finding> check_kdump(const DumpReader::Impl& d, const VerifyOptions& options) {
+    std::vector<Finding> findings;
+    FindingList out(findings);
+    const kdump::KdumpFile& k = *d.kdump;
+    check_structure(d, k, out);
+
+    const bool digests = options.digests && d.digest;
+    const uint64_t n = d.nr_entries();
+    const Note* note = d.digest;
+    format::DigestDescHead head{};
+    uint64_t chunks = 0;
+    if (digests) {
+        if (note->desc.size() >= sizeof head) std::memcpy(&head, note->desc.data(), sizeof head);
+        chunks = head.chunk_pages ? (n + head.chunk_pages - 1) / head.chunk_pages : 0;
+        if (note->desc.size() < sizeof head || head.algorithm != format::kDigestXxh3_128 || head.chunk_pages == 0 ||
+            note->desc.size() != sizeof head + 16 * (chunks + 2)) {
+            out.add({"digest-format", "NT_XEN_DIGEST note", note->offset,
+                     "algorithm " + std::to_string(head.algorithm) + ", chunk_pages " + std::to_string(head.chunk_pages) +
+                         ", descsz " + std::to_string(note->desc.size()) + ": expected algorithm 1 (XXH3-128) and " +
+                         std::to_string(sizeof head + 16 * (chunks + 2)) + " bytes for " + std::to_string(n) + " pages"});
+            out.finish();
+            return findings;
+        }
+    }
+    auto stored = [&](uint64_t i) {
+        Canonical c;
+        std::memcpy(&c, note->desc.data() + sizeof head + 16 * i, sizeof c);
+        return c;
+    };
+    auto mismatch = [&](const std::string& what, uint64_t offset, uint64_t i, const std::string& detail) {
+        out.add({"digest-mismatch", what, offset,
+                 detail + " does not match its XXH3-128 digest (stored at " +
+                     hex(note->desc_offset + sizeof head + 16 * i) + ")"});
+    };
+
+    // Every page once: it must decompress; with digests, its bytes go to its chunk.
+    std::optional<ChunkedHash> hash;
+    if (digests) hash.emplace(uint64_t{head.chunk_pages} * kPage);
+    uint64_t chunk = 0, chunk_first = 0;
+    std::vector<std::byte> page(kPage);
+    auto close_chunk = [&](const Canonical& c) {
+        const Canonical want = stored(chunk);
+        if (std::memcmp(&c, &want, sizeof c) != 0) {
+            const uint64_t last = std::min(n, chunk_first + head.chunk_pages) - 1;
+            mismatch("page chunk [" + std::to_string(chunk) + "]", k.desc_offset() + chunk_first * sizeof(kdump::PageDesc),
+                     chunk, "pages " + std::to_string(chunk_first) + "-" + std::to_string(last) + " (pfns " +
+                                hex(d.pfn_of_index(chunk_first)) + "-" + hex(d.pfn_of_index(last)) + ")");
+        }
+        ++chunk;
+        chunk_first += head.chunk_pages;
+    };
+    // The table in pfn order, a window at a time: each page's descriptor.
+    std::vector<PageEntry> entries(TableOnDisk::kWindow);
+    for (uint64_t i = 0; i < n; ++i) {
+        if (i % entries.size() == 0)
+            d.table.read(i, std::span(entries).first(static_cast<size_t>(std::min<uint64_t>(entries.size(), n - i))));
+        uint64_t where = 0;
+        std::string e = k.try_read_page(d.kdump_desc(i, entries[i % entries.size()].gmfn), page, where);
+        if (!e.empty()) {
+            out.add({"kdump-page", "page " + std::to_string(i), where, e});
+            std::fill(page.begin(), page.end(), std::byte{0});
+        }
+        if (hash) hash->update(page.data(), kPage, close_chunk);
+        if (options.on_progress && (i % 4096 == 0 || i + 1 == n)) options.on_progress(i + 1, n);
+    }
+    if (hash && hash->pending()) close_chunk(hash->finish());
+    if (digests) {
+        // The note area up to the digest note, and the table as a v1 file stores it.
+        Canonical c = digest_of_range(*d.file, d.notes_offset, note->offset - d.notes_offset, "note area");
+        Canonical want = stored(chunks);
+        if (std::memcmp(&c, &want, sizeof c) != 0) mismatch("note area", d.notes_offset, chunks, "the note area");
+        c = digest_of_table(d);
+        want = stored(chunks + 1);
+        if (std::memcmp(&c, &want, sizeof c) != 0)
+            mismatch(d.table_structure, d.table_offset, chunks + 1, "the page table (bitmap and PFN->GMFN entries)");
+    }
+    out.finish();
+    return findings;
+}
+
+}  // namespace xendump::reader

@@ -1,0 +1,54 @@
+// Writes the kdump reader's fuzz seeds (fuzz/corpus/kdump) into a
+// directory: small compact files of every page compression, a PV guest's
+// (with its NT_XEN_P2M table) and one without digests.
+//   usage: gen-kdump-seeds DIR
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "xendump/kdump.hpp"
+#include "mixed_pages.hpp"
+
+using namespace xendump;
+
+namespace {
+
+// Mixed pages at pfns with holes; a PV guest's frames are not in pfn order.
+std::vector<PageEntry> seed_entries(bool pv) {
+    std::vector<PageEntry> list;
+    for (uint64_t pfn : {0, 1, 2, 5, 6, 9, 40}) list.push_back({pfn, pv ? 0x2000 - 3 * pfn : pfn});
+    return list;
+}
+
+DumpSpec seed_spec(format::GuestType type) {
+    DumpSpec spec;
+    spec.type = type;
+    spec.domain.set(keys::kDomid, "4");
+    spec.domain.set(keys::kName, "seed");
+    spec.domain.set(keys::kType, std::string(format::to_string(type)));
+    spec.vcpus.push_back({0, std::vector<std::byte>(format::kVcpuContextSize64, std::byte{1})});
+    spec.vmcoreinfo = "OSRELEASE=6.1.0\nPAGESIZE=4096\nSYMBOL(swapper_pg_dir)=ffffffff8260a000\n";
+    return spec;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: gen-kdump-seeds DIR\n");
+        return 2;
+    }
+    const std::filesystem::path dir = argv[1];
+    for (Compression c : {Compression::zstd, Compression::lz4, Compression::lzo, Compression::zlib, Compression::none}) {
+        test::MixedSource src(seed_entries(false));
+        write_kdump_file(dir / ("hvm-" + std::string(to_string(c)) + ".kdump"), seed_spec(format::GuestType::hvm), src,
+                         test::kdump_options(c, 1));
+    }
+    test::MixedSource pv(seed_entries(true));
+    write_kdump_file(dir / "pv-zstd.kdump", seed_spec(format::GuestType::pv), pv, test::kdump_options(Compression::zstd, 1));
+    test::MixedSource plain(seed_entries(false));
+    KdumpOptions o;
+    o.write.digests = false;
+    write_kdump_file(dir / "hvm-no-digests.kdump", seed_spec(format::GuestType::pvh), plain, o);
+    return 0;
+}

@@ -1,0 +1,198 @@
+// Issue 18 item 2, other people's readers on compact dumps of the real RAM
+// fixture (Debian 6.1 x86_64) as an HVM guest of the simulated host: crash
+// (sys, log, bt, no flags), libkdumpfile (every kept page by pfn) and
+// makedumpfile (--dump-dmesg, equal to xen-dumpctl dmesg); and crash on a
+// PV guest's compact dump (the xl dump-core fixture, converted), which it
+// reads as a Xen dom0's kdump file through the guest's p2m.
+// Each skips cleanly when its reader is not installed.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <fstream>
+#include <regex>
+
+#include "dump_support.hpp"
+#include "kdump/kdump_file.hpp"
+#include "reader/dump_file.hpp"
+#include "xendump/convert.hpp"
+#include "xendump/dump_kernel_log.hpp"
+#include "xendump/dumper.hpp"
+#include "xendump/kernel/dump_level.hpp"
+#include "xendump/reader.hpp"
+
+namespace xendump::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr uint32_t kDomid = 21;
+constexpr uint64_t kFixturePages = (128ULL << 20) / 4096;
+
+fs::path vmlinux() {
+    if (const char* env = std::getenv("XENDUMP_VMLINUX")) return env;
+    return "/usr/lib/debug/boot/vmlinux-6.1.0-57-amd64";
+}
+
+bool have(const std::string& program) { return run({"sh", "-c", "command -v " + program}).exit_code == 0; }
+
+// The fixture's RAM as a simulated HVM guest, dumped once per compression.
+struct Fixture {
+    TempDir dir;
+    fs::path image = dir / "linux.raw";
+    std::unique_ptr<sim::Host> host;
+
+    Fixture() {
+        RunResult r = run({"zstd", "-q", "-d", "-o", image.string(),
+                           (shared_dir() / "fixtures" / "linux-6.1-x86_64-128m.raw.zst").string()});
+        if (r.exit_code != 0) throw std::runtime_error("zstd: " + r.err);
+        json d = dump::hvm_domain(kDomid, "hvm", kFixturePages, json::array({json::array({0, 0x800000, kFixturePages})}));
+        d["memory"] = json{{"image", image.string()}};
+        host = std::make_unique<sim::Host>(dump::host_spec({d}));
+    }
+    fs::path dump(Compression c) {
+        const fs::path p = dir / ("linux-" + std::string(to_string(c)) + ".kdump");
+        if (!fs::exists(p)) {
+            DumpOptions opt;
+            opt.kdump = true;
+            opt.compression = c;
+            dump_domain_to_file(*host->hv, kDomid, p, opt);
+        }
+        return p;
+    }
+};
+
+Fixture& fixture() {
+    static Fixture f;
+    return f;
+}
+
+// The fixture guest dumped as v1, then converted at level 31: the compact
+// file keeps exactly the pages the classifier's estimate says level 31
+// keeps, each equal to the v1 file's, with no warning (the guest has
+// VMCOREINFO); its first bitmap names every page of the v1 file.
+TEST(KdumpLevels, ConvertAtLevel31KeepsWhatTheEstimateSays) {
+    Fixture& f = fixture();
+    const fs::path v1 = f.dir / "linux.v1.core", out = f.dir / "linux-d31.kdump";
+    if (!fs::exists(v1)) dump_domain_to_file(*f.host->hv, kDomid, v1, DumpOptions{});
+    DumpReader orig = DumpReader::open(v1);
+    const auto info = dump_vmcoreinfo(orig, false);
+    ASSERT_TRUE(info.has_value());
+    const kernel::DumpLevelEstimate e = kernel::estimate_dump_levels(dump_level_input(orig, &*info));
+    uint64_t want = 0;
+    for (const auto& l : e.levels)
+        if (l.level == 31) want = l.kept_pages;
+    ASSERT_GT(want, 0u);
+    ASSERT_LT(want, orig.nr_pages());
+
+    std::vector<std::string> warnings;
+    ConvertOptions co;
+    co.kdump = true;
+    co.dump_level = 31;
+    co.write.on_warning = [&](const std::string& w) { warnings.push_back(w); };
+    convert_file(v1, out, co);
+    EXPECT_TRUE(warnings.empty()) << warnings[0];
+    DumpReader c = DumpReader::open(out);
+    EXPECT_TRUE(c.verify().empty());
+    EXPECT_EQ(c.nr_pages(), want);
+    std::vector<std::byte> a(4096), b(4096);
+    for (uint64_t i = 0; i < c.nr_pages(); ++i) {
+        const PageEntry pe = c.entry(i);
+        ASSERT_TRUE(c.read_page_by_pfn(pe.pfn, b));
+        ASSERT_TRUE(orig.read_page_by_pfn(pe.pfn, a));
+        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), 4096)) << "pfn " << pe.pfn;
+    }
+    kdump::KdumpFile k(std::make_shared<reader::DumpFile>(out.string()));
+    EXPECT_EQ(k.sub_header().dump_level, 31);
+    EXPECT_EQ(k.present_bitmap().count(), orig.nr_pages());
+    std::cout << "[ measured ] level 31 keeps " << want << " of " << orig.nr_pages() << " pages; compact file "
+              << fs::file_size(out) << " bytes, v1 " << fs::file_size(v1) << " bytes\n";
+}
+
+RunResult crash_with(const fs::path& dump, const std::string& commands) {
+    TempDir dir;
+    const fs::path cmds = dir / "cmds";
+    std::ofstream(cmds) << commands << "quit\n";
+    return run({"timeout", "600", "crash", "-s", "-i", cmds.string(), vmlinux().string(), dump.string()});
+}
+
+TEST(KdumpInterop, CrashRunsSysLogAndBtWithoutFlags) {
+    if (!fs::exists(vmlinux())) GTEST_SKIP() << vmlinux() << " is not installed";
+    if (!have("crash")) GTEST_SKIP() << "crash is not installed";
+    RunResult r = crash_with(fixture().dump(Compression::zstd), "sys\nlog\nbt\n");
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("RELEASE: 6\\.1\\.0-57-amd64"))) << r.out;
+    EXPECT_NE(r.out.find("] Linux version 6.1.0-57-amd64"), std::string::npos) << r.out;  // log
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("#0 \\[[0-9a-f]+\\] \\w+ at ffffffff"))) << r.out;  // bt
+    EXPECT_EQ(r.err.find("read error"), std::string::npos) << r.err;
+}
+
+TEST(KdumpInterop, LibkdumpfileReadsEveryKeptPageByPfn) {
+    if (run({"/usr/bin/python3", "-c", "import kdumpfile"}).exit_code != 0)
+        GTEST_SKIP() << "python3-libkdumpfile is not installed";
+    for (Compression c : {Compression::zstd, Compression::lzo, Compression::zlib, Compression::none}) {
+        // The VGA hole (0xA0-0xBF) is not in an HVM guest's dump.
+        RunResult r = run({"/usr/bin/python3", (source_root() / "tests" / "kdump" / "kdumpfile_pages.py").string(),
+                           fixture().dump(c).string(), fixture().image.string(), "0xa0-0xbf"});
+        EXPECT_EQ(r.exit_code, 0) << to_string(c) << ": " << r.out << r.err;
+    }
+}
+
+TEST(KdumpInterop, MakedumpfileDmesgEqualsXenDumpctlDmesg) {
+    if (!have("makedumpfile")) GTEST_SKIP() << "makedumpfile is not installed";
+    // Debian 12's makedumpfile 1.7.2 reads zlib and lzo pages, not zstd.
+    for (Compression c : {Compression::zlib, Compression::lzo}) {
+        TempDir dir;
+        const fs::path theirs = dir / "makedumpfile.txt";
+        RunResult m = run({"makedumpfile", "--dump-dmesg", fixture().dump(c).string(), theirs.string()});
+        ASSERT_EQ(m.exit_code, 0) << to_string(c) << ": " << m.out << m.err;
+        RunResult ours = run({"xen-dumpctl", "dmesg", fixture().dump(c).string()});
+        ASSERT_EQ(ours.exit_code, 0) << ours.err;
+        std::ifstream f(theirs);
+        const std::string text{std::istreambuf_iterator<char>(f), {}};
+        EXPECT_FALSE(text.empty());
+        EXPECT_TRUE(text == ours.out) << to_string(c) << ": makedumpfile and xen-dumpctl dmesg differ";
+    }
+}
+
+TEST(KdumpInterop, XenDumpctlInfoAndVerify) {
+    const fs::path p = fixture().dump(Compression::zstd);
+    RunResult info = run({"xen-dumpctl", "info", p.string()});
+    ASSERT_EQ(info.exit_code, 0) << info.err;
+    EXPECT_NE(info.out.find("Format:       kdump"), std::string::npos) << info.out;
+    EXPECT_NE(info.out.find("Kernel:       6.1.0-57-amd64"), std::string::npos) << info.out;
+    RunResult verify = run({"xen-dumpctl", "verify", p.string()});
+    EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+    RunResult symbol = run({"xen-dumpctl", "symbol", p.string(), "linux_banner"});
+    EXPECT_EQ(symbol.exit_code, 0) << symbol.out << symbol.err;
+}
+
+// A PV guest: crash takes the compact file for a Xen dom0's kdump file
+// (pages filed by machine frame, XEN_ELFNOTE_CRASH_INFO naming the p2m's
+// frame-list list) and reads the guest through its own p2m. The guest did
+// not crash, so crash refuses a plain bt for its active task ("starting
+// backtrace locations of the active (non-crashing) xen tasks cannot be
+// determined") and bt -t is asked for instead.
+TEST(KdumpInterop, CrashRunsSysLogOnAPvGuestsCompactDump) {
+    if (!fs::exists(vmlinux())) GTEST_SKIP() << vmlinux() << " is not installed";
+    if (!have("crash")) GTEST_SKIP() << "crash is not installed";
+    TempDir dir;
+    const fs::path xl = dir / "xl-pv.core", kd = dir / "pv.kdump";
+    RunResult z = run({"zstd", "-q", "-d", "-o", xl.string(),
+                       (shared_dir() / "fixtures" / "xl-dump-core-pv-6.1-128m.core.zst").string()});
+    ASSERT_EQ(z.exit_code, 0) << z.err;
+    RunResult c = run({"xen-dump-convert", "-q", "--format", "kdump", "-o", kd.string(), xl.string()});
+    ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
+    EXPECT_EQ(DumpReader::open(kd).format(), FileFormat::kdump);
+    RunResult r = crash_with(kd, "sys\nlog\nbt -t\n");
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("RELEASE: 6\\.1\\.0-57-amd64"))) << r.out;
+    EXPECT_NE(r.out.find("] Linux version 6.1.0-57-amd64"), std::string::npos) << r.out;  // log
+    EXPECT_NE(r.out.find("START:"), std::string::npos) << r.out;                          // bt -t
+    EXPECT_EQ(r.err.find("read error"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace xendump::test

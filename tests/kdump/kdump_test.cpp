@@ -1,0 +1,518 @@
+// Issue 18 item 2: the compact (kdump) format. Dumps of simulated PV, PVH
+// and HVM guests written as compressed kdump files and read back page by
+// page through DumpReader; the same bytes whatever the number of threads;
+// pages that do not shrink stored raw; verify catching a flipped bit in a
+// compressed page, a truncated file and hostile headers.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "dump_support.hpp"
+#include "mixed_pages.hpp"
+#include "kdump/format.hpp"
+#include "kdump/kdump_file.hpp"
+#include "reader/dump_file.hpp"
+#include "xendump/convert.hpp"
+#include "xendump/dumper.hpp"
+#include "xendump/error.hpp"
+#include "xendump/kdump.hpp"
+#include "xendump/reader.hpp"
+
+namespace xendump::test {
+namespace {
+
+namespace fs = std::filesystem;
+using dump::json;
+
+std::string read_file(const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), {}};
+}
+
+json holey_extents(uint64_t base_mfn) {
+    return json::array({json::array({0, base_mfn, 160}), json::array({256, base_mfn + 1000, 3000}),
+                        json::array({3300, base_mfn + 5000, 1}), json::array({3302, base_mfn + 6000, 700})});
+}
+
+struct Case {
+    std::string name;
+    json domain;
+};
+std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
+
+std::vector<Case> cases() {
+    return {
+        {"pv64", dump::pv_domain(7, 8, "tree", 4200, holey_extents(0x100000))},
+        {"pv32", dump::pv_domain(8, 4, "linear", 4200, holey_extents(0x50000))},
+        {"hvm", dump::hvm_domain(12, "hvm", 0x1800,
+                                 json::array({json::array({0, 0x400000, 0xA0}), json::array({0xC0, 0x4000C0, 0x1000}),
+                                              json::array({0x1400, 0x401400, 0x400})}))},
+        {"pvh", dump::hvm_domain(13, "pvh", 0x1800,
+                                 json::array({json::array({0, 0x500000, 0x800}), json::array({0x1000, 0x501000, 0x800})}))},
+    };
+}
+
+class KdumpGuest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(KdumpGuest, EveryPageEqualsTheGuest) {
+    const Case& c = GetParam();
+    sim::Host host(dump::host_spec({c.domain}));
+    const uint32_t domid = c.domain.at("domid");
+    const auto expected = dump::expected_pages(c.domain);
+    TempDir out;
+    const fs::path path = out / "guest.kdump";
+    DumpOptions opt;
+    opt.kdump = true;
+    DumpResult res = dump_domain_to_file(*host.hv, domid, path, opt);
+    EXPECT_EQ(res.nr_pages, expected.size());
+    const bool pv = c.domain.at("type") == "pv";
+    dump::check_dump_against_host(path, host, domid, expected, pv);
+    DumpReader r = DumpReader::open(path);
+    EXPECT_EQ(r.format(), FileFormat::kdump);
+    EXPECT_EQ(r.type(), format::guest_type_from_string(c.domain.at("type").get<std::string>()));
+    EXPECT_EQ(r.guest_width(), c.domain.value("guest_width", 8u));
+    EXPECT_EQ(r.domain().get(keys::kDomid), std::to_string(domid));
+    EXPECT_TRUE(r.has_digests());
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, KdumpGuest, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(Kdump, FileOutputOnly) {
+    json dom = dump::pv_domain(7, 8, "tree", 4200, holey_extents(0x100000));
+    sim::Host host(dump::host_spec({dom}));
+    DumpOptions opt;
+    opt.kdump = true;
+    EXPECT_THROW(dump_domain_to_fd(*host.hv, 7, 1, false, opt), Error);
+}
+
+// A guest of compressible, incompressible and zero pages, with holes.
+std::vector<PageEntry> mixed_entries() {
+    std::vector<PageEntry> list;
+    for (uint64_t pfn = 0; pfn < 3000; ++pfn)
+        if (pfn % 700 != 5) list.push_back({pfn, pfn});
+    return list;
+}
+
+struct MixedGuest : MixedSource {
+    MixedGuest() : MixedSource(mixed_entries()) {}
+};
+
+DumpSpec mixed_spec(format::GuestType type = format::GuestType::hvm) {
+    DumpSpec spec;
+    spec.type = type;
+    spec.domain.set(keys::kDomid, "3");
+    spec.domain.set(keys::kName, "mixed");
+    spec.domain.set(keys::kType, std::string(format::to_string(type)));
+    spec.domain.set(keys::kTime, "2025-06-01T10:15:00Z");
+    spec.vcpus.push_back({0, std::vector<std::byte>(format::kVcpuContextSize64, std::byte{7})});
+    spec.vmcoreinfo =
+        "OSRELEASE=6.1.0-test\nPAGESIZE=4096\nSYMBOL(swapper_pg_dir)=ffffffff8260a000\nNUMBER(phys_base)=16777216\n";
+    return spec;
+}
+
+TEST(Kdump, SameBytesWhateverTheThreadCountForEveryAlgorithm) {
+    TempDir dir;
+    for (Compression c : {Compression::zstd, Compression::lz4, Compression::lzo, Compression::zlib, Compression::none}) {
+        SCOPED_TRACE(std::string(to_string(c)));
+        std::string first;
+        for (unsigned threads : {1u, 3u}) {
+            MixedGuest src;
+            const fs::path p = dir / (std::string(to_string(c)) + std::to_string(threads));
+            write_kdump_file(p, mixed_spec(), src, test::kdump_options(c, threads));
+            const std::string bytes = read_file(p);
+            if (first.empty())
+                first = bytes;
+            else
+                EXPECT_TRUE(bytes == first) << "threads change the output";
+            DumpReader r = DumpReader::open(p);
+            EXPECT_TRUE(r.verify().empty());
+            MixedGuest want;
+            std::vector<std::byte> a(4096), b(4096);
+            std::vector<uint8_t> un(1);
+            ASSERT_EQ(r.nr_pages(), want.list.size());
+            for (size_t i = 0; i < want.list.size(); ++i) {
+                want.read_pages(i, 1, a, un);
+                ASSERT_TRUE(r.read_page_by_pfn(want.list[i].pfn, b));
+                ASSERT_EQ(0, std::memcmp(a.data(), b.data(), 4096)) << "pfn " << want.list[i].pfn;
+            }
+            EXPECT_FALSE(r.read_page_by_pfn(5, b));     // a hole
+            EXPECT_FALSE(r.read_page_by_pfn(3000, b));  // past the end
+        }
+    }
+}
+
+TEST(Kdump, HeaderFollowsMakedumpfile) {
+    TempDir dir;
+    MixedGuest src;
+    const fs::path p = dir / "k";
+    write_kdump_file(p, mixed_spec(), src, test::kdump_options(Compression::zstd, 2));
+    auto f = std::make_shared<reader::DumpFile>(p.string());
+    kdump::KdumpFile k(f);
+    EXPECT_EQ(std::string(k.header().signature, 8), "KDUMP   ");
+    EXPECT_EQ(k.header().header_version, 6);
+    EXPECT_EQ(k.header().block_size, 4096);
+    EXPECT_EQ(k.header().status, kdump::kFlagZstd);
+    EXPECT_EQ(k.header().nr_cpus, 1);
+    EXPECT_EQ(k.header().tv_sec, 1748772900);
+    EXPECT_STREQ(k.header().utsname.machine, "x86_64");
+    EXPECT_STREQ(k.header().utsname.release, "6.1.0-test");
+    EXPECT_EQ(k.sub_header().max_mapnr_64, 3000u);
+    EXPECT_EQ(k.sub_header().phys_base, 16777216u);
+    // The VMCOREINFO text is where the sub header says, inside the note area.
+    std::string text(k.sub_header().size_vmcoreinfo, '\0');
+    f->read_exact(k.sub_header().offset_vmcoreinfo, std::as_writable_bytes(std::span(text)), "vmcoreinfo");
+    EXPECT_EQ(text, *mixed_spec().vmcoreinfo);
+    // Zero pages share one raw page; random pages are stored raw; patterns compressed.
+    uint64_t zero_offset = 0;
+    for (uint64_t i = 0; i < k.stored_pages(); ++i) {
+        const uint64_t pfn = k.stored_bitmap().select(i);
+        const kdump::PageDesc d = k.descriptor(i);
+        if (pfn % 3 == 0) {
+            if (!zero_offset) zero_offset = d.offset;
+            EXPECT_EQ(d.offset, zero_offset);
+            EXPECT_EQ(d.size, 4096u);
+            EXPECT_EQ(d.flags, 0u);
+        } else if (pfn % 3 == 1) {
+            EXPECT_EQ(d.size, 4096u) << "pfn " << pfn;
+            EXPECT_EQ(d.flags, 0u) << "pfn " << pfn;
+        } else {
+            EXPECT_LT(d.size, 4096u) << "pfn " << pfn;
+            EXPECT_EQ(d.flags, kdump::kFlagZstd) << "pfn " << pfn;
+        }
+    }
+    EXPECT_TRUE(k.present_bitmap().test(4));
+    EXPECT_FALSE(k.present_bitmap().test(5));
+}
+
+// The digests are of the uncompressed pages: a flipped bit in a compressed
+// page is caught, named with the file offset of the page.
+TEST(Kdump, VerifyCatchesAFlippedBitInACompressedPage) {
+    TempDir dir;
+    MixedGuest src;
+    const fs::path p = dir / "k";
+    write_kdump_file(p, mixed_spec(), src, test::kdump_options(Compression::zstd, 2));
+    uint64_t at = 0;
+    {
+        kdump::KdumpFile k(std::make_shared<reader::DumpFile>(p.string()));
+        uint64_t i = 1000;
+        while (k.descriptor(i).flags != kdump::kFlagZstd) ++i;
+        const kdump::PageDesc d = k.descriptor(i);
+        at = d.offset + d.size / 2;
+    }
+    ASSERT_TRUE(DumpReader::verify_file(p).empty());
+    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(at));
+    char byte = 0;
+    f.read(&byte, 1);
+    byte ^= 0x10;
+    f.seekp(static_cast<std::streamoff>(at));
+    f.write(&byte, 1);
+    f.close();
+    const auto findings = DumpReader::verify_file(p);
+    ASSERT_FALSE(findings.empty());
+    bool named = false;
+    for (const auto& x : findings) {
+        if (x.check == "digest-mismatch" || x.check == "kdump-page") named = true;
+        EXPECT_FALSE(x.message.empty());
+    }
+    EXPECT_TRUE(named) << findings[0].check << ": " << findings[0].message;
+}
+
+TEST(Kdump, VerifyNamesTheFileAndOffsetOfATruncatedFile) {
+    TempDir dir;
+    MixedGuest src;
+    const fs::path p = dir / "k";
+    write_kdump_file(p, mixed_spec(), src, test::kdump_options(Compression::lz4, 2));
+    const auto size = fs::file_size(p);
+    fs::resize_file(p, size - 100);
+    const auto findings = DumpReader::verify_file(p);
+    ASSERT_EQ(findings.size(), 1u);
+    EXPECT_EQ(findings[0].check, "kdump-notes");
+    EXPECT_NE(findings[0].message.find("past the end of the file"), std::string::npos) << findings[0].message;
+    try {
+        DumpReader::open(p);
+        FAIL() << "a truncated file opened";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(p.string()), std::string::npos) << e.what();
+        EXPECT_TRUE(e.offset().has_value());
+    }
+    // Cut inside the page data: the pages past the end are named.
+    fs::resize_file(p, 2 * 4096 + 4096 * 2 + 3000 * 24 + 8192);
+    EXPECT_FALSE(DumpReader::verify_file(p).empty());
+}
+
+TEST(Kdump, HostileHeadersAreRefusedWithTheirOffset) {
+    TempDir dir;
+    MixedGuest src;
+    const fs::path good = dir / "k";
+    write_kdump_file(good, mixed_spec(), src, test::kdump_options(Compression::zlib, 1));
+    const std::string bytes = read_file(good);
+    struct Edit {
+        size_t at;
+        uint64_t value;
+        size_t width;
+        std::string check;
+    };
+    const std::vector<Edit> edits = {
+        {offsetof(kdump::DiskDumpHeader, block_size), 512, 4, "kdump-header"},
+        {offsetof(kdump::DiskDumpHeader, bitmap_blocks), 0xfffffffe, 4, "kdump-bitmap"},
+        {offsetof(kdump::DiskDumpHeader, sub_hdr_size), 0x7fffffff, 4, "kdump-bitmap"},
+        {4096 + offsetof(kdump::KdumpSubHeader, max_mapnr_64), ~0ull, 8, "kdump-bitmap"},
+        {4096 + offsetof(kdump::KdumpSubHeader, offset_note), ~0ull - 10, 8, "kdump-notes"},
+        {4096 + offsetof(kdump::KdumpSubHeader, size_note), 1ull << 40, 8, "kdump-notes"},
+    };
+    for (const auto& e : edits) {
+        std::string copy = bytes;
+        std::memcpy(copy.data() + e.at, &e.value, e.width);
+        const fs::path p = dir / "bad";
+        std::ofstream(p, std::ios::binary | std::ios::trunc).write(copy.data(), static_cast<std::streamsize>(copy.size()));
+        const auto findings = DumpReader::verify_file(p);
+        ASSERT_EQ(findings.size(), 1u) << e.check;
+        EXPECT_EQ(findings[0].check, e.check) << findings[0].message;
+    }
+}
+
+TEST(Kdump, UnreadablePagesAreListedAndStoredAsZeros) {
+    TempDir dir;
+    PatternPageSource src({{1, 1}, {2, 2}, {3, 3}, {9, 9}});
+    src.unreadable_pfns = {2};
+    const fs::path p = dir / "k";
+    write_kdump_file(p, mixed_spec(), src, test::kdump_options(Compression::lzo, 2));
+    DumpReader r = DumpReader::open(p);
+    EXPECT_EQ(r.unreadable_pfns(), std::vector<uint64_t>{2});
+    std::vector<std::byte> page(4096, std::byte{1});
+    ASSERT_TRUE(r.read_page_by_pfn(2, page));
+    EXPECT_TRUE(std::all_of(page.begin(), page.end(), [](std::byte b) { return b == std::byte{0}; }));
+    EXPECT_TRUE(r.verify().empty());
+}
+
+TEST(Kdump, WithoutDigestsVerifyNeedsAllowNoDigests) {
+    TempDir dir;
+    MixedGuest src;
+    const fs::path p = dir / "k";
+    KdumpOptions o;
+    o.write.digests = false;
+    write_kdump_file(p, mixed_spec(), src, o);
+    const auto rep = DumpReader::verify_file_report(p);
+    EXPECT_EQ(rep.digests, DigestCheck::absent);
+    ASSERT_EQ(rep.findings.size(), 1u);
+    EXPECT_EQ(rep.findings[0].check, "digests-absent");
+    VerifyOptions allow;
+    allow.allow_no_digests = true;
+    EXPECT_TRUE(DumpReader::verify_file(p, allow).empty());
+}
+
+// A PV guest's pages are filed by machine frame (crash reads the file as a
+// Xen dom0's kdump file); frames that fall as the pfns rise take the
+// scattered descriptor path, and the pages still read back by pfn and gmfn.
+TEST(Kdump, PvPagesAreFiledByMachineFrame) {
+    std::vector<PageEntry> list;
+    for (uint64_t pfn = 0; pfn < 700; ++pfn) list.push_back({pfn, 0x90000 - 2 * pfn});
+    MixedSource src(list);
+    DumpSpec spec = mixed_spec(format::GuestType::pv);
+    std::vector<std::byte> shared(format::kSharedInfoSize);
+    const uint64_t frame_list_list = 0x12345;
+    std::memcpy(shared.data() + 3088 + 8, &frame_list_list, 8);  // arch.pfn_to_mfn_frame_list_list
+    spec.shared_info = shared;
+    TempDir dir;
+    const fs::path p = dir / "pv";
+    write_kdump_file(p, spec, src, test::kdump_options(Compression::zstd, 2));
+
+    kdump::KdumpFile k(std::make_shared<reader::DumpFile>(p.string()));
+    ASSERT_EQ(k.stored_pages(), list.size());
+    EXPECT_EQ(k.stored_bitmap().select(0), 0x90000 - 2 * 699);  // the bitmap holds machine frames
+    EXPECT_EQ(k.sub_header().max_mapnr_64, 0x90001u);
+    const reader::Note* info = k.notes().find("Xen", 0x1000001);
+    ASSERT_NE(info, nullptr);
+    uint64_t last = 0;
+    std::memcpy(&last, info->desc.data() + info->desc.size() - 8, 8);
+    EXPECT_EQ(last, frame_list_list);
+
+    DumpReader r = DumpReader::open(p);
+    EXPECT_TRUE(r.verify().empty());
+    std::vector<std::byte> want(4096), got(4096);
+    for (const auto& e : list) {
+        fill_mixed_page(e.pfn, want.data());
+        ASSERT_TRUE(r.read_page_by_pfn(e.pfn, got));
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), 4096)) << "pfn " << e.pfn;
+        ASSERT_TRUE(r.read_page_by_gmfn(e.gmfn, got));
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), 4096)) << "gmfn " << e.gmfn;
+    }
+    EXPECT_FALSE(r.read_page_by_pfn(700, got));
+}
+
+// A PV guest's table (the NT_XEN_P2M note, read where it lies) against the
+// 2nd bitmap: a frame the bitmap does not store and falling pfns are refused
+// at open, a frame named twice is a verify finding; each names the entry's
+// offset in the note.
+TEST(Kdump, HostilePvTablesAreFoundWithTheirOffset) {
+    std::vector<PageEntry> list;
+    for (uint64_t pfn = 0; pfn < 700; ++pfn) list.push_back({pfn, 0x90000 - 2 * pfn});
+    MixedSource src(list);
+    TempDir dir;
+    const fs::path good = dir / "pv";
+    KdumpOptions o;
+    o.write.digests = false;  // the edits are found by the structure, not the table's digest
+    write_kdump_file(good, mixed_spec(format::GuestType::pv), src, o);
+    uint64_t table = 0;
+    {
+        kdump::KdumpFile k(std::make_shared<reader::DumpFile>(good.string()));
+        const reader::Note* t = k.notes().find("XEN CORE", format::kNtXenP2m);
+        ASSERT_NE(t, nullptr);
+        EXPECT_TRUE(t->desc.empty());  // left on disk
+        table = t->desc_offset;
+    }
+    const std::string bytes = read_file(good);
+    struct Edit {
+        const char* what;
+        uint64_t entry;
+        bool gmfn;         // the entry's gmfn, else its pfn
+        uint64_t value;
+        bool at_open;      // refused by open, else a verify finding
+    };
+    const Edit edits[] = {
+        {"frame not stored", 5, true, 0x90000 - 1, true},
+        {"pfns fall", 5, false, 2, true},
+        {"frame named twice", 1, true, 0x90000, false},
+    };
+    VerifyOptions allow;
+    allow.allow_no_digests = true;
+    for (const auto& e : edits) {
+        SCOPED_TRACE(e.what);
+        std::string copy = bytes;
+        const uint64_t at = table + e.entry * sizeof(PageEntry) + (e.gmfn ? 8 : 0);
+        std::memcpy(copy.data() + at, &e.value, 8);
+        const fs::path p = dir / "bad";
+        std::ofstream(p, std::ios::binary | std::ios::trunc).write(copy.data(), static_cast<std::streamsize>(copy.size()));
+        if (e.at_open) {
+            EXPECT_THROW(DumpReader::open(p), Error);
+        }
+        const auto findings = DumpReader::verify_file(p, allow);
+        ASSERT_FALSE(findings.empty());
+        EXPECT_EQ(findings[0].check, "kdump-table") << findings[0].message;
+        EXPECT_EQ(findings[0].offset, table + e.entry * sizeof(PageEntry)) << findings[0].message;
+    }
+    EXPECT_TRUE(DumpReader::verify_file(good, allow).empty());
+}
+
+// The command lines: xen-dumpd --format kdump --compress ALG, refused on
+// standard output; xen-dump-convert --format kdump turns a v1 file into a
+// compact one that keeps the dump's own keys and names its source.
+TEST(KdumpCli, DumpdAndConvertWriteCompactFilesThatVerify) {
+    json dom = dump::pv_domain(7, 8, "tree", 4200, holey_extents(0x100000));
+    sim::Host host(dump::host_spec({dom}));
+    TempDir out;
+    const fs::path kd = out / "a.kdump", v1 = out / "a.core", conv = out / "b.kdump";
+    RunResult r = run({"xen-dumpd", "--host", host.host(), "--domain", "7", "-q", "--format", "kdump", "--compress",
+                       "lz4", "-o", kd.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    DumpReader k = DumpReader::open(kd);
+    EXPECT_EQ(k.format(), FileFormat::kdump);
+    EXPECT_TRUE(k.verify().empty());
+    r = run({"xen-dumpd", "--host", host.host(), "--domain", "7", "--format", "kdump", "-o", "-"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    r = run({"xen-dumpd", "--host", host.host(), "--domain", "7", "--compress", "zlib", "-o", v1.string()});
+    EXPECT_EQ(r.exit_code, 2) << "--compress without --format kdump: " << r.err;
+
+    r = run({"xen-dumpd", "--host", host.host(), "--domain", "7", "-q", "-o", v1.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = run({"xen-dump-convert", "-q", "--format", "kdump", "--compress", "zlib", "-o", conv.string(), v1.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    DumpReader c = DumpReader::open(conv);
+    DumpReader orig = DumpReader::open(v1);
+    EXPECT_EQ(c.format(), FileFormat::kdump);
+    EXPECT_TRUE(c.verify().empty());
+    EXPECT_EQ(c.domain().get(keys::kTime), orig.domain().get(keys::kTime));
+    EXPECT_EQ(c.domain().get(keys::kReason), orig.domain().get(keys::kReason));
+    EXPECT_EQ(c.domain().get(keys::kSource), "v1:a.core");
+    ASSERT_EQ(c.nr_pages(), orig.nr_pages());
+    std::vector<std::byte> a(4096), b(4096);
+    for (size_t i = 0; i < orig.entries().size(); i += 97) {
+        const PageEntry e = orig.entries()[i];
+        ASSERT_TRUE(orig.read_page_by_pfn(e.pfn, a));
+        ASSERT_TRUE(c.read_page_by_gmfn(e.gmfn, b));
+        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), 4096)) << "pfn " << e.pfn;
+    }
+}
+
+// --dump-level on the command line of xen-dump-convert: 0-31, with
+// --format kdump only; each refused line exits 2 naming the option.
+TEST(KdumpCli, DumpLevelIsCheckedOnTheCommandLine) {
+    TempDir out;
+    struct Line {
+        std::vector<std::string> args;
+        const char* says;
+    };
+    const Line lines[] = {
+        {{"--dump-level", "31"}, "--dump-level needs --format kdump"},
+        {{"--format", "kdump", "--dump-level", "32"}, "--dump-level wants a number from 0 to 31"},
+        {{"--format", "kdump", "--dump-level", "-1"}, "--dump-level wants a number from 0 to 31"},
+        {{"--format", "kdump", "--dump-level=3x"}, "--dump-level wants a number from 0 to 31"},
+    };
+    for (const auto& l : lines) {
+        std::vector<std::string> argv = {"xen-dump-convert", "-n"};
+        argv.insert(argv.end(), l.args.begin(), l.args.end());
+        argv.push_back((out / "in.core").string());
+        RunResult r = run(argv);
+        EXPECT_EQ(r.exit_code, 2) << l.says;
+        EXPECT_NE(r.err.find(l.says), std::string::npos) << r.err;
+    }
+}
+
+// A guest without VMCOREINFO gets level 1 at most, and the converter says
+// so: its zero pages are left out, every other page kept as it was; the
+// first bitmap still names every page, the sub header the level applied.
+TEST(Kdump, DumpLevelWithoutVmcoreinfoIsLevelOneWithAWarning) {
+    TempDir dir;
+    MixedGuest src;
+    DumpSpec spec = mixed_spec();
+    spec.vmcoreinfo.reset();
+    const fs::path v1 = dir / "v1.core", out = dir / "out.kdump";
+    write_dump_file(v1, spec, src);
+    std::vector<std::string> warnings;
+    ConvertOptions co;
+    co.kdump = true;
+    co.dump_level = 31;
+    co.write.on_warning = [&](const std::string& w) { warnings.push_back(w); };
+    convert_file(v1, out, co);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("dump level 1 instead of 31"), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find(v1.string()), std::string::npos) << warnings[0];
+
+    DumpReader r = DumpReader::open(out);
+    EXPECT_TRUE(r.verify().empty());
+    uint64_t nonzero = 0;
+    std::vector<std::byte> want(4096), got(4096);
+    for (const auto& e : src.list) {
+        const bool kept = r.read_page_by_pfn(e.pfn, got);
+        EXPECT_EQ(kept, e.pfn % 3 != 0) << "pfn " << e.pfn;
+        if (!kept) continue;
+        ++nonzero;
+        fill_mixed_page(e.pfn, want.data());
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), 4096)) << "pfn " << e.pfn;
+    }
+    EXPECT_EQ(r.nr_pages(), nonzero);
+    kdump::KdumpFile k(std::make_shared<reader::DumpFile>(out.string()));
+    EXPECT_EQ(k.sub_header().dump_level, 1);
+    EXPECT_EQ(k.present_bitmap().count(), src.list.size());
+    EXPECT_EQ(k.stored_pages(), nonzero);
+}
+
+TEST(Kdump, NeverReplacesAFile) {
+    TempDir dir;
+    MixedGuest src;
+    const fs::path p = dir / "k";
+    std::ofstream(p) << "keep";
+    EXPECT_THROW(write_kdump_file(p, mixed_spec(), src), Error);
+    EXPECT_EQ(read_file(p), "keep");
+}
+
+}  // namespace
+}  // namespace xendump::test
