@@ -33,6 +33,13 @@ std::vector<std::byte> canonical(XXH128_hash_t h) {
 }
 }  // namespace
 
+std::vector<uint64_t> pfns_with_holes(uint64_t count) {
+    std::vector<uint64_t> v;
+    for (uint64_t pfn = 0; v.size() < count; ++pfn)
+        if (pfn % 5 != 3) v.push_back(pfn);
+    return v;
+}
+
 std::vector<PageEntry> entries_for(const std::vector<uint64_t>& pfns, format::GuestType type) {
     std::vector<PageEntry> out;
     for (uint64_t pfn : pfns)

@@ -22,6 +22,9 @@ namespace xendump::test {
 // HVM/PVH gmfn == pfn.
 std::vector<PageEntry> entries_for(const std::vector<uint64_t>& pfns, format::GuestType type);
 
+// The first `count` pfns from 0 but one in five (pfn % 5 == 3): many runs.
+std::vector<uint64_t> pfns_with_holes(uint64_t count);
+
 // A spec with `nr_vcpus` contexts of the native size, a Xen version, domain
 // keys and (PV) a shared_info page.
 DumpSpec make_spec(format::GuestType type, unsigned guest_width, unsigned nr_vcpus);

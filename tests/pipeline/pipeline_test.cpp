@@ -52,14 +52,6 @@ std::vector<std::byte> through_pipe(const DumpSpec& spec, PageSource& source, co
     return out;
 }
 
-// Every pfn but one in five: many runs.
-std::vector<uint64_t> pfns_with_holes(uint64_t count) {
-    std::vector<uint64_t> v;
-    for (uint64_t pfn = 0; v.size() < count; ++pfn)
-        if (pfn % 5 != 3) v.push_back(pfn);
-    return v;
-}
-
 // A pattern source read in batches of `batch` pages.
 class BatchedSource : public PatternPageSource {
 public:

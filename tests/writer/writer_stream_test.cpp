@@ -58,13 +58,6 @@ std::vector<std::byte> write_through_pipe(const DumpSpec& spec, PageSource& sour
     return got;
 }
 
-std::vector<uint64_t> pfns_with_holes(uint64_t count) {
-    std::vector<uint64_t> v;
-    for (uint64_t pfn = 0; v.size() < count; ++pfn)
-        if (pfn % 5 != 3) v.push_back(pfn);
-    return v;
-}
-
 class PipeEqualsFile : public ::testing::TestWithParam<GuestType> {};
 
 TEST_P(PipeEqualsFile, SameBytes) {
