@@ -11,8 +11,10 @@ holes left as holes) and its present pfn ranges, from the plain ELF vmcore
 `xen-dumpctl dump` writes of a dump (the project's reader does the reading:
 any dump it opens, v1 or compact, can be turned into a simulated guest).
 """
+import array
 import os
 import random
+import sys
 import struct
 
 PAGE = 4096
@@ -27,6 +29,8 @@ def write_xl_core(path, nr_pages, data_pages=256, nr_vcpus=2, seed=5):
     """An xl dump-core file of an HVM guest with pfns 0 .. nr_pages-1, the
     first data_pages of them filled with seeded random bytes, the others zero
     (a hole in the file). Written to path + ".part", then renamed."""
+    if sys.byteorder != "little" or array.array("Q").itemsize != 8:
+        raise SystemExit("write_xl_core: needs a little-endian host with 8-byte array 'Q' items")
     ctx = 5168
     version = bytearray(1280)
     struct.pack_into("<QQ", version, 0, 4, 17)
@@ -69,7 +73,7 @@ def write_xl_core(path, nr_pages, data_pages=256, nr_vcpus=2, seed=5):
         chunk = 1 << 20
         for first in range(0, nr_pages, chunk):
             n = min(chunk, nr_pages - first)
-            f.write(struct.pack("<%dQ" % n, *range(first, first + n)))
+            f.write(array.array("Q", range(first, first + n)).tobytes())
         f.flush()
         os.fsync(f.fileno())
     os.rename(part, path)
