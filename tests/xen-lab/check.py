@@ -230,7 +230,8 @@ def check_guest(name, args, env, tools):
         row["verify"] = "ok" if rc == 0 else f"FAIL({rc})"
         if rc != 0:
             problems.append(f"{name}: xen-dumpctl verify rc {rc}: {tail(os.path.join(out, name + '-verify.log'))}")
-        check_kernel(name, ours_path, tools, out, row, problems)
+        k = check_kernel(name, ours_path, tools, out, row, problems)
+        check_compact(name, ours, k, tools, out, row, problems)
     if ours and xl:
         compared, equal = compare(xl, ours, problems, f"{name} xl vs ours")
         row["equal/compared"] = f"{equal}/{compared}"
@@ -399,9 +400,9 @@ def check_kernel(name, path, tools, out, row, problems):
     if not k.get("found") or not k.get("vmcoreinfo"):
         problems.append(f"{name}: no guest kernel / VMCOREINFO found in our dump")
         row["kernel"] = "none"
-        return
+        return None
     row["kernel"] = f"{k.get('release', '?')} off {k.get('kernel_offset', '?')}"
-    row["dmesg"] = check_dmesg(name, path, tools, out, problems, pv=name.startswith("pv") and name != "pvh")
+    row["dmesg"] = check_dmesg(name, path, tools, out, problems, pv=not makedumpfile_reads(path))
     if not k.get("symbols"):
         problems.append(f"{name}: kallsyms not found in our dump")
     ips = k.get("vcpu_ips") or []
@@ -428,12 +429,13 @@ def check_kernel(name, path, tools, out, row, problems):
         row["drgn"] = d.stdout.strip() or "FAIL"
         if d.returncode != 0 or d.stdout.strip() != "Linux":
             problems.append(f"{name}: drgn could not read init_uts_ns: {d.stderr.strip()[-300:]}")
+    return k
 
 
 def check_dmesg(name, path, tools, out, problems, pv=False, must_show=None):
     """Issue 20: `xen-dumpctl dmesg` prints the guest's kernel log from our
     dump, line for line as `makedumpfile --dump-dmesg` does (which reads
-    PVH/HVM dumps; not PV ones, whose program headers follow the sections)."""
+    PVH/HVM dumps, and PV ones that have makedumpfile's view; `pv` set: skip it)."""
     log = os.path.join(out, f"{name}-dmesg.txt")
     r = subprocess.run([tools["xen-dumpctl"], "dmesg", path], capture_output=True, text=True, errors="replace")
     with open(log, "w") as f:
@@ -606,15 +608,19 @@ def check_panic_backtrace(name, path, tools, out, problems):
 
 
 def check_crash(name, path, vmlinux, release, out, problems):
+    """See crash_sys_log_bt; the log is NAME-crash.log."""
+    return crash_sys_log_bt(name, path, vmlinux, release, os.path.join(out, f"{name}-crash"), problems)
+
+
+def crash_sys_log_bt(name, path, vmlinux, release, stem, problems, bt="bt"):
     """crash opens our dump with the guest's vmlinux and runs sys, log and bt:
     PVH/HVM through its ELF reader (KASLR from VMCOREINFO, no flag), PV through its Xen
     dump reader (the program headers follow the section headers)."""
     if not shutil.which("crash"):
         return "-"
-    cmds = os.path.join(out, f"{name}-crash.cmds")
+    cmds, log = stem + ".cmds", stem + ".log"
     with open(cmds, "w") as f:
-        f.write("sys\nlog\nbt\nquit\n")
-    log = os.path.join(out, f"{name}-crash.log")
+        f.write(f"sys\nlog\n{bt}\nquit\n")
     try:
         # No --kaslr=auto: crash must find a KASLR guest's offset by itself.
         r = subprocess.run(["crash", "-s", "-i", cmds, vmlinux, path],
@@ -624,12 +630,14 @@ def check_crash(name, path, vmlinux, release, out, problems):
         text, rc = "timed out after 600 s", -1
     with open(log, "w") as f:
         f.write(text)
+    frames = r"START: \w+" if bt == "bt -t" else r"#0 \[[0-9a-f]+\] \w+ at ffffffff"
     ok = (rc == 0 and f"RELEASE: {release}" in text and f"] Linux version {release}" in text
-          and re.search(r"#0 \[[0-9a-f]+\] \w+ at ffffffff", text) and "read error" not in text)
+          and re.search(frames, text) and "read error" not in text)
     if not ok:
-        problems.append(f"{name}: crash sys/log/bt failed on our dump (exit {rc}): {text.strip()[-300:]}")
+        problems.append(f"{name}: crash sys/log/{bt} failed on {os.path.basename(path)} (exit {rc}): "
+                        f"{text.strip()[-300:]}")
         return "FAIL"
-    return "sys log bt"
+    return f"sys log {bt}"
 
 
 def compare_with_vmlinux(tools, path, vmlinux, kernel_offset, name, problems):
@@ -681,8 +689,196 @@ def _vmcoreinfo_text(dump):
     return ""
 
 
+# Issue 18: compact (kdump) dumps of each lab guest, level 31, beside the v1
+# dump they are converted from.
+COMPACT = []  # (guest, v1 pages, kept pages, v1 bytes, zstd bytes, zlib bytes)
+KDUMP_SIGNATURE = b"KDUMP   "
+
+
+def makedumpfile_reads(path):
+    """True when makedumpfile finds program headers at offset 64, where it
+    reads them whatever e_phoff says: HVM/PVH files, and PV files with
+    makedumpfile's view (xen-dump-core(5)), whose first entry there is a
+    PT_NOTE just after the table."""
+    with open(path, "rb") as f:
+        head = f.read(64 + 56)
+    phoff, = struct.unpack_from("<Q", head, 32)
+    phnum, = struct.unpack_from("<H", head, 56)
+    p_type, _, p_offset = struct.unpack_from("<IIQ", head, 64)
+    return phoff == 64 or (p_type == 4 and p_offset == 64 + 56 * phnum)
+
+
+def kdump_kept(path):
+    """The frames a kdump file stores: the set bits of its second bitmap
+    (makedumpfile's diskdump header and kdump_sub_header)."""
+    with open(path, "rb") as f:
+        head = f.read(464)
+        if head[:8] != KDUMP_SIGNATURE:
+            raise ValueError(f"{path}: no KDUMP signature")
+        block_size, sub_hdr_size, bitmap_blocks = struct.unpack_from("<iiI", head, 428)
+        f.seek(block_size * (1 + sub_hdr_size) + block_size * bitmap_blocks // 2)
+        bitmap = f.read(block_size * bitmap_blocks // 2)
+    kept = set()
+    for i, byte in enumerate(bitmap):
+        if byte:
+            kept.update(i * 8 + b for b in range(8) if byte >> b & 1)
+    return kept
+
+
+LIBKDUMPFILE_READ = """import struct, sys, kdumpfile
+kd, v1, pairs, kind = sys.argv[1:5]
+k = kdumpfile.kdumpfile(kd)
+k.attr["addrxlat.ostype"] = "linux"
+space = kdumpfile.KDUMP_MACHPHYSADDR if kind == "mach" else kdumpfile.KDUMP_KPHYSADDR
+bad = n = 0
+with open(v1, "rb") as f, open(pairs, "rb") as p:
+    data = p.read()
+    for frame, offset in struct.iter_unpack("<QQ", data):
+        f.seek(offset)
+        try:
+            same = k.read(space, frame * 4096, 4096) == f.read(4096)
+        except Exception as e:
+            same = False
+        if not same:
+            if bad < 5:
+                print("frame %#x differs or is unreadable" % frame)
+            bad += 1
+        n += 1
+print("%d pages read, %d differ" % (n, bad))
+sys.exit(1 if bad or n == 0 else 0)
+"""
+
+
+def frame_to_pfn(ours):
+    """Frames of our compact file -> pfns: gmfns for PV (filed by machine
+    frame, as a Xen dom0's kdump file), pfns otherwise."""
+    if ours.gmfns is not None and ours.header["magic"] == 0xF00FEBED:
+        return dict(zip(ours.gmfns, ours.pfns)), "mach"
+    return {p: p for p in ours.pfns}, "phys"
+
+
+def compare_with_makedumpfile(name, ours, kept, to_pfn, out, problems):
+    """`makedumpfile -d 31` on our v1 dump keeps the same frames as our level
+    31 (both filed by machine frame for PV), but for zero pages: makedumpfile
+    1.7.2's kdump output keeps them in its second bitmap, their descriptors
+    pointing at one shared zero page (makedumpfile.c write_kdump_pages_cyclic,
+    pd_zero; only ELF output and --mem-usage clear their bits), where ours
+    leaves them out. Any other difference is a failure."""
+    if not shutil.which("makedumpfile"):
+        return "-"
+    theirs_path = os.path.join(out, f"{name}-makedumpfile-d31.kdump")
+    if os.path.exists(theirs_path):
+        os.remove(theirs_path)
+    log = os.path.join(out, f"{name}-makedumpfile-d31.log")
+    rc = run(["makedumpfile", "-d", "31", ours.path, theirs_path], log)
+    if rc != 0:
+        problems.append(f"{name}: makedumpfile -d 31 failed on our v1 dump (rc {rc}): {tail(log, 3)}")
+        return "FAIL"
+    theirs = kdump_kept(theirs_path)
+    os.remove(theirs_path)  # only its bitmap was wanted
+    only_ours, only_theirs = kept - theirs, theirs - kept
+    zero = {f for f in only_theirs if f in to_pfn and ours.page(to_pfn[f]).count(0) == PAGE}
+    unexplained = only_theirs - zero
+    with open(os.path.join(out, f"{name}-d31-bitmaps.txt"), "w") as f:
+        f.write(f"ours {len(kept)} frames, makedumpfile {len(theirs)}, common {len(kept & theirs)}\n"
+                f"only ours: {ranges(only_ours)}\n"
+                f"only makedumpfile's, zero pages (its bitmap keeps them): {len(zero)}: {ranges(zero)}\n"
+                f"only makedumpfile's, not zero: {ranges(unexplained)}\n")
+    if only_ours or unexplained:
+        problems.append(f"{name}: level 31 keeps {len(kept)} frames, makedumpfile -d 31 {len(theirs)} "
+                        f"({len(zero)} of them zero pages, which its bitmap keeps): {len(only_ours)} only ours "
+                        f"({ranges(only_ours)}), {len(unexplained)} non-zero only makedumpfile's ({ranges(unexplained)})")
+        return "FAIL"
+    return f"= (+{len(zero)} zero)"
+
+
+def check_compact(name, ours, k, tools, out, row, problems):
+    """Issue 18 on a real guest: our v1 dump converted to kdump level 31
+    (zstd, and zlib for makedumpfile 1.7.2) verifies; crash runs sys, log
+    and bt on it without flags; libkdumpfile reads every kept page, equal to
+    the v1 file's; drgn reads init_uts_ns; the kept frames are makedumpfile
+    -d 31's on the v1 file, frame for frame."""
+    v1 = ours.path
+    files = {}
+    for comp in ("zstd", "zlib"):
+        path = os.path.join(out, f"{name}-d31-{comp}.kdump")
+        log = os.path.join(out, f"{name}-d31-{comp}.log")
+        rc = run([tools["xen-dump-convert"], "--format", "kdump", "--dump-level", "31", "--compress", comp,
+                  "-o", path, v1], log)
+        if rc == 0:
+            rc = run([tools["xen-dumpctl"], "verify", path], os.path.join(out, f"{name}-d31-{comp}-verify.log"))
+        if rc != 0:
+            problems.append(f"{name}: level 31 {comp} conversion or its verify failed (rc {rc}): {tail(log, 3)}")
+            row["d31 kept"] = "FAIL"
+            return
+        files[comp] = path
+    kept = kdump_kept(files["zstd"])
+    v1_bytes, zstd_bytes, zlib_bytes = (os.path.getsize(p) for p in (v1, files["zstd"], files["zlib"]))
+    COMPACT.append((name, len(ours.pfns), len(kept), v1_bytes, zstd_bytes, zlib_bytes))
+    row["d31 kept"] = f"{len(kept)}, {100.0 * zstd_bytes / v1_bytes:.1f}% bytes"
+    to_pfn, kind = frame_to_pfn(ours)
+    strays = sorted(f for f in kept if f not in to_pfn)
+    if strays:
+        problems.append(f"{name}: level 31 keeps frames the v1 dump does not have: {ranges(strays)}")
+        return
+    row["vs makedumpfile"] = compare_with_makedumpfile(name, ours, kept, to_pfn, out, problems)
+    readers = []
+    release = (k or {}).get("release", "")
+    vmlinux = os.environ.get("XENLAB_VMLINUX") or f"/usr/lib/debug/boot/vmlinux-{release}"
+    if k and os.path.exists(vmlinux) and shutil.which("crash"):
+        # A PV guest's compact file is a Xen kdump file to crash, which starts
+        # no backtrace of an active task without a panic task there unless
+        # asked for -t (x86_64.c x86_64_get_dumpfile_stack_frame; xen-dump-core(5)).
+        bt = "bt -t" if kind == "mach" else "bt"
+        if crash_sys_log_bt(name, files["zstd"], vmlinux, release, os.path.join(out, f"{name}-d31-crash"),
+                            problems, bt) != "FAIL":
+            readers.append("crash")
+    py = "/usr/bin/python3"
+    if os.path.exists(py) and subprocess.run([py, "-c", "import kdumpfile"], capture_output=True).returncode == 0:
+        pairs = os.path.join(out, f"{name}-d31-frames.bin")
+        pages = ours.sections[".xen_pages"]["offset"]
+        with open(pairs, "wb") as f:
+            for frame in sorted(kept):
+                f.write(struct.pack("<QQ", frame, pages + ours.index[to_pfn[frame]] * PAGE))
+        for comp, path in files.items():
+            r = subprocess.run([py, "-c", LIBKDUMPFILE_READ, path, v1, pairs, kind], capture_output=True, text=True)
+            if r.returncode != 0:
+                problems.append(f"{name}: libkdumpfile on the level 31 {comp} file: {(r.stdout + r.stderr).strip()[-300:]}")
+                break
+        else:
+            readers.append("libkdumpfile")
+        os.remove(pairs)
+    want = None
+    for line in _vmcoreinfo_text(ours).splitlines():
+        if line.startswith("SYMBOL(init_uts_ns)="):
+            want = int(line.split("=", 1)[1], 16)
+    if want is not None and subprocess.run([sys.executable, "-c", "import drgn"], capture_output=True).returncode == 0:
+        d = subprocess.run([sys.executable, "-c", DRGN_READ, files["zstd"], "%x" % want], capture_output=True,
+                           text=True)
+        if d.returncode == 0 and d.stdout.strip() == "Linux":
+            readers.append("drgn")
+        elif kind == "mach":
+            NOTES.append(f"{name}: drgn does not read a PV guest's compact dump: {d.stderr.strip()[-160:]}")
+        else:
+            problems.append(f"{name}: drgn could not read init_uts_ns from the level 31 file: {d.stderr.strip()[-300:]}")
+    row["d31 readers"] = " ".join(readers) or "-"
+
+
+def print_compact_sizes():
+    """Issue 18 benchmark (c), in BENCHMARKS.md's table form."""
+    if not COMPACT:
+        return
+    print()
+    print("Level 31 (xen-dump-convert --format kdump --dump-level 31) vs the v1 dump, per guest:")
+    print("| guest | pages in v1 | kept at level 31 | v1 bytes | level 31 zstd bytes | zstd/v1 | level 31 zlib bytes | zlib/v1 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, pages, kept, v1, zstd, zlib in COMPACT:
+        print(f"| {name} | {pages} | {kept} | {v1} | {zstd} | {100.0 * zstd / v1:.1f}% | {zlib} | {100.0 * zlib / v1:.1f}% |")
+
+
 def print_table(rows):
-    columns = ["guest", "pages", "equal/compared", "verify", "convert", "ours s", "xl s", "xl/ours", "kernel", "dmesg", "drgn", "vs vmlinux", "crash", "bt"]
+    columns = ["guest", "pages", "equal/compared", "verify", "convert", "ours s", "xl s", "xl/ours", "kernel", "dmesg",
+               "drgn", "vs vmlinux", "crash", "bt", "d31 kept", "vs makedumpfile", "d31 readers"]
     widths = {c: max(len(c), *(len(str(r.get(c, "-"))) for r in rows)) for c in columns}
     print(" | ".join(c.ljust(widths[c]) for c in columns))
     print("-+-".join("-" * widths[c] for c in columns))
@@ -739,6 +935,7 @@ def main():
     for note in NOTES:
         print("note: " + note)
     print()
+    print_compact_sizes()
     if problems:
         print(f"FAILED: {len(problems)} problem(s)")
         for p in problems:

@@ -130,6 +130,9 @@ ElfLayout read_elf_layout(const DumpFile& f, std::vector<Finding>& findings) {
                       past_end("p_offset", seg.phdr.p_offset, "p_filesz", seg.phdr.p_filesz, size)});
         out.segments.push_back(seg);
     }
+    // Trailing PT_NULLs (unused entries: a PV table padded to makedumpfile's
+    // view, xen-dump-core(5)) are no segments.
+    while (!out.segments.empty() && out.segments.back().phdr.p_type == PT_NULL) out.segments.pop_back();
 
     if (shnum == 0) {
         list.finish();

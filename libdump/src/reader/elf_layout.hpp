@@ -41,7 +41,7 @@ struct ElfLayout {
     Elf64_Ehdr ehdr{};
     uint64_t phnum = 0;  // resolved (PN_XNUM)
     uint64_t shnum = 0;  // resolved (SHN_UNDEF + section 0 sh_size)
-    std::vector<Segment> segments;
+    std::vector<Segment> segments;  // without the trailing PT_NULLs
     std::vector<Section> sections;
 
     const Section* find(std::string_view name) const;

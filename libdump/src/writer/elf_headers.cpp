@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "kdump/note_area.hpp"
 #include "writer/notes.hpp"
 
 namespace xendump::writer {
@@ -17,13 +18,6 @@ void append(std::vector<std::byte>& out, const T& v) {
 }
 
 }  // namespace
-
-uint64_t count_runs(std::span<const PageEntry> entries) {
-    uint64_t runs = 0;
-    for (uint64_t i = 0; i < entries.size(); ++i)
-        if (i == 0 || entries[i].pfn != entries[i - 1].pfn + 1) ++runs;
-    return runs;
-}
 
 std::vector<std::byte> elf_header(const DumpSpec& spec, const Layout& L, uint64_t phoff, uint64_t shoff,
                                   uint64_t shnum) {
@@ -49,35 +43,98 @@ std::vector<std::byte> elf_header(const DumpSpec& spec, const Layout& L, uint64_
     return out;
 }
 
-std::vector<std::byte> program_headers(std::span<const PageEntry> entries, const Layout& L, uint64_t size) {
+namespace {
+
+// Calls f(first index, count) for each maximal run of entries whose
+// key(entry) follow each other (pfns; gmfns for makedumpfile's view).
+template <typename Key, typename F>
+void for_each_run(std::span<const PageEntry> entries, Key key, F&& f) {
+    const uint64_t n = entries.size();
+    for (uint64_t i = 0; i < n;) {
+        uint64_t j = i + 1;
+        while (j < n && key(entries[j]) == key(entries[j - 1]) + 1) ++j;
+        f(i, j - i);
+        i = j;
+    }
+}
+
+// A program header table of `size` bytes: PT_NOTE over `note_size` bytes at
+// the note segment, one PT_LOAD per run of key (p_paddr key * 4096), zeros.
+template <typename Key>
+std::vector<std::byte> table(std::span<const PageEntry> entries, const Layout& L, uint64_t note_size, uint64_t size,
+                             Key key) {
     constexpr uint64_t kPage = format::kPageSize;
     std::vector<std::byte> out;
     out.reserve(size);
     Elf64_Phdr note{};
     note.p_type = PT_NOTE;
     note.p_offset = L.notes_offset;
-    note.p_filesz = note.p_memsz = L.notes_size;
+    note.p_filesz = note.p_memsz = note_size;
     // 4: the notes use the standard layout (names padded to 4); with 8 some
     // readers would apply 8-byte note rules and misplace "CORE" descriptors.
     note.p_align = 4;
     append(out, note);
-    const uint64_t n = entries.size();
-    for (uint64_t i = 0; i < n;) {
-        uint64_t j = i + 1;
-        while (j < n && entries[j].pfn == entries[j - 1].pfn + 1) ++j;
+    for_each_run(entries, key, [&](uint64_t first, uint64_t count) {
         Elf64_Phdr load{};
         load.p_type = PT_LOAD;
         load.p_flags = PF_R | PF_W | PF_X;
-        load.p_offset = L.pages_offset + i * kPage;
-        load.p_paddr = entries[i].pfn * kPage;
+        load.p_offset = L.pages_offset + first * kPage;
+        load.p_paddr = key(entries[first]) * kPage;
         load.p_vaddr = 0;
-        load.p_filesz = load.p_memsz = (j - i) * kPage;
+        load.p_filesz = load.p_memsz = count * kPage;
         load.p_align = 0;  // as the kernel's /proc/vmcore: crash then reads KERNELOFFSET (xen-dump-core(5))
         append(out, load);
-        i = j;
-    }
-    out.resize(size);  // the kernel image header's room stays zeros
+    });
+    out.resize(size);  // the kernel image header's room, or PT_NULLs: zeros
     return out;
+}
+
+uint64_t pfn_of(const PageEntry& e) { return e.pfn; }
+uint64_t gmfn_of(const PageEntry& e) { return e.gmfn; }
+
+// XEN_ELFNOTE_CRASH_INFO as makedumpfile reads it on x86_64 (xen_crash_info_t):
+// eight words (Xen's major and minor version, then changeset, compiler,
+// dates and taint, 0 here: no Xen host crashed), then
+// dom0_pfn_to_mfn_frame_list_list, the guest's. It refuses fewer than eight
+// words; the compact format's three-word note (crash reads the last word)
+// would not do.
+struct CrashInfoX8664 {
+    uint64_t common[8];
+    uint64_t pfn_to_mfn_frame_list_list;
+};
+static_assert(sizeof(CrashInfoX8664) == 72);
+
+}  // namespace
+
+uint64_t count_runs(std::span<const PageEntry> entries) {
+    uint64_t runs = 0;
+    for_each_run(entries, pfn_of, [&](uint64_t, uint64_t) { ++runs; });
+    return runs;
+}
+
+std::vector<std::byte> program_headers(std::span<const PageEntry> entries, const Layout& L, uint64_t size) {
+    return table(entries, L, L.notes_size, size, pfn_of);
+}
+
+std::optional<MachineView> machine_view(const DumpSpec& spec, std::span<const PageEntry> entries) {
+    const std::optional<uint64_t> fll = kdump::p2m_frame_list_list(spec);  // 64-bit PV guests only
+    if (!fll || entries.empty()) return std::nullopt;
+    MachineView v;
+    for_each_run(entries, gmfn_of, [&](uint64_t, uint64_t) { ++v.loads; });
+    CrashInfoX8664 info{};
+    info.common[0] = spec.xen_version.major_version;
+    info.common[1] = spec.xen_version.minor_version;
+    info.pfn_to_mfn_frame_list_list = *fll;
+    NoteBuffer note;
+    note.add(format::kNameXen, kdump::kXenElfnoteCrashInfo, bytes_of(info));
+    v.note = note.bytes();
+    return v;
+}
+
+std::vector<std::byte> machine_view_headers(std::span<const PageEntry> entries, const Layout& L,
+                                            const MachineView& view, uint64_t size) {
+    // The PT_NOTE covers the crash info note after the segment too.
+    return table(entries, L, L.notes_size + view.note.size(), size, gmfn_of);
 }
 
 }  // namespace xendump::writer

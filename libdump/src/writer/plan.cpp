@@ -2,7 +2,9 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "writer/elf_headers.hpp"
@@ -23,13 +25,15 @@ const uint64_t kXenCoreHeader = note_header_size(format::kNameXenCore);
 // xen-dump-core(5) "Layout": the offsets of the note segment, the pages, the table note and .xen_pfn,
 // the trailer; the program header table precedes the notes unless it goes
 // at the end (PV).
-Layout layout_of(const DumpSpec& spec, uint64_t n, uint64_t phnum, uint64_t notes_size, uint64_t phdrs_size,
-                 bool phdrs_at_end) {
+// `front`: the bytes between the ELF header and the notes (a program header
+// table); `after_notes`: makedumpfile's crash info note (PV).
+Layout layout_of(const DumpSpec& spec, uint64_t n, uint64_t phnum, uint64_t notes_size, uint64_t front,
+                 uint64_t after_notes) {
     Layout L;
     L.phnum = phnum;
-    L.notes_offset = sizeof(Elf64_Ehdr) + (phdrs_at_end ? 0 : phdrs_size);
+    L.notes_offset = sizeof(Elf64_Ehdr) + front;
     L.notes_size = notes_size;
-    L.pages_offset = align_up(L.notes_offset + L.notes_size, kPage);
+    L.pages_offset = align_up(L.notes_offset + L.notes_size + after_notes, kPage);
     L.pages_size = n * kPage;
     // xen-dump-core(5) "The PFN->GMFN table": the table note's descriptor starts on a page boundary.
     L.p2m_desc_offset = align_up(L.pages_offset + L.pages_size + kXenCoreHeader, kPage);
@@ -87,9 +91,18 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     // guest kernel may be found (FoundNotes::kernel_image), whatever is found.
     const bool elf64_guest = !(pv && spec.guest_width == 4);
     const bool kernel_phdr_room = kernel_room && elf64_guest && phnum + 1 < PN_XNUM;
-    const uint64_t phdrs_size = (phnum + (kernel_phdr_room ? 1 : 0)) * sizeof(Elf64_Phdr);
+    uint64_t table_entries = phnum + (kernel_phdr_room ? 1 : 0);
+    // xen-dump-core(5) "makedumpfile's view": for PV a second table at offset 64; both
+    // tables have e_phnum entries, the shorter one ends in PT_NULLs, and
+    // e_phnum counts the kernel image room from the start.
+    const std::optional<MachineView> view = machine_view(spec, entries);
+    if (view) table_entries = std::max(table_entries, view->entries());
+    plan.machine_view = view.has_value();
+    const uint64_t phdrs_size = table_entries * sizeof(Elf64_Phdr);
     const bool phdrs_at_end = program_headers_at_end(spec.type);
-    plan.layout = layout_of(spec, n, phnum, seg.notes.size(), phdrs_size, phdrs_at_end);
+    const uint64_t front = !phdrs_at_end || view ? phdrs_size : 0;
+    plan.layout = layout_of(spec, n, view ? table_entries : phnum, seg.notes.size(), front,
+                            view ? view->note.size() : 0);
     const Layout& L = plan.layout;
 
     // xen-dump-core(5) "Trailer notes": the trailer, NT_XEN_DIGEST then the unreadable area.
@@ -125,7 +138,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     const uint64_t shdrs_end = plan.shdr_offset + sections.count * sizeof(Elf64_Shdr);
     plan.phdr_offset = phdrs_at_end ? shdrs_end : sizeof(Elf64_Ehdr);  // shdrs_end is 8-aligned
     plan.file_size = phdrs_at_end ? plan.phdr_offset + phdrs_size : shdrs_end;
-    if (kernel_phdr_room) plan.kernel_phdr_offset = plan.phdr_offset + L.phnum * sizeof(Elf64_Phdr);
+    if (kernel_phdr_room) plan.kernel_phdr_offset = plan.phdr_offset + phnum * sizeof(Elf64_Phdr);
     if (L.phnum > UINT32_MAX) throw Error("too many program headers");
 
     // xen-dump-core(5) "ELF header": the ELF header, then (HVM/PVH) the
@@ -136,8 +149,12 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     if (!phdrs_at_end) {
         plan.head.insert(plan.head.end(), plan.phdrs.begin(), plan.phdrs.end());
         plan.phdrs = {};  // in the head now (28 bytes a run; do not hold them twice)
+    } else if (view) {
+        const auto table = machine_view_headers(entries, L, *view, phdrs_size);
+        plan.head.insert(plan.head.end(), table.begin(), table.end());
     }
     plan.head.insert(plan.head.end(), seg.notes.bytes().begin(), seg.notes.bytes().end());
+    if (view) plan.head.insert(plan.head.end(), view->note.begin(), view->note.end());
     plan.head.resize(L.pages_offset);
 
     plan.notes_digest = digest_of(seg.notes.bytes());

@@ -24,7 +24,7 @@ inline constexpr size_t kKernelKeysRoom = 128;      // "KERNEL=" + 64-byte relea
 
 // Offsets of every part of the file, computed before anything is written.
 struct Layout {
-    uint64_t phnum = 0;            // real count (PT_NOTE + runs)
+    uint64_t phnum = 0;            // e_phnum's count: PT_NOTE + runs (PV with makedumpfile's view: the padded tables)
     uint64_t notes_offset = 0, notes_size = 0;
     uint64_t pages_offset = 0, pages_size = 0;
     uint64_t p2m_note_offset = 0, p2m_desc_offset = 0, p2m_desc_size = 0;
@@ -78,6 +78,10 @@ struct DumpPlan {
     // counted in e_phnum until a kernel image segment is written there);
     // 0 when none was kept (no reservation, 32-bit guest, PN_XNUM files).
     uint64_t kernel_phdr_offset = 0;
+
+    // PV: makedumpfile's table at offset 64 (elf_headers.hpp MachineView);
+    // e_phnum is then fixed, the kernel image segment fills a PT_NULL.
+    bool machine_view = false;
 
     bool phdrs_at_end() const { return phdr_offset > layout.pages_offset; }
 

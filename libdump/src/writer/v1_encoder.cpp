@@ -214,11 +214,12 @@ void V1Encoder::finish(const pipeline::PassOutcome& pass, const pipeline::FoundN
     // The kernel image segment goes into the program header room: rewritten
     // in place when the table sits in the head (written already); when it
     // comes at the end (PV, see program_headers_at_end) write_phdrs_at_end
-    // puts it there. Either way e_phnum then counts it.
+    // puts it there. Either way e_phnum then counts it (a PV table with
+    // makedumpfile's view counted the room from the start).
     if (kernel) {
         if (!plan_.phdrs_at_end()) sink.write_at(plan_.kernel_phdr_offset, bytes_of(*kernel));
         const auto phnum = static_cast<Elf64_Half>(L.phnum + 1);
-        sink.write_at(offsetof(Elf64_Ehdr, e_phnum), bytes_of(phnum));
+        if (!plan_.machine_view) sink.write_at(offsetof(Elf64_Ehdr, e_phnum), bytes_of(phnum));
         kernel_segment_ = true;
     }
 
