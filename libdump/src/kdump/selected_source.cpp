@@ -13,22 +13,10 @@ constexpr size_t kPage = format::kPageSize;
 
 SelectedSource::SelectedSource(PageSource& base, const kernel::PageSelection& selection) : base_(base) {
     const auto all = base.entries();
-    const bool zero = selection.level & kernel::kExcludeZero;
-    std::vector<std::byte> pages(zero ? preferred_batch() * kPage : 0);
-    std::vector<uint8_t> unreadable(zero ? preferred_batch() : 0);
-    for (size_t first = 0; first < all.size(); first += preferred_batch()) {
-        const size_t n = std::min(preferred_batch(), all.size() - first);
-        if (zero) base.read_pages(first, n, pages, unreadable);
-        for (size_t k = 0; k < n; ++k) {
-            const PageEntry& e = all[first + k];
-            // An unreadable page is zeros here: it is kept, and recorded so.
-            const bool keep = zero && !unreadable[k]
-                                  ? selection.keep_page(e.pfn, std::span(pages).subspan(k * kPage, kPage))
-                                  : selection.keep_pfn(e.pfn);
-            if (!keep) continue;
-            entries_.push_back(e);
-            index_.push_back(first + k);
-        }
+    for (size_t i = 0; i < all.size(); ++i) {
+        if (!selection.keep_pfn(all[i].pfn)) continue;
+        entries_.push_back(all[i]);
+        index_.push_back(i);
     }
 }
 

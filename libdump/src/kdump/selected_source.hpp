@@ -1,9 +1,14 @@
 // The pages of a source that a dump level keeps (xendump/kernel/dump_level.hpp):
-// the pfns the selection keeps, less (bit 1) the pages that are all zero,
-// found in one pass over the source's pages before anything is written (a
-// compact file's layout is planned from its list of pages). What a compact
-// file of a selection is written from: its entries are the 2nd bitmap,
-// present() the 1st (KdumpOptions::present).
+// the pfns the selection keeps. What a compact file of a selection is written
+// from: its entries are the 2nd bitmap, present() the 1st
+// (KdumpOptions::present).
+//
+// Level bit 1 does not take zero pages out of the 2nd bitmap: as in
+// makedumpfile's kdump files, a zero page stays dumped and its descriptor
+// points at the file's one shared zero page (every compact file stores zero
+// pages so, whatever the level). crash reads a page left out of the 2nd bitmap
+// as "page excluded" and stops, and the kernel's own data (the root of the
+// memory sections, for one) has zero pages it needs.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +21,7 @@ namespace xendump::kdump {
 
 class SelectedSource : public PageSource {
 public:
-    // `base` outlives this. Reads every page `selection` keeps by pfn when
-    // it leaves zero pages out.
+    // `base` outlives this.
     SelectedSource(PageSource& base, const kernel::PageSelection& selection);
 
     std::span<const PageEntry> entries() const override { return entries_; }
