@@ -111,34 +111,45 @@ std::filesystem::path default_config_file() {
 
 namespace {
 
-// Format=, Compress=, DumpLevel= into `keys` (a section's); false for another key.
+// The keys of [Dump] that a [Domain NAME] section may hold too: into the
+// section's DumpFormatKeys.
+using FormatSetter = std::function<void(DumpFormatKeys&, const std::string&)>;
+
+const std::map<std::string, FormatSetter>& format_setters() {
+    static const std::map<std::string, FormatSetter> table = {
+        {"Format", [](DumpFormatKeys& k, const std::string& v) {
+             if (v.empty()) k.kdump.reset();
+             else if (v == "v1" || v == "kdump") k.kdump = v == "kdump";
+             else throw Error("Format must be \"v1\" or \"kdump\": \"" + v + "\"");
+         }},
+        {"Compress", [](DumpFormatKeys& k, const std::string& v) {
+             if (v.empty()) k.compression.reset();
+             else k.compression = compression_from_string(v);
+         }},
+        {"DumpLevel", [](DumpFormatKeys& k, const std::string& v) {
+             if (v.empty()) {
+                 k.dump_level.reset();
+                 return;
+             }
+             try {
+                 k.dump_level = parse_unsigned(v, kernel::kMaxDumpLevel);
+             } catch (const Error&) {
+                 throw Error("DumpLevel must be a number from 0 to 31 (makedumpfile -d): \"" + v + "\"");
+             }
+         }},
+    };
+    return table;
+}
+
+// Format=, Compress=, DumpLevel= into `keys` (a section's), remembering
+// where Format= and DumpLevel= were set; false for another key.
 bool set_format_key(DumpFormatKeys& keys, const std::string& key, const std::string& value, const std::string& where) {
-    if (key == "Format") {
-        if (value.empty()) keys.kdump.reset();
-        else if (value == "v1" || value == "kdump") keys.kdump = value == "kdump";
-        else throw Error("Format must be \"v1\" or \"kdump\": \"" + value + "\"");
-        keys.kdump_origin = where;
-        return true;
-    }
-    if (key == "Compress") {
-        if (value.empty()) keys.compression.reset();
-        else keys.compression = compression_from_string(value);
-        return true;
-    }
-    if (key == "DumpLevel") {
-        if (value.empty()) {
-            keys.dump_level.reset();
-        } else {
-            try {
-                keys.dump_level = parse_unsigned(value, kernel::kMaxDumpLevel);
-            } catch (const Error&) {
-                throw Error("DumpLevel must be a number from 0 to 31 (makedumpfile -d): \"" + value + "\"");
-            }
-        }
-        keys.dump_level_origin = where;
-        return true;
-    }
-    return false;
+    auto it = format_setters().find(key);
+    if (it == format_setters().end()) return false;
+    it->second(keys, value);
+    if (key == "Format") keys.kdump_origin = where;
+    if (key == "DumpLevel") keys.dump_level_origin = where;
+    return true;
 }
 
 }  // namespace

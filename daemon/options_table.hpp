@@ -23,7 +23,7 @@ inline constexpr cli::Option kDaemonOptions[] = {
      "v1 or kdump: a compact file, makedumpfile's compressed\nkdump format (not to standard output); default Format=,\nelse v1"},
     {"compress", 0, cli::Arg::required, "ALG", "kdump page compression: zstd (default), lz4, lzo,\nzlib, none"},
     {"dump-level", 0, cli::Arg::required, "N",
-     "kdump: leave out the pages makedumpfile -d N does (0-31,\n31: zero, cache, user and free pages)"},
+     "kdump: leave out what makedumpfile's dump level N does\n(0-31; 31: zero, cache, user and free pages)"},
     {"estimate", 0, cli::Arg::none, "", "print what each dump level would keep; write nothing"},
     {"json", 0, cli::Arg::optional, "short|pretty", "with --estimate: JSON instead of text (short: on one line)"},
     {"threads", 0, cli::Arg::required, "N",
