@@ -5,12 +5,12 @@
 // kernel/dump_level.hpp); nothing is written.
 #include <chrono>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli.hpp"
 #include "commands.hpp"
 #include "dump_selection.hpp"
+#include "level_estimate.hpp"
 #include "options.hpp"
 #include "xendump/dump_kernel_log.hpp"
 #include "xendump/error.hpp"
@@ -18,74 +18,6 @@
 #include "xendump/reader.hpp"
 
 namespace xendump::ctl {
-
-namespace {
-
-struct ClassRow {
-    const char* type;  // makedumpfile --mem-usage's names
-    kernel::PageClass cls;
-    const char* description;
-};
-constexpr ClassRow kRows[] = {
-    {"ZERO", kernel::PageClass::zero, "pages filled with zero (level bit 1)"},
-    {"NON_PRI_CACHE", kernel::PageClass::cache, "cache pages without private flag (bit 2)"},
-    {"PRI_CACHE", kernel::PageClass::cache_private, "cache pages with private flag (bit 4)"},
-    {"USER", kernel::PageClass::user, "user process pages (bit 8)"},
-    {"FREE", kernel::PageClass::free, "free pages (bit 16)"},
-    {"HWPOISON", kernel::PageClass::hwpoison, "hardware-poisoned pages (always left out)"},
-    {"OFFLINE", kernel::PageClass::offline, "logically offline pages (always left out)"},
-};
-
-// Prints `e` for `what` (the dump file), as text or JSON.
-void print_level_estimate(const kernel::DumpLevelEstimate& e, const std::string& what, JsonStyle json,
-                          double seconds) {
-    constexpr uint64_t kPage = kernel::kPageSize;
-    if (json) {
-        nlohmann::json j;
-        j["source"] = what;
-        j["page_size"] = kPage;
-        j["total_pages"] = e.total_pages;
-        j["max_level"] = e.max_level;
-        j["limits"] = e.limits;
-        j["classes"] = nlohmann::json::object();
-        for (const auto& r : kRows) j["classes"][kernel::page_class_name(r.cls)] = e.excluded[static_cast<size_t>(r.cls)];
-        j["protected_pages"] = e.protected_pages;
-        j["unreadable_struct_pages"] = e.unreadable_struct_pages;
-        j["levels"] = nlohmann::json::array();
-        for (const auto& l : e.levels) j["levels"].push_back({{"level", l.level}, {"kept_pages", l.kept_pages}, {"kept_bytes", l.kept_pages * kPage}});
-        j["seconds"] = seconds;
-        print_json(j, json);
-        return;
-    }
-    std::printf("Source:      %s\n", what.c_str());
-    std::printf("Pages:       %llu (%s)\n", static_cast<unsigned long long>(e.total_pages),
-                cli::human_bytes(e.total_pages * kPage).c_str());
-    std::printf("Max level:   %u\n", e.max_level);
-    for (const auto& l : e.limits) std::printf("Limit:       %s\n", l.c_str());
-    std::printf("\n%-14s %12s %11s  %s\n", "TYPE", "PAGES", "SIZE", "DESCRIPTION");
-    uint64_t excluded = 0;
-    for (const auto& r : kRows) {
-        const uint64_t n = e.excluded[static_cast<size_t>(r.cls)];
-        excluded += n;
-        std::printf("%-14s %12llu %11s  %s\n", r.type, static_cast<unsigned long long>(n), cli::human_bytes(n * kPage).c_str(),
-                    r.description);
-    }
-    const uint64_t rest = e.total_pages >= excluded ? e.total_pages - excluded : 0;
-    std::printf("%-14s %12llu %11s  %s\n", "KERN_DATA", static_cast<unsigned long long>(rest),
-                cli::human_bytes(rest * kPage).c_str(), "the rest: kept at every level");
-    std::printf("(%llu of them kept as needed for analysis although their struct page says otherwise; "
-                "%llu pages kept whose struct page could not be read)\n",
-                static_cast<unsigned long long>(e.protected_pages),
-                static_cast<unsigned long long>(e.unreadable_struct_pages));
-    std::printf("\n%-6s %12s %11s %7s\n", "LEVEL", "KEPT PAGES", "SIZE", "KEPT");
-    for (const auto& l : e.levels)
-        std::printf("%-6u %12llu %11s %6.1f%%\n", l.level, static_cast<unsigned long long>(l.kept_pages),
-                    cli::human_bytes(l.kept_pages * kPage).c_str(),
-                    e.total_pages ? 100.0 * static_cast<double>(l.kept_pages) / static_cast<double>(e.total_pages) : 0.0);
-    std::printf("\nClassified in %.2f s.\n", seconds);
-}
-
-}  // namespace
 
 int cmd_estimate(Invocation& c) {
     const std::string path = c.dump_path.string();
@@ -100,7 +32,7 @@ int cmd_estimate(Invocation& c) {
         return cli::kExitFailure;
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    print_level_estimate(e, path, c.json, seconds);
+    cli::print_level_estimate(e, path, c.json, seconds);
     return cli::kExitOk;
 }
 

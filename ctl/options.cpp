@@ -12,13 +12,12 @@ std::optional<std::string> ParsedArgs::value(std::string_view name, std::string_
 }
 
 JsonStyle ParsedArgs::json() {
-    JsonStyle s;
-    s.on = has("--json");
-    const auto v = value("--json");
-    if (!v || *v == "pretty") return s;
-    if (*v == "short") s.indent = -1;
-    else if (error.empty()) error = "--json takes short or pretty, not '" + *v + "'";
-    return s;
+    try {
+        return cli::json_style(*this);
+    } catch (const cli::UsageError& e) {
+        if (error.empty()) error = e.message;
+        return {true, 2};
+    }
 }
 
 ParsedArgs parse_args(Args args) {

@@ -12,20 +12,15 @@
 #include <string_view>
 
 #include "cli_options.hpp"
+#include "json_style.hpp"
 #include "option_tables.hpp"
 
 namespace xendump::ctl {
 
 using Args = std::span<char* const>;
 
-// --json[=short|pretty]: text when not given; else JSON, indented (plain
-// --json and pretty, as plain --json printed before the choice existed) or
-// on one line (short).
-struct JsonStyle {
-    bool on = false;
-    int indent = 2;  // for nlohmann::json::dump: -1 one line
-    explicit operator bool() const { return on; }
-};
+// --json[=short|pretty] (cli/json_style.hpp).
+using cli::JsonStyle;
 
 // `j` on standard output, one line or indented as `style` says, and a newline.
 // Strings that are not UTF-8 (guest names and text may be any bytes) get

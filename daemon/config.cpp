@@ -8,6 +8,7 @@
 
 #include "cli.hpp"
 #include "xendump/error.hpp"
+#include "xendump/kernel/dump_level.hpp"
 #include "xendump/writer.hpp"
 #include "xendump_config.h"
 
@@ -108,6 +109,51 @@ std::filesystem::path default_config_file() {
     return std::filesystem::path(XENDUMP_SYSCONFDIR) / "xen-dumpd.conf";
 }
 
+namespace {
+
+// The keys of [Dump] that a [Domain NAME] section may hold too: into the
+// section's DumpFormatKeys.
+using FormatSetter = std::function<void(DumpFormatKeys&, const std::string&)>;
+
+const std::map<std::string, FormatSetter>& format_setters() {
+    static const std::map<std::string, FormatSetter> table = {
+        {"Format", [](DumpFormatKeys& k, const std::string& v) {
+             if (v.empty()) k.kdump.reset();
+             else if (v == "v1" || v == "kdump") k.kdump = v == "kdump";
+             else throw Error("Format must be \"v1\" or \"kdump\": \"" + v + "\"");
+         }},
+        {"Compress", [](DumpFormatKeys& k, const std::string& v) {
+             if (v.empty()) k.compression.reset();
+             else k.compression = compression_from_string(v);
+         }},
+        {"DumpLevel", [](DumpFormatKeys& k, const std::string& v) {
+             if (v.empty()) {
+                 k.dump_level.reset();
+                 return;
+             }
+             try {
+                 k.dump_level = parse_unsigned(v, kernel::kMaxDumpLevel);
+             } catch (const Error&) {
+                 throw Error("DumpLevel must be a number from 0 to 31 (makedumpfile -d): \"" + v + "\"");
+             }
+         }},
+    };
+    return table;
+}
+
+// Format=, Compress=, DumpLevel= into `keys` (a section's), remembering
+// where Format= and DumpLevel= were set; false for another key.
+bool set_format_key(DumpFormatKeys& keys, const std::string& key, const std::string& value, const std::string& where) {
+    auto it = format_setters().find(key);
+    if (it == format_setters().end()) return false;
+    it->second(keys, value);
+    if (key == "Format") keys.kdump_origin = where;
+    if (key == "DumpLevel") keys.dump_level_origin = where;
+    return true;
+}
+
+}  // namespace
+
 void apply_config_text(Config& config, const std::string& text, const std::string& origin) {
     // Work on a copy so that a file with a bad line changes nothing.
     Config next = config;
@@ -115,6 +161,7 @@ void apply_config_text(Config& config, const std::string& text, const std::strin
     std::string raw;
     unsigned line_no = 0;
     bool in_dump_section = false;
+    DumpFormatKeys* domain = nullptr;  // in a [Domain NAME] section
     auto fail = [&](const std::string& msg) {
         throw Error(origin + ":" + std::to_string(line_no) + ": " + msg);
     };
@@ -125,15 +172,29 @@ void apply_config_text(Config& config, const std::string& text, const std::strin
         if (line.front() == '[') {
             if (line.back() != ']') fail("unterminated section header \"" + line + "\"");
             std::string section = trim(line.substr(1, line.size() - 2));
-            if (section != "Dump") fail("unknown section [" + section + "] (expected [Dump])");
-            in_dump_section = true;
-            continue;
+            domain = nullptr;
+            in_dump_section = section == "Dump";
+            if (in_dump_section) continue;
+            if (section == "Domain" || section.starts_with("Domain ") || section.starts_with("Domain\t")) {
+                const std::string name = trim(section.substr(6));
+                if (name.empty()) fail("[Domain] needs the guest's name: [Domain NAME]");
+                domain = &next.domain_formats[name];
+                continue;
+            }
+            fail("unknown section [" + section + "] (expected [Dump] or [Domain NAME])");
         }
         auto eq = line.find('=');
         if (eq == std::string::npos) fail("expected KEY=VALUE, got \"" + line + "\"");
-        if (!in_dump_section) fail("KEY=VALUE before the [Dump] section");
+        if (!in_dump_section && !domain) fail("KEY=VALUE before the [Dump] section");
         std::string key = trim(line.substr(0, eq));
         std::string value = trim(line.substr(eq + 1));
+        const std::string where = origin + ":" + std::to_string(line_no);
+        try {
+            if (set_format_key(domain ? *domain : next.dump_format, key, value, where)) continue;
+        } catch (const Error& e) {
+            fail(key + "=: " + e.message());
+        }
+        if (domain) fail(key + "= cannot be set per domain: a [Domain NAME] section holds Format=, Compress= and DumpLevel=");
         auto it = setters().find(key);
         if (it == setters().end()) fail("unknown key \"" + key + "\"");
         try {
@@ -143,6 +204,36 @@ void apply_config_text(Config& config, const std::string& text, const std::strin
         }
     }
     config = std::move(next);
+}
+
+void check_config(const Config& config) {
+    auto check = [&](const DumpFormatKeys* own, const std::string& whose) {
+        const DumpFormatKeys& dump = config.dump_format;
+        const bool kdump = own && own->kdump ? *own->kdump : dump.kdump.value_or(false);
+        const bool own_level = own && own->dump_level;
+        const unsigned level = own_level ? *own->dump_level : dump.dump_level.value_or(0);
+        if (kdump || level == 0) return;
+        const std::string& level_at = own_level ? own->dump_level_origin : dump.dump_level_origin;
+        const std::string& format_at = own && own->kdump ? own->kdump_origin : dump.kdump_origin;
+        std::string msg = level_at + ": DumpLevel=" + std::to_string(level) + " needs Format=kdump";
+        if (!whose.empty()) msg += ", but " + whose + " is written as v1";
+        msg += format_at.empty() ? " (Format= is not set: v1)" : " (Format=v1 at " + format_at + ")";
+        throw Error(msg + "; a v1 file keeps every page (its missing pfns mean absent, not left out)");
+    };
+    check(nullptr, "");
+    for (const auto& [name, keys] : config.domain_formats) check(&keys, "domain " + name);
+}
+
+DumpFormat Config::format_for(std::string_view domain_name) const {
+    DumpFormat f;
+    auto take = [&f](const DumpFormatKeys& k) {
+        if (k.kdump) f.kdump = *k.kdump;
+        if (k.compression) f.compression = *k.compression;
+        if (k.dump_level) f.dump_level = *k.dump_level;
+    };
+    take(dump_format);
+    if (auto it = domain_formats.find(domain_name); it != domain_formats.end()) take(it->second);
+    return f;
 }
 
 Config load_config(const std::filesystem::path& main_file) {
@@ -165,6 +256,7 @@ Config load_config(const std::filesystem::path& main_file, MissingConfig missing
         std::sort(drop_ins.begin(), drop_ins.end());
         for (const auto& f : drop_ins) apply_config_text(config, read_file(f), f.string());
     }
+    check_config(config);
     return config;
 }
 

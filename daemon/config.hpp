@@ -1,18 +1,23 @@
 // The service's configuration: /etc/xen-dumpd.conf, then the drop-ins
 // /etc/xen-dumpd.conf.d/*.conf in lexical order (a later file overrides an
-// earlier one key by key). INI syntax with one section, [Dump]. Every value is
-// checked; the first bad one is refused as "FILE:LINE: message" and the caller
-// keeps whatever configuration it had before.
+// earlier one key by key). INI syntax: the [Dump] section, and [Domain NAME]
+// sections holding Format=, Compress= and DumpLevel= for the guest named
+// NAME (any file may hold them). Every value is checked; the first bad one is
+// refused as "FILE:LINE: message" and the caller keeps whatever
+// configuration it had before.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "units.hpp"
+#include "xendump/kdump.hpp"
 
 namespace xendump::daemon {
 
@@ -23,6 +28,25 @@ enum class OnCrash { preserve, destroy };
 // line (--dump-dir of a one-shot dump or of xen-dumpctl) must exist and is
 // used as it is. (The service itself treats its --dump-dir as its own.)
 enum class DumpDirOrigin { configured, command_line };
+
+// How a dump is written: Format=, Compress=, DumpLevel= (xen-dumpd --format,
+// --compress, --dump-level).
+struct DumpFormat {
+    bool kdump = false;  // Format=kdump: a compact file
+    Compression compression = Compression::zstd;
+    unsigned dump_level = 0;  // 0-31, kdump only
+    bool operator==(const DumpFormat&) const = default;
+};
+
+// The Format=, Compress= and DumpLevel= lines of one section ([Dump] or a
+// [Domain NAME]); unset: the [Dump] section's, else the default. Each with
+// the "FILE:LINE" that set it, for errors found once every file is read.
+struct DumpFormatKeys {
+    std::optional<bool> kdump;
+    std::optional<Compression> compression;
+    std::optional<unsigned> dump_level;
+    std::string kdump_origin, dump_level_origin;
+};
 
 struct Config {
     std::filesystem::path dump_dir;        // DumpDir=, default XENDUMP_DEFAULT_DUMP_DIR
@@ -39,18 +63,29 @@ struct Config {
     std::chrono::seconds min_interval{0};  // MinInterval=, per domain, crash dumps only
     bool digests = true;                   // Digests=
     unsigned threads = 0;                  // Threads= 1..kMaxWriteThreads, 0 (empty): write_threads()'s default
+    DumpFormatKeys dump_format;            // Format=, Compress=, DumpLevel= of [Dump]
+    std::map<std::string, DumpFormatKeys, std::less<>> domain_formats;  // of [Domain NAME], by NAME
 
     static Config defaults();
     // The threads of each dump: Threads=, else the cores (cli::default_threads).
     unsigned write_threads() const;
+    // How the dumps of the guest named `domain_name` are written: its
+    // [Domain] section's keys, else [Dump]'s, else v1.
+    DumpFormat format_for(std::string_view domain_name) const;
 };
 
 // The drop-in directory belonging to a main file: "FILE.d".
 std::filesystem::path drop_in_dir(const std::filesystem::path& main_file);
 
 // Applies the lines of `text` (as read from `origin`) on top of `config`.
-// Throws Error("ORIGIN:LINE: ...").
+// Throws Error("ORIGIN:LINE: ..."). Does not check how the files combine:
+// check_config does, once every file is applied.
 void apply_config_text(Config& config, const std::string& text, const std::string& origin);
+
+// The checks that need every file: a DumpLevel= above 0 where Format= is
+// v1, for [Dump] and every [Domain]. Throws Error("FILE:LINE: ...") naming
+// the DumpLevel= line (and the Format= line that makes it v1).
+void check_config(const Config& config);
 
 // What a missing main file means: the defaults (only for the default path,
 // which need not exist), or an error (a file named with --config).

@@ -3,10 +3,14 @@
 //
 //   -> {"command":"dump","domain":"web01","live":false,"digests":true}
 //      (optional "threads":N, 1..kMaxWriteThreads: else the service's Threads=)
+//      (optional "format":"v1"|"kdump" with "compress":ALG and "dump_level":N
+//      for kdump: else the configuration's Format=, Compress=, DumpLevel= for
+//      the domain)
 //   <- {"event":"queued","id":3}
 //   <- {"event":"started","id":3,"path":"/var/lib/xen/dump/web01-7-....core"}
 //   <- {"event":"progress","id":3,"bytes_done":N,"bytes_total":M}   (repeated)
-//   <- {"event":"finished","id":3,"result":"ok","path":"...","error":""}
+//   <- {"event":"finished","id":3,"result":"ok","path":"...","error":"","warnings":[...]}
+//      (warnings: what the dumper said of the guest, e.g. a dump level it cannot support)
 //   -> {"command":"status"}
 //   <- {"event":"status","host":"...","dump_dir":"...","jobs":[{"id":..,"state":"running",...}]}
 //   -> {"command":"cancel","id":3}

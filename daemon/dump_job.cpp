@@ -14,6 +14,7 @@
 #include "util/vocabulary.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
+#include "xendump/kernel/dump_level.hpp"
 
 namespace xendump::daemon {
 
@@ -119,7 +120,10 @@ LogFields dump_journal_fields(const Sidecar& s, const fs::path& dump) {
                      {vocab::kDumpPath.journal, dump.string()},
                      {vocab::kReason.journal, s.reason},
                      {vocab::kResult.journal, to_string(s.result)},
-                     {vocab::kSizeOnDisk.journal, std::to_string(s.bytes_on_disk)}};
+                     {vocab::kSizeOnDisk.journal, std::to_string(s.bytes_on_disk)},
+                     {vocab::kFormat.journal, s.format}};
+    if (s.compression) fields.emplace_back(vocab::kCompression.journal, *s.compression);
+    if (s.dump_level) fields.emplace_back(vocab::kDumpLevel.journal, std::to_string(*s.dump_level));
     if (s.guest_panic) fields.emplace_back(vocab::kGuestPanic.journal, *s.guest_panic);
     if (s.guest_backtrace) fields.emplace_back(vocab::kGuestBacktrace.journal, guest_backtrace_line(*s.guest_backtrace));
     if (s.guest_log && !s.guest_log->dmesg_file.empty())
@@ -134,6 +138,34 @@ std::string dump_journal_message(const Sidecar& s, const fs::path& dump) {
     if (s.guest_panic) message += "; the guest's log: " + *s.guest_panic;
     if (s.guest_backtrace) message += "; backtrace: " + guest_backtrace_line(*s.guest_backtrace);
     return message;
+}
+
+nlohmann::json dump_format_json(const DumpFormat& format) {
+    nlohmann::json j = {{"format", format.kdump ? "kdump" : "v1"}};
+    if (format.kdump) {
+        j["compress"] = std::string(to_string(format.compression));
+        j["dump_level"] = format.dump_level;
+    }
+    return j;
+}
+
+DumpFormat dump_format_of_request(const nlohmann::json& request) {
+    DumpFormat f;
+    const auto& name = request.at("format");
+    if (!name.is_string() || (name != "v1" && name != "kdump")) throw Error("format must be \"v1\" or \"kdump\"");
+    f.kdump = name == "kdump";
+    if (request.contains("compress")) {
+        if (!request["compress"].is_string()) throw Error("compress must be a string");
+        f.compression = compression_from_string(request["compress"].get<std::string>());
+    }
+    if (request.contains("dump_level")) {
+        const auto& level = request["dump_level"];
+        if (!level.is_number_unsigned() || level.get<uint64_t>() > kernel::kMaxDumpLevel)
+            throw Error("dump_level must be a number from 0 to 31");
+        f.dump_level = level.get<unsigned>();
+    }
+    if (f.dump_level != 0 && !f.kdump) throw Error("dump_level needs format kdump");
+    return f;
 }
 
 uint64_t estimate_dump_size(const DomainInfo& info) {
@@ -154,6 +186,12 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
 
     auto info = hv.domain_info(request.domid);
     s.domain_name = hv.domain_name(request.domid);
+    const DumpFormat how = request.file_format ? *request.file_format : config.format_for(s.domain_name);
+    s.format = how.kdump ? "kdump" : "v1";
+    if (how.kdump) {
+        s.compression = std::string(to_string(how.compression));
+        s.dump_level = how.dump_level;
+    }
     if (s.domain_name.empty()) s.domain_name = "domain" + std::to_string(request.domid);
     uint64_t expected = 0;
     if (info) {
@@ -212,10 +250,13 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     options.reason = request.reason;
     options.write.digests = request.digests;
     options.write.threads = request.threads;
-    options.kdump = request.kdump;
-    options.compression = request.compression;
+    options.kdump = how.kdump;
+    options.compression = how.compression;
+    options.dump_level = how.dump_level;
     try {
         DumpResult r = dump_domain_to_file(hv, request.domid, out.path, options);
+        if (how.kdump) s.dump_level = r.dump_level;  // the level applied
+        out.warnings = r.warnings;
         s.pages = r.nr_pages;
         s.file_size = r.file_size;
         if (!r.uuid.empty()) s.uuid = r.uuid;

@@ -9,7 +9,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "config.hpp"
 #include "journal_log.hpp"
@@ -26,16 +29,25 @@ struct DumpRequest {
     format::Reason reason = format::Reason::request;
     bool live = false;
     bool digests = true;
-    bool kdump = false;  // a compact file (makedumpfile's compressed kdump format)
-    Compression compression = Compression::zstd;
+    // How the dump is written (xen-dumpd --format ...); unset: the
+    // configuration's for the guest's name (Config::format_for).
+    std::optional<DumpFormat> file_format;
     unsigned threads = 1;  // WriteOptions::threads (Config::write_threads(), or the requester's)
 };
+
+// DumpFormat in a dump request on the control socket ("format", and for
+// kdump "compress" and "dump_level"), and back. dump_format_of_request
+// throws Error for a value xen-dumpd --format/--compress/--dump-level
+// would refuse.
+nlohmann::json dump_format_json(const DumpFormat& format);
+DumpFormat dump_format_of_request(const nlohmann::json& request);
 
 struct DumpJobResult {
     DumpOutcome result = DumpOutcome::failed;
     std::filesystem::path path;     // the dump (absent unless result is ok)
     std::filesystem::path sidecar;  // always written when the dump dir is usable
     std::string error;
+    std::vector<std::string> warnings;  // the dumper's (DumpResult::warnings)
     Sidecar info;
 };
 
@@ -47,7 +59,8 @@ struct DumpJobHooks {
 };
 
 // The journal entry of a dump (or of its failure): DOMID=, DOMAIN=,
-// DOMAIN_UUID=, DUMP_PATH=, DUMP_REASON=, DUMP_RESULT=, DUMP_SIZE=, and for a
+// DOMAIN_UUID=, DUMP_PATH=, DUMP_REASON=, DUMP_RESULT=, DUMP_SIZE=,
+// DUMP_FORMAT= (and for a compact file DUMP_COMPRESSION=, DUMP_LEVEL=), and for a
 // dump whose guest log was read GUEST_PANIC= (its panic line),
 // GUEST_BACKTRACE= (guest_backtrace_line of the vcpu that reported it) and
 // GUEST_DMESG_PATH=; the message names the dump, and the panic line and

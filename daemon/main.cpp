@@ -7,6 +7,7 @@
 
 #include "cli.hpp"
 #include "dump_format.hpp"
+#include "json_style.hpp"
 #include "one_shot.hpp"
 #include "options_table.hpp"
 #include "service.hpp"
@@ -18,12 +19,15 @@ namespace {
 const char* kUsage =
     "Usage: xen-dumpd [--config FILE] [--host HOST] [--dump-dir DIR] [--socket PATH] [--threads N]\n"
     "       xen-dumpd --domain ID|NAME [-o PATH|-] [--live] [--host HOST] [--dump-dir DIR]\n"
-    "                 [--no-digests] [--format v1|kdump] [--compress ALG] [--threads N] [-q|--quiet]\n"
+    "                 [--no-digests] [--format v1|kdump] [--compress ALG] [--dump-level N]\n"
+    "                 [--threads N] [-q|--quiet]\n"
+    "       xen-dumpd --domain ID|NAME --estimate [--json[=short|pretty]] [--live] [--host HOST]\n"
     "\n"
     "Without --domain, runs the dump service in the foreground (for systemd): dumps\n"
     "crashed domains, answers requests on the control socket, applies storage limits.\n"
     "With --domain, dumps one domain (through the service when it runs) and prints\n"
-    "the path of the dump.\n"
+    "the path of the dump; with --estimate, prints the pages and bytes each dump\n"
+    "level would keep of it (like makedumpfile --mem-usage) and writes nothing.\n"
     "\n";
 
 int usage_error(const std::string& msg) { return xendump::cli::usage_error("xen-dumpd", msg); }
@@ -67,17 +71,25 @@ int main(int argc, char** argv) {
     one.quiet = p.has("--quiet");
     // Options that make no sense for the service.
     const bool one_shot_only = p.has("--output") || p.has("--live") || p.has("--no-digests") || p.has("--quiet") ||
-                               p.has("--format") || p.has("--compress");
+                               p.has("--format") || p.has("--compress") || p.has("--dump-level") ||
+                               p.has("--estimate");
     if (one_shot_only && !have_domain)
-        return usage_error("-o, --live, --no-digests, --format, --compress and --quiet need --domain");
+        return usage_error(
+            "-o, --live, --no-digests, --format, --compress, --dump-level, --estimate and --quiet need --domain");
+    one.estimate = p.has("--estimate");
+    if (p.has("--json") && !one.estimate) return usage_error("--json needs --estimate");
+    if (one.estimate && (p.has("--output") || p.has("--no-digests") || p.has("--format") || p.has("--compress") ||
+                         p.has("--dump-level") || p.has("--threads")))
+        return usage_error("--estimate writes no dump: it takes no -o, --no-digests, --format, --compress, "
+                           "--dump-level or --threads");
     try {
+        one.json = xendump::cli::json_style(p);
         const xendump::cli::DumpFormatChoice format = xendump::cli::dump_format_choice(p);
-        one.kdump = format.kdump;
-        one.compression = format.compression;
+        if (p.has("--format")) one.format = DumpFormat{format.kdump, format.compression, format.dump_level};
     } catch (const xendump::cli::UsageError& e) {
         return usage_error(e.message);
     }
-    if (one.kdump && one.output == std::string("-"))
+    if (one.format && one.format->kdump && one.output == std::string("-"))
         return usage_error("--format kdump writes a file, not standard output (its headers are written last)");
     if (!have_domain) return run_service(service);
     one.config_file = service.config_file;

@@ -12,6 +12,7 @@
 #include "control_protocol.hpp"
 #include "dump_job.hpp"
 #include "journal_log.hpp"
+#include "level_estimate.hpp"
 #include "xendump/dumper.hpp"
 #include "xendump/error.hpp"
 
@@ -62,6 +63,7 @@ ViaService ask_service(const OneShotOptions& o, const Config& cfg, int& exit_cod
     if (o.overrides.host) request["host"] = *o.overrides.host;
     if (o.overrides.dump_dir) request["dump_dir"] = std::filesystem::absolute(*o.overrides.dump_dir).string();
     if (o.overrides.threads) request["threads"] = *o.overrides.threads;
+    if (o.format) request.update(dump_format_json(*o.format));
     cli::ProgressBar bar("dumping " + o.domain, !o.quiet);
     std::optional<uint64_t> job;
     try {
@@ -100,6 +102,9 @@ ViaService ask_service(const OneShotOptions& o, const Config& cfg, int& exit_cod
             if (event == "progress") bar.update(m->value("bytes_done", uint64_t{0}), m->value("bytes_total", uint64_t{0}));
             if (event == "finished") {
                 bar.finish();
+                if (!o.quiet && m->contains("warnings") && (*m)["warnings"].is_array())
+                    for (const auto& w : (*m)["warnings"])
+                        if (w.is_string()) say("warning: " + w.get<std::string>());
                 if (m->value("result", "") == "ok") {
                     std::cout << m->value("path", "") << std::endl;
                     exit_code = cli::kExitOk;
@@ -118,6 +123,31 @@ ViaService ask_service(const OneShotOptions& o, const Config& cfg, int& exit_cod
     }
 }
 
+// --estimate: the guest paused (unless --live) while its pages are
+// classified, as for a dump; nothing written.
+int estimate(const OneShotOptions& o, const Config& cfg) {
+    try {
+        auto hv = open_hypervisor(cfg.host);
+        const uint32_t domid = resolve_domain(*hv, o.domain);
+        DumpOptions opts;
+        opts.live = o.live;
+        opts.write.cancel = &g_cancel;
+        opts.write.on_warning = [&](const std::string& w) {
+            if (!o.quiet) say("warning: " + w);
+        };
+        std::string name = hv->domain_name(domid);
+        if (name.empty()) name = "domain" + std::to_string(domid);
+        const auto start = std::chrono::steady_clock::now();
+        const kernel::DumpLevelEstimate e = estimate_domain_levels(*hv, domid, opts);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        cli::print_level_estimate(e, "domain " + name + " (" + std::to_string(domid) + ")", o.json, seconds);
+        return cli::kExitOk;
+    } catch (const Error& e) {
+        say(g_cancel ? std::string("cancelled") : std::string(e.what()));
+        return cli::kExitFailure;
+    }
+}
+
 }  // namespace
 
 int run_one_shot(const OneShotOptions& o) {
@@ -132,8 +162,8 @@ int run_one_shot(const OneShotOptions& o) {
     o.overrides.apply(cfg);
     install_cancel_handlers();
 
-    // The service writes v1 files; a compact dump is made by this command.
-    if (!o.output && !o.kdump) {
+    if (o.estimate) return estimate(o, cfg);
+    if (!o.output) {
         int code = 0;
         if (ask_service(o, cfg, code) == ViaService::done) return code;
     }
@@ -143,8 +173,10 @@ int run_one_shot(const OneShotOptions& o) {
         cli::ProgressBar bar("dumping " + o.domain, !o.quiet && o.output != std::string("-"));
         DumpOptions opts;
         opts.live = o.live;
-        opts.kdump = o.kdump;
-        opts.compression = o.compression;
+        const DumpFormat how = o.format.value_or(DumpFormat{});  // -o: the command line's only
+        opts.kdump = how.kdump;
+        opts.compression = how.compression;
+        opts.dump_level = how.dump_level;
         opts.reason = format::Reason::request;
         opts.write.digests = o.digests;
         opts.write.threads = cfg.write_threads();
@@ -173,8 +205,7 @@ int run_one_shot(const OneShotOptions& o) {
         req.domid = domid;
         req.live = o.live;
         req.digests = o.digests;
-        req.kdump = o.kdump;
-        req.compression = o.compression;
+        req.file_format = o.format;
         req.threads = cfg.write_threads();
         DumpJobHooks hooks;
         hooks.dump = opts;

@@ -1,7 +1,8 @@
 // `xen-dumpd --domain ID|NAME`: asks the running service when its control
 // socket answers (progress shown, path printed), else dumps by itself.
 // `-o PATH` and `-o -` are always done by the command itself: the service
-// writes only into its own dump directory.
+// writes only into its own dump directory. `--estimate` classifies the
+// paused guest's pages by itself and prints what each dump level keeps.
 #pragma once
 
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "config.hpp"
+#include "json_style.hpp"
 #include "xendump/kdump.hpp"
 
 namespace xendump::daemon {
@@ -18,8 +20,11 @@ struct OneShotOptions {
     std::optional<std::string> output;  // PATH or "-"
     bool live = false;
     bool digests = true;
-    bool kdump = false;  // --format kdump: dumped by the command itself, not the service
-    Compression compression = Compression::zstd;
+    // --format (--compress, --dump-level): unset, the configuration's
+    // Format=, Compress=, DumpLevel= for the domain (-o: v1).
+    std::optional<DumpFormat> format;
+    bool estimate = false;  // --estimate: what each dump level keeps; no dump
+    cli::JsonStyle json;    // --json (with --estimate)
     bool quiet = false;
     // --threads is in overrides (it also names the service's Threads=): sent
     // with a request to the service, used for a dump made here.

@@ -105,6 +105,14 @@ void Service::handle_dump_request(JsonLineConnection& conn, const nlohmann::json
         }
         req.threads = t.get<unsigned>();
     }
+    if (request.contains("format")) {
+        try {
+            req.file_format = dump_format_of_request(request);
+        } catch (const Error& e) {
+            conn.send(control_error("request", e.message()));
+            return;
+        }
+    }
     std::string domain = request.value("domain", "");
     std::string label;
     try {
@@ -160,7 +168,8 @@ void Service::follow_dump_job(JsonLineConnection& conn, const std::shared_ptr<Jo
                {"result", to_string(r.result)},
                {"path", r.result == DumpOutcome::ok ? r.path.string() : std::string()},
                {"sidecar", r.sidecar.string()},
-               {"error", r.error}});
+               {"error", r.error},
+               {"warnings", r.warnings}});
 }
 
 }  // namespace xendump::daemon

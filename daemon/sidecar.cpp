@@ -78,6 +78,9 @@ std::string Sidecar::to_json() const {
     j[vocab::kResult.sidecar] = to_string(result);
     j[vocab::kError.sidecar] = error;
     j[vocab::kDumpPath.sidecar] = dump_file;
+    j[vocab::kFormat.sidecar] = format;
+    if (compression) j[vocab::kCompression.sidecar] = *compression;
+    if (dump_level) j[vocab::kDumpLevel.sidecar] = *dump_level;
     if (guest_log) {
         nlohmann::ordered_json g = nlohmann::ordered_json::object();
         if (guest_log->records) {
@@ -121,6 +124,9 @@ Sidecar Sidecar::from_json(const std::string& text, const std::string& origin) {
         s.result = outcome_from_string(j.value(vocab::kResult.sidecar, "failed"));
         s.error = j.value(vocab::kError.sidecar, "");
         s.dump_file = j.value(vocab::kDumpPath.sidecar, "");
+        s.format = j.value(vocab::kFormat.sidecar, "v1");
+        if (j.contains(vocab::kCompression.sidecar)) s.compression = j[vocab::kCompression.sidecar].get<std::string>();
+        if (j.contains(vocab::kDumpLevel.sidecar)) s.dump_level = j[vocab::kDumpLevel.sidecar].get<unsigned>();
         if (j.contains("guest_log") && j["guest_log"].is_object()) {
             const auto& g = j["guest_log"];
             GuestLog log;

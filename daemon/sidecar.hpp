@@ -52,6 +52,11 @@ struct Sidecar {
     DumpOutcome result = DumpOutcome::ok;
     std::string error;           // empty when ok
     std::string dump_file;       // file name of the dump (beside the sidecar)
+    std::string format = "v1";   // "v1" or "kdump" (sidecars of older versions: v1)
+    // A compact file's: the page compression and the dump level (applied,
+    // once the dump is written; as asked, in a failed dump's record).
+    std::optional<std::string> compression;
+    std::optional<unsigned> dump_level;
     // Written dumps only (absent in failed ones and sidecars of older versions):
     std::optional<GuestLog> guest_log;
     std::optional<std::string> guest_panic;  // the log's first crash report line, as dmesg prints it

@@ -35,5 +35,10 @@ inline constexpr Term kError{nullptr, "error", nullptr, nullptr, "error"};
 inline constexpr Term kGuestPanic{nullptr, "guest_panic", "GUEST_PANIC", nullptr, "guest_panic"};
 inline constexpr Term kGuestBacktrace{nullptr, "guest_backtrace", "GUEST_BACKTRACE", nullptr, "guest_backtrace"};
 inline constexpr Term kDmesgPath{nullptr, nullptr, "GUEST_DMESG_PATH", nullptr, "dmesg_path"};
+// How the service wrote the dump (Format=, Compress=, DumpLevel=, xen-dumpd(8)):
+// "v1" or "kdump"; a compact file's page compression and dump level applied.
+inline constexpr Term kFormat{nullptr, "format", "DUMP_FORMAT", nullptr, nullptr};
+inline constexpr Term kCompression{nullptr, "compression", "DUMP_COMPRESSION", nullptr, nullptr};
+inline constexpr Term kDumpLevel{nullptr, "dump_level", "DUMP_LEVEL", nullptr, nullptr};
 
 }  // namespace xendump::vocab

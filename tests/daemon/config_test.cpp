@@ -220,3 +220,76 @@ TEST(Config, ThreadsFromOneToEightElseTheCores) {
         EXPECT_NE(err.find("test.conf:2: Threads="), std::string::npos) << bad << " -> " << err;
     }
 }
+
+// Format=, Compress=, DumpLevel= (issue 18 item 4): [Dump]'s for every
+// domain, a [Domain NAME] section's (in any file) for the guest named NAME,
+// key by key; unset keys come from [Dump] whatever the file order.
+TEST(Config, DumpFormatKeysAndDomainSections) {
+    TempDir dir;
+    auto main_file = dir / "xen-dumpd.conf";
+    write(main_file, "[Dump]\nFormat=kdump\nDumpLevel=31\n\n[Domain db01]\nDumpLevel=0\n");
+    write(dir / "xen-dumpd.conf.d" / "10-legacy.conf", "[Domain legacy guest]\nFormat=v1\nDumpLevel=0\n"
+                                                      "[Domain db01]\nCompress=lzo\n");
+    write(dir / "xen-dumpd.conf.d" / "20-zlib.conf", "[Dump]\nCompress=zlib\n[Domain web01]\nDumpLevel=1\n");
+    const Config c = load_config(main_file);
+    EXPECT_EQ(c.format_for("anyone"), (DumpFormat{true, xendump::Compression::zlib, 31}));
+    EXPECT_EQ(c.format_for("db01"), (DumpFormat{true, xendump::Compression::lzo, 0}));
+    EXPECT_EQ(c.format_for("web01"), (DumpFormat{true, xendump::Compression::zlib, 1}));
+    EXPECT_EQ(c.format_for("legacy guest"), (DumpFormat{false, xendump::Compression::zlib, 0}));
+    EXPECT_EQ(Config::defaults().format_for("web01"), DumpFormat{});
+}
+
+TEST(Config, DumpFormatBadValuesNameTheLine) {
+    struct Case {
+        const char* text;
+        const char* expect;
+    } cases[] = {
+        {"[Dump]\nFormat=v2\n", "test.conf:2: Format=: Format must be \"v1\" or \"kdump\""},
+        {"[Dump]\n\nCompress=gzip\n", "test.conf:3: Compress=:"},
+        {"[Dump]\nDumpLevel=32\n", "test.conf:2: DumpLevel=: DumpLevel must be a number from 0 to 31"},
+        {"[Dump]\nDumpLevel=-1\n", "test.conf:2: DumpLevel=:"},
+        {"[Dump]\nDumpLevel=3x\n", "test.conf:2: DumpLevel=:"},
+        {"[Domain]\nFormat=kdump\n", "test.conf:1: [Domain] needs the guest's name"},
+        {"[Domain web01]\nThreads=2\n", "test.conf:2: Threads= cannot be set per domain"},
+        {"[Domain web01]\nDumpLevel=40\n", "test.conf:2: DumpLevel=:"},
+        {"[Domains web01]\n", "test.conf:1: unknown section [Domains web01]"},
+    };
+    for (const auto& c : cases) {
+        std::string err = error_of(c.text);
+        EXPECT_NE(err.find(c.expect), std::string::npos) << c.text << " -> " << err;
+    }
+}
+
+// A DumpLevel= above 0 that applies to v1 dumps is refused once every file
+// is read, naming the DumpLevel= line and the Format= line; the same keys
+// where Format=kdump applies are fine.
+TEST(Config, DumpLevelWithV1IsRefusedNamingBothLines) {
+    TempDir dir;
+    auto main_file = dir / "xen-dumpd.conf";
+    write(main_file, "[Dump]\nDumpLevel=31\n");
+    try {
+        load_config(main_file);
+        FAIL() << "accepted DumpLevel=31 for v1 dumps";
+    } catch (const xendump::Error& e) {
+        EXPECT_NE(std::string(e.what()).find(main_file.string() + ":2: DumpLevel=31 needs Format=kdump (Format= is not set: v1)"),
+                  std::string::npos)
+            << e.what();
+    }
+    write(main_file, "[Dump]\nFormat=kdump\nDumpLevel=31\n");
+    EXPECT_NO_THROW(load_config(main_file));
+    // A drop-in's [Domain] section makes one guest v1: [Dump]'s level does not fit it.
+    write(dir / "xen-dumpd.conf.d" / "legacy.conf", "[Domain legacy]\n\nFormat=v1\n");
+    try {
+        load_config(main_file);
+        FAIL() << "accepted DumpLevel=31 for a v1 domain";
+    } catch (const xendump::Error& e) {
+        const std::string drop_in = (dir / "xen-dumpd.conf.d" / "legacy.conf").string();
+        EXPECT_NE(std::string(e.what()).find(main_file.string() + ":3: DumpLevel=31 needs Format=kdump, but domain "
+                                                                  "legacy is written as v1 (Format=v1 at " +
+                                             drop_in + ":3)"),
+                  std::string::npos)
+            << e.what();
+    }
+    write(dir / "xen-dumpd.conf.d" / "legacy.conf", "[Domain legacy]\nFormat=v1\nDumpLevel=0\n");
+    EXPECT_EQ(load_config(main_file).format_for("legacy"), DumpFormat{});
+}

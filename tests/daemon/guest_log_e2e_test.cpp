@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "dump_job.hpp"
+#include "fixture_host.hpp"
 #include "guest_log.hpp"
 #include "guest_ram.hpp"
 #include "journal_log.hpp"
@@ -29,8 +30,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr uint64_t kFixturePages = (128ULL << 20) / 4096;
-constexpr uint32_t kLinux = 7, kPattern = 8;
+constexpr uint32_t kLinux = kFixtureLinux, kPattern = kFixturePattern;
 
 struct GuestLogHost {
     TempDir tmp;
@@ -38,24 +38,7 @@ struct GuestLogHost {
     std::unique_ptr<ServiceProcess> service;
 
     GuestLogHost() {
-        {
-            const std::string ram = crashed_guest_ram();
-            std::ofstream(image, std::ios::binary).write(ram.data(), static_cast<std::streamsize>(ram.size()));
-        }
-        // As tests/dump/dump_support.cpp's hvm_domain and pv_domain write them;
-        // one vcpu: the crash report names no CPU, so the only vcpu made it.
-        json linux_guest = {{"domid", kLinux}, {"name", "linux"}, {"uuid", "0d5e9a3c-1f2b-4c6d-8e9f-000000000007"},
-                            {"type", "hvm"}, {"vcpus", 1}, {"p2m_size", kFixturePages},
-                            {"extents", json::array({json::array({0, 0x800000, kFixturePages})})},
-                            {"memory", {{"image", image.string()}}}, {"state", "running"}};
-        json pattern = {{"domid", kPattern}, {"name", "pattern"}, {"uuid", "0d5e9a3c-1f2b-4c6d-8e9f-000000000008"},
-                        {"type", "pv"}, {"guest_width", 8}, {"vcpus", 1}, {"p2m_size", 256}, {"p2m_format", "tree"},
-                        {"extents", json::array({json::array({0, 0x900000, 256})})},
-                        {"memory", {{"fill", "pattern"}}}, {"state", "running"}};
-        const fs::path spec = tmp / "host.spec.json";
-        std::ofstream(spec) << json{{"xen_version", "4.17.0"}, {"domains", {linux_guest, pattern}}}.dump(2);
-        RunResult c = run({"xen-dump-sim", "create", host.string(), spec.string()});
-        if (c.exit_code != 0) throw std::runtime_error("xen-dump-sim create: " + c.err);
+        create_fixture_host(host, image);
         fs::create_directory(dumps);
         service = std::make_unique<ServiceProcess>(tmp.path(), host, dumps, "[Dump]\nKeepFree=0\n");
         service->start();

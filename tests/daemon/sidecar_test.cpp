@@ -116,6 +116,30 @@ TEST(Sidecar, GuestBacktraceRoundTripsAndFillsTheJournalLine) {
               std::string::npos);
 }
 
+// How the dump was written (issue 18 item 4): format always, compression
+// and dump level for a compact file; a sidecar of an older version, without
+// them, reads as v1.
+TEST(Sidecar, FormatCompressionAndDumpLevelRoundTrip) {
+    TempDir dir;
+    Sidecar s;
+    s.domain_name = "web01";
+    s.dump_file = "web01-7-20231114T221320Z.core";
+    EXPECT_NE(s.to_json().find("\"format\": \"v1\""), std::string::npos) << s.to_json();
+    EXPECT_EQ(s.to_json().find("dump_level"), std::string::npos);
+    s.format = "kdump";
+    s.compression = "zstd";
+    s.dump_level = 31;
+    write_sidecar(sidecar_path(dir / s.dump_file), s);
+    const Sidecar r = read_sidecar(sidecar_path(dir / s.dump_file));
+    EXPECT_EQ(r.format, "kdump");
+    EXPECT_EQ(r.compression, std::optional<std::string>("zstd"));
+    EXPECT_EQ(r.dump_level, std::optional<unsigned>(31));
+    EXPECT_EQ(r.to_json(), s.to_json());
+    const Sidecar old = Sidecar::from_json(R"({"domain":"web01","result":"ok"})", "old.json");
+    EXPECT_EQ(old.format, "v1");
+    EXPECT_FALSE(old.dump_level.has_value());
+}
+
 TEST(Sidecar, AllOutcomes) {
     for (auto o : {DumpOutcome::ok, DumpOutcome::failed, DumpOutcome::refused, DumpOutcome::cancelled})
         EXPECT_EQ(outcome_from_string(to_string(o)), o);

@@ -15,6 +15,7 @@
 #include "xendump/format.hpp"
 #include "xendump/hypervisor.hpp"
 #include "xendump/kdump.hpp"
+#include "xendump/kernel/dump_level.hpp"
 #include "xendump/writer.hpp"
 
 namespace xendump {
@@ -27,6 +28,14 @@ struct DumpOptions {
     // `compression` on write.threads threads.
     bool kdump = false;
     Compression compression = Compression::zstd;
+    // With kdump: keep only the pages makedumpfile -d keeps at this level
+    // (0-31, xendump/kernel/dump_level.hpp), classified from the paused
+    // guest's struct pages through the VMCOREINFO found in its memory (one
+    // extra read of the guest's pages before the pass, while it is paused).
+    // A guest without one gets level 1 at most: write.on_warning says so, and
+    // DumpResult::dump_level is the level applied. Error with v1 (a v1 file's
+    // missing pfns mean "absent", not "left out").
+    unsigned dump_level = 0;
     // Digests, threads, the guest kernel (on by default for dumps), progress,
     // warnings, cancel: handed to the writer as they are.
     WriteOptions write = [] {
@@ -48,6 +57,7 @@ struct DumpResult {
     std::vector<uint64_t> unreadable_pfns;
     std::vector<std::string> warnings;
     bool kernel_segment = false;  // the guest kernel's image PT_LOAD (p_vaddr) was added
+    unsigned dump_level = 0;      // the level applied (DumpOptions::dump_level, less what the guest lacks)
 };
 
 // Resolves "7" or "web01" to a domid. Throws Error when there is no such domain.
@@ -60,6 +70,14 @@ std::string default_dump_name(const std::string& name, uint32_t domid,
 // Writes the dump of `domid` atomically to `path` (Error if it exists).
 DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesystem::path& path,
                                const DumpOptions& options = {});
+// What each dump level would keep of `domid` (makedumpfile --mem-usage),
+// without writing anything: the guest is paused for the classification as
+// for a dump (unless options.live) and runs again afterwards. Reads every
+// page to find the VMCOREINFO and the zero pages, and the struct pages once
+// per level. options.write's cancel and on_warning are used; Error as for a
+// dump.
+kernel::DumpLevelEstimate estimate_domain_levels(Hypervisor& hv, uint32_t domid, const DumpOptions& options = {});
+
 // Streams the dump to `fd` (a pipe or a file), no seeks unless `seekable`.
 DumpResult dump_domain_to_fd(Hypervisor& hv, uint32_t domid, int fd, bool seekable,
                              const DumpOptions& options = {});

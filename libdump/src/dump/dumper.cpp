@@ -5,9 +5,16 @@
 #include <ctime>
 #include <cstring>
 
+#include <algorithm>
+#include <memory>
+#include <utility>
+
 #include "dump/hypervisor_page_source.hpp"
+#include "kdump/selected_source.hpp"
 #include "p2m/p2m.hpp"
 #include "xendump/error.hpp"
+#include "xendump/kernel/prstatus.hpp"
+#include "xendump/kernel/vmcoreinfo.hpp"
 #include "xendump/text.hpp"
 #include "xendump_config.h"
 
@@ -142,27 +149,99 @@ private:
     uint32_t domid_;
 };
 
+// The dump-level classifier's view of the paused guest, as
+// dump_level_input() gives it for a dump file: its pages through the page
+// source, the VMCOREINFO found in them (x86_64 guests only), a PV guest's
+// machine frames back to pfns, and each vcpu's stack pointer.
+struct LiveLevelInput {
+    std::optional<kernel::Vmcoreinfo> vmcoreinfo;
+    kernel::DumpLevelInput input;
+};
+
+std::unique_ptr<LiveLevelInput> live_level_input(const Prepared& p, const DumpOptions& opt) {
+    auto live = std::make_unique<LiveLevelInput>();
+    PageSource& source = *p.source;
+    kernel::DumpLevelInput& in = live->input;
+    in.present = source.entries();
+    in.reader = kernel::page_reader(source);
+    in.cancel = opt.write.cancel;
+    if (p.spec.guest_width == 8) {
+        if (auto found = kernel::find_vmcoreinfo(source)) live->vmcoreinfo = std::move(found->info);
+        for (const auto& v : p.spec.vcpus)
+            if (v.bytes.size() >= kernel::XenVcpuContextX86_64::kSize)
+                in.stack_pointers.push_back(kernel::XenVcpuContextX86_64::decode(v.bytes).rsp);
+    }
+    in.vmcoreinfo = live->vmcoreinfo ? &*live->vmcoreinfo : nullptr;
+    if (p.spec.type == GuestType::pv) {
+        auto by_gmfn = std::make_shared<std::vector<std::pair<uint64_t, uint64_t>>>();
+        by_gmfn->reserve(in.present.size());
+        for (const PageEntry& e : in.present) by_gmfn->emplace_back(e.gmfn, e.pfn);
+        std::sort(by_gmfn->begin(), by_gmfn->end());
+        in.frame_to_pfn = [by_gmfn](uint64_t frame) -> std::optional<uint64_t> {
+            auto it = std::lower_bound(by_gmfn->begin(), by_gmfn->end(), std::pair<uint64_t, uint64_t>{frame, 0});
+            if (it == by_gmfn->end() || it->first != frame) return std::nullopt;
+            return it->second;
+        };
+    }
+    return live;
+}
+
+// The pages DumpOptions::dump_level keeps of the paused guest; what the
+// guest cannot support goes to on_warning.
+kernel::PageSelection select_live_pages(const Prepared& p, const DumpOptions& opt, std::vector<std::string>& warnings) {
+    const auto live = live_level_input(p, opt);
+    kernel::PageSelection sel = kernel::select_pages(live->input, opt.dump_level);
+    for (const auto& l : sel.limits) {
+        std::string w = "dump level " + std::to_string(sel.level) + " instead of " + std::to_string(opt.dump_level) +
+                        ": " + l;
+        if (opt.write.on_warning) opt.write.on_warning(w);
+        warnings.push_back(std::move(w));
+    }
+    return sel;
+}
+
+// The dumper's pause, cancellable view of the hypervisor and discovery, for
+// a dump and for an estimate alike.
+class PreparedDomain {
+public:
+    PreparedDomain(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt) : hv_(real_hv, opt.write.cancel, domid) {
+        // PAUSED= records what this dump did: 1 when it held a pause of its own
+        // from before the first read to after the last one. A pause taken by
+        // someone else (the operator, another dump) proves nothing about the
+        // whole dump, since its holder may unpause at any time; pauses nest, so
+        // this dump pauses such a domain once more all the same.
+        if (!opt.live) pause_.emplace(real_hv, domid);
+        p_ = prepare(hv_, domid, opt, pause_.has_value());
+        for (const auto& w : p_.warnings)
+            if (opt.write.on_warning) opt.write.on_warning(w);
+    }
+    Prepared& get() { return p_; }
+
+private:
+    std::optional<PausedDomain> pause_;  // first: released last
+    CancellableHypervisor hv_;
+    Prepared p_;
+};
+
 template <typename Write>
 DumpResult run_dump(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt, Write&& write) {
-    // PAUSED= records what this dump did: 1 when it held a pause of its own
-    // from before the first read to after the last one. A pause taken by
-    // someone else (the operator, another dump) proves nothing about the
-    // whole dump, since its holder may unpause at any time; pauses nest, so
-    // this dump pauses such a domain once more all the same.
-    std::optional<PausedDomain> pause;
-    if (!opt.live) pause.emplace(real_hv, domid);
     const WriteOptions& wo = opt.write;
-    CancellableHypervisor hv(real_hv, wo.cancel, domid);
-    Prepared p = prepare(hv, domid, opt, pause.has_value());
-    for (const auto& w : p.warnings)
-        if (wo.on_warning) wo.on_warning(w);
+    if (opt.dump_level > kernel::kMaxDumpLevel)
+        throw Error("dump level " + std::to_string(opt.dump_level) + " is not 0 to 31", object_of(domid));
+    if (opt.dump_level != 0 && !opt.kdump)
+        throw Error("a dump level needs the compact (kdump) format: a v1 file's missing pages mean absent, "
+                    "not left out", object_of(domid));
+    PreparedDomain prepared(real_hv, domid, opt);
+    Prepared& p = prepared.get();
+    std::optional<kernel::PageSelection> selection;
+    if (opt.dump_level != 0) selection = select_live_pages(p, opt, p.warnings);
 
     // Guest kernel (issue 9, WriteOptions::guest_kernel): NT_PRSTATUS up
     // front, VMCOREINFO and the KERNEL=/KERNELOFFSET= keys of NT_XEN_DOMAIN
     // found by the pipeline's kernel observer during the single pass
     // (xen-dump-core(5) "NT_XEN_DOMAIN keys" lets writers add keys; "Notes"
     // has readers skip the padding note a pipe keeps in their place).
-    WriteResult wr = write(p.spec, *p.source, wo);
+    WriteResult wr = write(p.spec, *p.source, wo, selection ? &*selection : nullptr);
     for (auto& w : wr.warnings) p.warnings.push_back(std::move(w));
 
     DumpResult r;
@@ -174,6 +253,7 @@ DumpResult run_dump(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt,
     r.nr_runs = wr.nr_runs;
     r.file_size = wr.file_size;
     r.kernel_segment = wr.kernel_segment;
+    r.dump_level = selection ? selection->level : 0;
     r.unreadable_pfns = std::move(wr.unreadable_pfns);
     r.warnings = std::move(p.warnings);
     if (!r.unreadable_pfns.empty()) {
@@ -215,7 +295,10 @@ std::string default_dump_name(const std::string& name, uint32_t domid,
 
 DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesystem::path& path,
                                const DumpOptions& options) {
-    DumpResult r = run_dump(hv, domid, options, [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo) {
+    DumpResult r = run_dump(hv, domid, options,
+                            [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo,
+                                const kernel::PageSelection* selection) {
+        if (selection) return kdump::write_selected_kdump_file(path, spec, src, *selection, options.compression, wo);
         if (options.kdump) return write_kdump_file(path, spec, src, {options.compression, wo});
         return write_dump_file(path, spec, src, wo);
     });
@@ -227,9 +310,16 @@ DumpResult dump_domain_to_fd(Hypervisor& hv, uint32_t domid, int fd, bool seekab
                              const DumpOptions& options) {
     if (options.kdump)
         throw Error("a compact (kdump) dump is written to a file: its headers are written last, at the front");
-    return run_dump(hv, domid, options, [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo) {
-        return write_dump(fd, seekable, spec, src, wo);
-    });
+    return run_dump(hv, domid, options,
+                    [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo, const kernel::PageSelection*) {
+                        return write_dump(fd, seekable, spec, src, wo);
+                    });
+}
+
+kernel::DumpLevelEstimate estimate_domain_levels(Hypervisor& hv, uint32_t domid, const DumpOptions& options) {
+    PreparedDomain prepared(hv, domid, options);
+    const auto live = live_level_input(prepared.get(), options);
+    return kernel::estimate_dump_levels(live->input);
 }
 
 }  // namespace xendump

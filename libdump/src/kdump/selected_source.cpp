@@ -34,6 +34,16 @@ void SelectedSource::read_pages(size_t first, size_t count, std::span<std::byte>
     }
 }
 
+WriteResult write_selected_kdump_file(const std::filesystem::path& path, const DumpSpec& spec, PageSource& pages,
+                                      const kernel::PageSelection& selection, Compression compression,
+                                      const WriteOptions& write) {
+    SelectedSource kept(pages, selection);
+    KdumpOptions ko{compression, write};
+    ko.dump_level = selection.level;
+    ko.present = kept.present();
+    return write_kdump_file(path, spec, kept, ko);
+}
+
 kernel::PageSelection zero_pages_only(std::span<const PageEntry> entries, unsigned level, const std::string& why) {
     kernel::PageSelection s;
     s.requested_level = level;

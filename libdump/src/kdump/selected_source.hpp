@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "xendump/kdump.hpp"
 #include "xendump/kernel/dump_level.hpp"
 #include "xendump/page_source.hpp"
 
@@ -38,6 +39,13 @@ private:
 // A selection of `entries` at `level` made without the guest kernel (an
 // input the classifier cannot read): every page kept, bit 1 (zero pages)
 // at most, and a limit saying so.
+// The compact file of what `selection` keeps of `pages` (a SelectedSource):
+// its sub header records selection.level, its 1st bitmap every page of
+// `pages`. What the converter and the dumper write for a dump level.
+WriteResult write_selected_kdump_file(const std::filesystem::path& path, const DumpSpec& spec, PageSource& pages,
+                                      const kernel::PageSelection& selection, Compression compression,
+                                      const WriteOptions& write);
+
 kernel::PageSelection zero_pages_only(std::span<const PageEntry> entries, unsigned level, const std::string& why);
 
 }  // namespace xendump::kdump

@@ -141,12 +141,8 @@ void write_converted(const fs::path& input, const SourceIdentity& id, const fs::
             check(unpublished, verify);
         };
     if (opt.kdump && opt.dump_level != 0) {
-        const kernel::PageSelection sel = select_for_level(input, reader, pages, opt);
-        kdump::SelectedSource kept(pages, sel);
-        KdumpOptions ko{opt.compression, wo};
-        ko.dump_level = sel.level;
-        ko.present = kept.present();
-        write_kdump_file(output, spec, kept, ko);
+        kdump::write_selected_kdump_file(output, spec, pages, select_for_level(input, reader, pages, opt),
+                                         opt.compression, wo);
         return;
     }
     if (opt.kdump)
