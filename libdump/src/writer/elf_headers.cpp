@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "writer/notes.hpp"
+#include "writer/runs.hpp"
 
 namespace xendump::writer {
 
@@ -18,10 +19,9 @@ void append(std::vector<std::byte>& out, const T& v) {
 
 }  // namespace
 
-uint64_t count_runs(std::span<const PageEntry> entries) {
+uint64_t count_runs(const PageSource& source) {
     uint64_t runs = 0;
-    for (uint64_t i = 0; i < entries.size(); ++i)
-        if (i == 0 || entries[i].pfn != entries[i - 1].pfn + 1) ++runs;
+    for_each_run(source, [&](uint64_t, uint64_t, uint64_t) { ++runs; });
     return runs;
 }
 
@@ -49,7 +49,7 @@ std::vector<std::byte> elf_header(const DumpSpec& spec, const Layout& L, uint64_
     return out;
 }
 
-std::vector<std::byte> program_headers(std::span<const PageEntry> entries, const Layout& L, uint64_t size) {
+std::vector<std::byte> program_headers(const PageSource& source, const Layout& L, uint64_t size) {
     constexpr uint64_t kPage = format::kPageSize;
     std::vector<std::byte> out;
     out.reserve(size);
@@ -61,21 +61,17 @@ std::vector<std::byte> program_headers(std::span<const PageEntry> entries, const
     // readers would apply 8-byte note rules and misplace "CORE" descriptors.
     note.p_align = 4;
     append(out, note);
-    const uint64_t n = entries.size();
-    for (uint64_t i = 0; i < n;) {
-        uint64_t j = i + 1;
-        while (j < n && entries[j].pfn == entries[j - 1].pfn + 1) ++j;
+    for_each_run(source, [&](uint64_t i, uint64_t pfn, uint64_t count) {
         Elf64_Phdr load{};
         load.p_type = PT_LOAD;
         load.p_flags = PF_R | PF_W | PF_X;
         load.p_offset = L.pages_offset + i * kPage;
-        load.p_paddr = entries[i].pfn * kPage;
+        load.p_paddr = pfn * kPage;
         load.p_vaddr = 0;
-        load.p_filesz = load.p_memsz = (j - i) * kPage;
+        load.p_filesz = load.p_memsz = count * kPage;
         load.p_align = 0;  // as the kernel's /proc/vmcore: crash then reads KERNELOFFSET (xen-dump-core(5))
         append(out, load);
-        i = j;
-    }
+    });
     out.resize(size);  // the kernel image header's room stays zeros
     return out;
 }

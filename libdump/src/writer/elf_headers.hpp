@@ -17,9 +17,9 @@ std::vector<std::byte> elf_header(const DumpSpec& spec, const Layout& layout, ui
                                   uint64_t shnum);
 
 // The program header table, `size` bytes (room after the runs stays zeros).
-std::vector<std::byte> program_headers(std::span<const PageEntry> entries, const Layout& layout, uint64_t size);
+std::vector<std::byte> program_headers(const PageSource& source, const Layout& layout, uint64_t size);
 
 // Maximal runs of consecutive pfns (one PT_LOAD each).
-uint64_t count_runs(std::span<const PageEntry> entries);
+uint64_t count_runs(const PageSource& source);
 
 }  // namespace xendump::writer
