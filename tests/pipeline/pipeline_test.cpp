@@ -235,7 +235,7 @@ TEST(Pipeline, SelectorsDropPagesForObserversAndEncoder) {
 TEST(Pipeline, V1EncoderRefusesASelectionThatDropsPages) {
     TempDir dir;
     Guest g(GuestType::pv, 600);
-    writer::V1Encoder encoder(g.spec, g.source.entries(), true, false, "v1");
+    writer::V1Encoder encoder(g.spec, g.source, true, false, "v1");
     UniqueFd fd(::open((dir / "d").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     io::Sink sink(fd.get(), true, true, "d");
     const pipeline::ZeroPageSelector zeros;

@@ -6,7 +6,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <span>
+#include <vector>
 
 #include "xendump/format.hpp"
 
@@ -27,7 +30,20 @@ public:
     virtual ~PageSource() = default;
 
     // The present pages: strictly ascending pfn. For HVM/PVH gmfn == pfn.
-    virtual std::span<const PageEntry> entries() const = 0;
+    //
+    // A source overrides either entries() (it holds the whole list, 16
+    // bytes a page) or nr_entries() and read_entries() (it hands the list
+    // out in windows: the writers take nothing else, so their memory does
+    // not grow with the guest, see xendump/writer.hpp). The defaults fill
+    // each side from the other; entries() then builds the whole list once,
+    // on first use (16 bytes a page), for the callers that need a span.
+    virtual std::span<const PageEntry> entries() const;
+    virtual uint64_t nr_entries() const { return entries().size(); }
+    // Entries [first, first + out.size()) into `out`; throws Error past the end.
+    virtual void read_entries(uint64_t first, std::span<PageEntry> out) const;
+    // The index of the entry for `pfn`, or nullopt when the pfn is not present.
+    // Default: a binary search through read_entries() (O(log n) single reads).
+    virtual std::optional<uint64_t> index_of_pfn(uint64_t pfn) const;
 
     // Reads `count` pages starting at entry index `first` into `out`
     // (count * kPageSize bytes). A page that cannot be read gets
@@ -38,6 +54,22 @@ public:
 
     // How many pages the source prefers per read_pages call.
     virtual size_t preferred_batch() const { return 1024; }
+
+private:
+    mutable std::unique_ptr<std::vector<PageEntry>> all_;  // entries()' default, built once
 };
+
+// Calls f(first, window) for consecutive windows of at most `window` entries
+// of `source`, in order: the whole list, `window` entries in memory at a time.
+template <class F>
+void for_each_entry_window(const PageSource& source, F&& f, uint64_t window = 65536) {
+    const uint64_t n = source.nr_entries();
+    std::vector<PageEntry> w(static_cast<size_t>(n < window ? n : window));
+    for (uint64_t at = 0; at < n; at += w.size()) {
+        const size_t k = static_cast<size_t>(n - at < w.size() ? n - at : w.size());
+        source.read_entries(at, std::span(w).first(k));
+        f(at, std::span<const PageEntry>(w).first(k));
+    }
+}
 
 }  // namespace xendump

@@ -20,8 +20,8 @@
 // block cache for each; its runs (an HVM or PVH guest's table is made from them)
 // are as many as the stretches of pfns its dump level kept.
 // A usual guest has few runs and stretches: a 1 TiB guest stays well under
-// 128 MiB. Only entries() and page_source() (span-based, for the writer and
-// converter until they take windows) load the whole table, on first use.
+// 128 MiB. Only entries() (a span) loads the whole table, on first use;
+// page_source() reads it a window at a time (PageSource::read_entries).
 #pragma once
 
 #include <cstdint>
@@ -162,7 +162,9 @@ public:
     static VerifyReport verify_file_report(const std::filesystem::path& path, const VerifyOptions& options = {});
     VerifyReport verify_report(const VerifyOptions& options = {}) const;
 
-    // A PageSource over this file's pages (for the converter and tests).
+    // A PageSource over this file's pages (for the converter and tests). It
+    // reads the table a window at a time (its entries() alone loads it
+    // whole) and refers to this reader, which must outlive it.
     std::unique_ptr<PageSource> page_source() const;
 
     struct Impl;

@@ -1,6 +1,19 @@
 // The v1 writer: a page source in, a xen-dump-core v1 file out
 // (xen-dump-core(5)), in one pass over the pages. Writes to a seekable file
 // or streams to a pipe: same bytes.
+//
+// Memory (issue 19): the writer takes the source's entries a window at a
+// time (PageSource::nr_entries(), read_entries(), index_of_pfn(); never
+// entries()), writes the PFN->GMFN table and .xen_pfn in windows and digests
+// the table as it goes, so what it holds does not grow with the pages:
+// batches of at most 4 MiB (threads + 2 in flight), 64Ki-entry windows (1 MiB),
+// plus what grows with the guest's shape, not its size: 56 bytes per run of
+// consecutive pfns (the program headers), 8 bytes per page that could not be
+// read, and 16 bytes per 256 pages of digests (16 MiB for 1 TiB, the most
+// one NT_XEN_P2M describes). The dumper's page source adds 32 bytes per
+// extent (xendump/dumper.hpp). A usual guest of any size stays under 128 MiB.
+// write_kdump_file() does not take windows yet: it holds the source's
+// entries and its table (32 bytes a page) and two bitmaps (2 bits a pfn).
 #pragma once
 
 #include <atomic>

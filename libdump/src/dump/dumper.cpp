@@ -12,6 +12,8 @@
 #include "dump/hypervisor_page_source.hpp"
 #include "kdump/selected_source.hpp"
 #include "p2m/p2m.hpp"
+#include "p2m/p2m_windows.hpp"
+#include "p2m/page_extents.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/prstatus.hpp"
 #include "xendump/kernel/vmcoreinfo.hpp"
@@ -81,9 +83,24 @@ Prepared prepare(Hypervisor& hv, uint32_t domid, const DumpOptions& opt, bool pa
     }
     if (spec.vcpus.empty()) throw Error("no vcpu context could be read", object_of(domid));
 
-    // Each page is mapped once, by the page source (see P2mOptions).
-    P2mMap discovered = discover_p2m(hv, *info, P2mOptions{.verify_frames = false});
-    for (auto& w : discovered.warnings) p.warnings.push_back(std::move(w));
+    // Each page is mapped once, by the page source (see P2mOptions). The p2m
+    // is walked a window at a time and kept as extents (issue 19: memory by
+    // stretches of pages, not by pages); duplicate frames are found from the
+    // stretches and dropped as discover_p2m() drops them.
+    P2mWindows windows(hv, *info, P2mOptions{.verify_frames = false});
+    FrameDuplicates duplicates;
+    PageExtents present;
+    std::vector<PageEntry> window;
+    while (windows.next(window)) {
+        duplicates.add(window);
+        present.append(window);
+    }
+    duplicates.finish();
+    for (auto& w : windows.warnings(&duplicates)) p.warnings.push_back(std::move(w));
+    std::vector<PageExtents::PfnRange> dropped;
+    for (const auto& r : duplicates.dropped()) dropped.push_back({r.first, r.end});
+    if (!dropped.empty()) present = present.without(dropped);
+    P2mMap discovered = windows.header();
     if (spec.type == GuestType::pv && discovered.shared_info.size() == format::kSharedInfoSize)
         spec.shared_info = std::move(discovered.shared_info);
 
@@ -100,8 +117,7 @@ Prepared prepare(Hypervisor& hv, uint32_t domid, const DumpOptions& opt, bool pa
     kv.set(keys::kTime, utc_time(std::chrono::system_clock::now(), "%Y-%m-%dT%H:%M:%SZ"));
     kv.set(keys::kWriter, std::string("xen-dumpd ") + XENDUMP_VERSION);
 
-    p.source = std::make_unique<dump::HypervisorPageSource>(hv, domid, std::move(discovered.pages),
-                                                            kMapBatchPages);
+    p.source = std::make_unique<dump::HypervisorPageSource>(hv, domid, std::move(present), kMapBatchPages);
     return p;
 }
 

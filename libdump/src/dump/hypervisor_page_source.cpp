@@ -9,9 +9,8 @@ namespace xendump::dump {
 
 using format::kPageSize;
 
-HypervisorPageSource::HypervisorPageSource(Hypervisor& hv, uint32_t domid,
-                                           std::vector<PageEntry> entries, size_t batch_pages)
-    : hv_(hv), domid_(domid), entries_(std::move(entries)), batch_(batch_pages ? batch_pages : 1024) {}
+HypervisorPageSource::HypervisorPageSource(Hypervisor& hv, uint32_t domid, PageExtents pages, size_t batch_pages)
+    : hv_(hv), domid_(domid), pages_(std::move(pages)), batch_(batch_pages ? batch_pages : 1024) {}
 
 namespace {
 
@@ -27,10 +26,12 @@ private:
 }  // namespace
 
 std::unique_ptr<ForeignMapping> HypervisorPageSource::map(size_t first, size_t count) {
-    if (first > entries_.size() || count > entries_.size() - first)
+    if (first > pages_.size() || count > pages_.size() - first)
         throw Error("page batch out of range", "domain " + std::to_string(domid_));
+    window_.resize(count);
+    pages_.read(first, window_);
     frames_.resize(count);
-    for (size_t i = 0; i < count; ++i) frames_[i] = entries_[first + i].gmfn;
+    for (size_t i = 0; i < count; ++i) frames_[i] = window_[i].gmfn;
     return hv_.map_foreign(domid_, frames_);
 }
 

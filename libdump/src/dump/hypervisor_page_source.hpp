@@ -6,19 +6,22 @@
 #include <cstdint>
 #include <vector>
 
-#include "xendump/hypervisor.hpp"
+#include "p2m/page_extents.hpp"
 #include "pipeline/zero_copy_source.hpp"
+#include "xendump/hypervisor.hpp"
 
 namespace xendump::dump {
 
 class HypervisorPageSource final : public ZeroCopySource {
 public:
-    // `entries`: the discovered present pages, ascending pfn. PV guests are
-    // mapped by gmfn (machine frame), HVM/PVH by pfn (gfn).
-    HypervisorPageSource(Hypervisor& hv, uint32_t domid, std::vector<PageEntry> entries,
-                         size_t batch_pages);
+    // `pages`: the discovered present pages, ascending pfn, as extents (32
+    // bytes each, not 16 a page). PV guests are mapped by gmfn (machine
+    // frame), HVM/PVH by pfn (gfn).
+    HypervisorPageSource(Hypervisor& hv, uint32_t domid, PageExtents pages, size_t batch_pages);
 
-    std::span<const PageEntry> entries() const override { return entries_; }
+    uint64_t nr_entries() const override { return pages_.size(); }
+    void read_entries(uint64_t first, std::span<PageEntry> out) const override { pages_.read(first, out); }
+    std::optional<uint64_t> index_of_pfn(uint64_t pfn) const override { return pages_.index_of_pfn(pfn); }
     void read_pages(size_t first, size_t count, std::span<std::byte> out,
                     std::span<uint8_t> unreadable) override;
     size_t preferred_batch() const override { return batch_; }
@@ -30,9 +33,10 @@ private:
 
     Hypervisor& hv_;
     uint32_t domid_;
-    std::vector<PageEntry> entries_;
+    PageExtents pages_;
     size_t batch_;
-    std::vector<uint64_t> frames_;  // reused per call
+    std::vector<PageEntry> window_;  // reused per call
+    std::vector<uint64_t> frames_;   // reused per call
 };
 
 }  // namespace xendump::dump

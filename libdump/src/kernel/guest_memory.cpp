@@ -8,13 +8,10 @@ namespace xendump::kernel {
 
 PageReader page_reader(PageSource& source) {
     return [&source](uint64_t pfn, PageSpan out) {
-        auto entries = source.entries();
-        auto it = std::lower_bound(entries.begin(), entries.end(), pfn,
-                                   [](const PageEntry& e, uint64_t p) { return e.pfn < p; });
-        if (it == entries.end() || it->pfn != pfn) return false;
+        const auto index = source.index_of_pfn(pfn);
+        if (!index) return false;
         uint8_t unreadable = 0;
-        source.read_pages(static_cast<size_t>(it - entries.begin()), 1, out,
-                          std::span<uint8_t>(&unreadable, 1));
+        source.read_pages(static_cast<size_t>(*index), 1, out, std::span<uint8_t>(&unreadable, 1));
         return unreadable == 0;
     };
 }

@@ -438,20 +438,21 @@ std::optional<VmcoreinfoResult> find_vmcoreinfo(const PageReader& reader,
 
 std::optional<VmcoreinfoResult> find_vmcoreinfo(PageSource& source) {
     VmcoreinfoScanner scanner;
-    const auto entries = source.entries();
     const size_t batch = std::max<size_t>(1, source.preferred_batch());
     std::vector<std::byte> buf(batch * kPageSize);
     std::vector<uint8_t> unreadable(batch);
-    for (size_t first = 0; first < entries.size(); first += batch) {
-        const size_t n = std::min(batch, entries.size() - first);
-        std::fill(unreadable.begin(), unreadable.end(), 0);
-        source.read_pages(first, n, std::span(buf).first(n * kPageSize),
-                          std::span(unreadable).first(n));
-        for (size_t i = 0; i < n; ++i)
-            if (!unreadable[i])
-                scanner.observe(entries[first + i].pfn,
-                                std::span<const std::byte>(buf).subspan(i * kPageSize, kPageSize));
-    }
+    for_each_entry_window(
+        source,
+        [&](uint64_t first, std::span<const PageEntry> entries) {
+            const size_t n = entries.size();
+            std::fill(unreadable.begin(), unreadable.end(), 0);
+            source.read_pages(static_cast<size_t>(first), n, std::span(buf).first(n * kPageSize),
+                              std::span(unreadable).first(n));
+            for (size_t i = 0; i < n; ++i)
+                if (!unreadable[i])
+                    scanner.observe(entries[i].pfn, std::span<const std::byte>(buf).subspan(i * kPageSize, kPageSize));
+        },
+        batch);
     PhysicalMemory memory(page_reader(source));
     return scanner.result(&memory);
 }

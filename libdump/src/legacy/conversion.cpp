@@ -65,13 +65,29 @@ namespace {
 // .xen_pfn (spec legacy-formats.md §B), passing everything else through.
 class TrimmedSource : public ZeroCopySource {
 public:
-    TrimmedSource(std::unique_ptr<PageSource> inner) : inner_(std::move(inner)) {
-        auto all = inner_->entries();
-        size_t n = all.size();
-        while (n > 0 && all[n - 1].pfn == ~uint64_t{0}) --n;
-        entries_ = all.first(n);
+    // Reads the table's end backwards, a window at a time.
+    TrimmedSource(std::unique_ptr<PageSource> inner) : inner_(std::move(inner)), count_(inner_->nr_entries()) {
+        std::vector<PageEntry> w(4096);
+        while (count_ > 0) {
+            const uint64_t k = std::min<uint64_t>(w.size(), count_);
+            inner_->read_entries(count_ - k, std::span(w).first(static_cast<size_t>(k)));
+            uint64_t kept = k;
+            while (kept > 0 && w[static_cast<size_t>(kept - 1)].pfn == ~uint64_t{0}) --kept;
+            count_ -= k - kept;
+            if (kept) break;
+        }
     }
-    std::span<const PageEntry> entries() const override { return entries_; }
+    uint64_t nr_entries() const override { return count_; }
+    void read_entries(uint64_t first, std::span<PageEntry> out) const override {
+        if (first > count_ || out.size() > count_ - first)
+            throw Error("page entries " + std::to_string(first) + "+" + std::to_string(out.size()) + " are past the " +
+                        std::to_string(count_) + " pages");
+        inner_->read_entries(first, out);
+    }
+    std::optional<uint64_t> index_of_pfn(uint64_t pfn) const override {
+        auto i = inner_->index_of_pfn(pfn);
+        return i && *i < count_ ? i : std::nullopt;
+    }
     void read_pages(size_t first, size_t count, std::span<std::byte> out, std::span<uint8_t> unreadable) override {
         inner_->read_pages(first, count, out, unreadable);
     }
@@ -83,7 +99,7 @@ public:
 
 private:
     std::unique_ptr<PageSource> inner_;
-    std::span<const PageEntry> entries_;
+    uint64_t count_;
 };
 
 std::string rfc3339(time_t t) { return util::utc_time(t, "%Y-%m-%dT%H:%M:%SZ"); }
@@ -100,8 +116,11 @@ void common_keys(KeyValues& kv, const fs::path& input, const std::string& source
     kv.set(keys::kTime, rfc3339(static_cast<time_t>(id.mtime_sec)));
 }
 
-void set_max_pfn(KeyValues& kv, std::span<const PageEntry> entries) {
-    kv.set(keys::kMaxPfn, std::to_string(entries.empty() ? 0 : entries.back().pfn + 1));
+void set_max_pfn(KeyValues& kv, const PageSource& pages) {
+    PageEntry last{};
+    const uint64_t n = pages.nr_entries();
+    if (n) pages.read_entries(n - 1, std::span(&last, 1));
+    kv.set(keys::kMaxPfn, std::to_string(n ? last.pfn + 1 : 0));
 }
 
 // Writes the v1 file. The guest kernel's notes come from the same single
@@ -193,18 +212,18 @@ Plan legacy(const fs::path& input, const fs::path* output, const ConvertOptions&
     common_keys(spec.domain, input, "legacy-xc_core", layout.layout, id, opt);
     spec.domain.set(keys::kType, std::string(format::to_string(layout.type)));
     spec.domain.set(keys::kGuestWidth, std::to_string(file.guest_width));
-    set_max_pfn(spec.domain, layout.entries);
     for (uint32_t v = 0; v < file.contexts.size(); ++v) spec.vcpus.push_back({v, file.contexts[v]});
     spec.xen_version.pagesize = 4096;
     LegacyPageSource pages(src, file, layout);
+    set_max_pfn(spec.domain, pages);
     write_converted(input, id, *output, spec, pages, opt);
     return plan;
 }
 
 Plan xen_elf(const fs::path& input, const fs::path* output, const ConvertOptions& opt) {
     // The reader drops the table's trailing ~0 entries and does not load the
-    // table: planning (no output) costs no memory per page. The writer takes
-    // the whole list of entries (PageSource::entries()) until it takes windows.
+    // table: planning (no output) costs no memory per page, and neither does
+    // the writer (it reads the table a window at a time).
     DumpReader reader = DumpReader::open(input);
     bool pv = reader.type() == format::GuestType::pv;
     std::string layout = std::string(pv ? "pfn-table" : "pfn-array") + ";decided-by=" + (pv ? ".xen_p2m" : ".xen_pfn");
@@ -219,7 +238,7 @@ Plan xen_elf(const fs::path& input, const fs::path* output, const ConvertOptions
     common_keys(spec.domain, input, "xen-elf-core", layout, id, opt);
     spec.domain.set(keys::kType, std::string(format::to_string(spec.type)));
     spec.domain.set(keys::kGuestWidth, std::to_string(spec.guest_width));
-    set_max_pfn(spec.domain, pages.entries());
+    set_max_pfn(spec.domain, pages);
     spec.vcpus = reader.vcpus();
     spec.xen_version = reader.xen_version();
     spec.shared_info = reader.shared_info();

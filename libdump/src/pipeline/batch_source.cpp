@@ -31,7 +31,9 @@ void pread_all(int fd, uint64_t off, std::byte* out, size_t len) {
 
 void fill_batch(PageBatch& b, PageSource& source, bool positional) {
     const size_t bytes = b.count * kPage;
-    b.entries = source.entries().subspan(b.first, b.count);
+    if (b.entry_window.size() < b.count) b.entry_window.resize(b.count);
+    source.read_entries(b.first, std::span(b.entry_window).first(b.count));
+    b.entries = std::span<const PageEntry>(b.entry_window).first(b.count);
     b.range.reset();
     b.lent.reset();
     std::fill_n(b.unreadable.begin(), b.count, 0);

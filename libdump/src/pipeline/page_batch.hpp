@@ -28,7 +28,8 @@ public:
 struct PageBatch {
     size_t first = 0;                       // entry index of page 0
     size_t count = 0;                       // pages in this batch
-    std::span<const PageEntry> entries;     // entries [first, first + count)
+    std::span<const PageEntry> entries;     // entries [first, first + count), in entry_window
+    std::vector<PageEntry> entry_window;    // the source's entries for this batch (read_entries)
     std::vector<const std::byte*> page;     // page[i]: 4096 bytes (zeros when unreadable)
     std::vector<uint8_t> unreadable;        // 1: the source could not read page i
     std::vector<uint8_t> zero;              // 1: page i is all zeros (when the pass classifies)

@@ -27,8 +27,7 @@ size_t batch_pages(size_t preferred, size_t alignment) {
 }
 
 Outcome run(const Stages& st, io::Sink& out, const WriteOptions& options) {
-    const auto entries = st.source.entries();
-    const uint64_t n = entries.size();
+    const uint64_t n = st.source.nr_entries();
     Encoder& encoder = st.encode;
     Outcome result;
     result.pass.pages_read = n;

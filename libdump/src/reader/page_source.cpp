@@ -11,14 +11,27 @@ namespace xendump {
 
 namespace {
 
+// Both sources read the table where it lies, a window at a time (issue 19:
+// nothing per page in memory); the reader outlives them.
+class TableEntries {
+public:
+    explicit TableEntries(const DumpReader::Impl& d) : d_(d) {}
+    uint64_t size() const { return d_.nr_entries(); }
+    void read(uint64_t first, std::span<PageEntry> out) const { d_.table.read(first, out); }
+    std::optional<uint64_t> index_of_pfn(uint64_t pfn) const { return d_.index_of_pfn(pfn); }
+
+private:
+    const DumpReader::Impl& d_;
+};
+
 class FilePageSource : public ZeroCopySource {
 public:
-    FilePageSource(std::shared_ptr<const reader::DumpFile> file,
-                   std::shared_ptr<const reader::EntryTable> entries, uint64_t pages_offset,
-                   uint64_t pages_size)
-        : file_(std::move(file)), entries_(std::move(entries)), pages_offset_(pages_offset), pages_size_(pages_size) {}
+    FilePageSource(const DumpReader::Impl& d)
+        : file_(d.file), table_(d), pages_offset_(d.pages_offset), pages_size_(d.pages_size) {}
 
-    std::span<const PageEntry> entries() const override { return *entries_; }
+    uint64_t nr_entries() const override { return table_.size(); }
+    void read_entries(uint64_t first, std::span<PageEntry> out) const override { table_.read(first, out); }
+    std::optional<uint64_t> index_of_pfn(uint64_t pfn) const override { return table_.index_of_pfn(pfn); }
 
     void read_pages(size_t first, size_t count, std::span<std::byte> out, std::span<uint8_t> unreadable) override {
         const uint64_t off = checked_offset(first, count);
@@ -36,9 +49,9 @@ public:
 
 private:
     uint64_t checked_offset(size_t first, size_t count) const {
-        if (first > entries_->size() || entries_->size() - first < count)
+        if (first > table_.size() || table_.size() - first < count)
             throw Error("pages " + std::to_string(first) + "+" + std::to_string(count) + " are past the table (" +
-                            std::to_string(entries_->size()) + " entries)",
+                            std::to_string(table_.size()) + " entries)",
                         file_->path());
         const uint64_t rel = uint64_t{first} * format::kPageSize;
         if (!reader::range_inside(rel, uint64_t{count} * format::kPageSize, pages_size_) ||
@@ -50,42 +63,46 @@ private:
     }
 
     std::shared_ptr<const reader::DumpFile> file_;
-    std::shared_ptr<const reader::EntryTable> entries_;
+    TableEntries table_;
     uint64_t pages_offset_, pages_size_;
 };
 
-// A compact file's pages, decompressed one by one. Its entries are the whole
-// table in memory, as for FilePageSource (entries() is a span).
+// A compact file's pages, decompressed one by one.
 class KdumpPageSource : public PageSource {
 public:
     explicit KdumpPageSource(const DumpReader::Impl& d)
-        : file_(d.kdump), entries_(d.all_entries()), pv_(d.type == format::GuestType::pv) {}
+        : file_(d.kdump), table_(d), pv_(d.type == format::GuestType::pv) {}
 
-    std::span<const PageEntry> entries() const override { return *entries_; }
+    uint64_t nr_entries() const override { return table_.size(); }
+    void read_entries(uint64_t first, std::span<PageEntry> out) const override { table_.read(first, out); }
+    std::optional<uint64_t> index_of_pfn(uint64_t pfn) const override { return table_.index_of_pfn(pfn); }
 
     void read_pages(size_t first, size_t count, std::span<std::byte> out, std::span<uint8_t> unreadable) override {
-        if (first > entries_->size() || entries_->size() - first < count || out.size() < count * format::kPageSize ||
+        if (first > table_.size() || table_.size() - first < count || out.size() < count * format::kPageSize ||
             unreadable.size() < count)
             throw Error("read_pages: pages " + std::to_string(first) + "+" + std::to_string(count) +
                             " are past the table or the buffers",
                         file_->file().path());
+        window_.resize(count);
+        table_.read(first, window_);
         for (size_t i = 0; i < count; ++i)
-            file_->read_page(pv_ ? file_->stored_bitmap().rank((*entries_)[first + i].gmfn) : first + i,
+            file_->read_page(pv_ ? file_->stored_bitmap().rank(window_[i].gmfn) : first + i,
                              out.subspan(i * format::kPageSize, format::kPageSize));
         std::fill_n(unreadable.begin(), count, uint8_t{0});
     }
 
 private:
     std::shared_ptr<const kdump::KdumpFile> file_;
-    std::shared_ptr<const reader::EntryTable> entries_;
+    TableEntries table_;
     bool pv_;  // filed by machine frame: a page's descriptor is its gmfn's rank (Impl::kdump_desc)
+    std::vector<PageEntry> window_;
 };
 
 }  // namespace
 
 std::unique_ptr<PageSource> DumpReader::page_source() const {
     if (impl_->kdump) return std::make_unique<KdumpPageSource>(*impl_);
-    return std::make_unique<FilePageSource>(impl_->file, impl_->all_entries(), impl_->pages_offset, impl_->pages_size);
+    return std::make_unique<FilePageSource>(*impl_);
 }
 
 }  // namespace xendump

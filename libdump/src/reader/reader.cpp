@@ -54,8 +54,9 @@ std::optional<KernelImageMapping> DumpReader::kernel_image_mapping() const {
     return KernelImageMapping{p.p_vaddr, p.p_paddr, p.p_filesz, p.p_offset};
 }
 
-std::optional<uint64_t> DumpReader::index_of_pfn(uint64_t pfn) const {
-    const auto& runs = impl_->runs;
+std::optional<uint64_t> DumpReader::index_of_pfn(uint64_t pfn) const { return impl_->index_of_pfn(pfn); }
+
+std::optional<uint64_t> DumpReader::Impl::index_of_pfn(uint64_t pfn) const {
     auto it = std::upper_bound(runs.begin(), runs.end(), pfn,
                                [](uint64_t p, const PageRun& r) { return p < r.first_pfn; });
     if (it == runs.begin()) return std::nullopt;

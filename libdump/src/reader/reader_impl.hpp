@@ -92,6 +92,8 @@ struct XENDUMP_READER_IMPL_VISIBILITY DumpReader::Impl {
     uint64_t nr_entries() const { return table.size(); }
     // The pfn of entry `index` (< nr_entries()), through the runs.
     uint64_t pfn_of_index(uint64_t index) const;
+    // The entry of `pfn`, through the runs.
+    std::optional<uint64_t> index_of_pfn(uint64_t pfn) const;
     std::string file_name() const { return path.string(); }
 };
 

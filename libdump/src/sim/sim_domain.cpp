@@ -97,12 +97,17 @@ std::pair<uint64_t, uint64_t> SimDomain::p2m_entry_location(uint64_t pfn) const 
 }
 
 // Precedence: p2m structures (they replaced the content), zero_ranges, fill.
+bool SimDomain::reads_as_zero(uint64_t pfn) const {
+    if (!derived_.p2m_pfns.empty() && holds_p2m_structure(pfn)) return false;
+    return (!spec_.zero_ranges.empty() && in_zero_range(pfn)) || spec_.fill == FillKind::zero;
+}
+
 void SimDomain::read_page(uint64_t pfn, std::byte* out) const {
     if (!derived_.p2m_pfns.empty() && holds_p2m_structure(pfn)) {
         overlay_.copy_out(overlay_offset(pfn), kPageSize, out);
         return;
     }
-    if (!spec_.zero_ranges.empty() && in_zero_range(pfn)) {
+    if (reads_as_zero(pfn)) {
         std::memset(out, 0, kPageSize);
         return;
     }

@@ -44,6 +44,9 @@ public:
     std::optional<uint64_t> pfn_of_mfn(uint64_t mfn) const;
     // The contents of `pfn` (a present pfn) into out[0..4096).
     void read_page(uint64_t pfn, std::byte* out) const;
+    // True when read_page(pfn) gives zeros without reading anything (a zero
+    // range, or zero fill outside the p2m's own pages): computed, not stored.
+    bool reads_as_zero(uint64_t pfn) const;
     const std::vector<std::byte>& shared_info_page() const { return shared_info_; }
     // PV: pfn of the page holding p2m entry `pfn`, and the entry's byte offset there.
     std::pair<uint64_t, uint64_t> p2m_entry_location(uint64_t pfn) const;

@@ -1,6 +1,7 @@
 // The "sim:DIR" backend of the hypervisor interface (simulated-host.md,
 // "Behaviour the simulator must share with Xen").
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
@@ -47,21 +48,42 @@ private:
     std::vector<std::vector<std::byte>> free_;
 };
 
+// Read-only memory that reads as zeros, shared by every mapping: a page the
+// simulated guest holds as zeros (SimDomain::reads_as_zero) is mapped there,
+// as Xen maps a frame into the caller's address space without copying it.
+// Never written, so the kernel backs all of it with its one zero page (no
+// memory of ours). Page i of a mapping is page i % kZeroPages of it, so runs
+// of zero pages stay adjacent in memory as the pages of a real mapping are.
+constexpr size_t kZeroPages = 4096;  // 16 MiB of address space
+
+const std::byte* zero_region() {
+    static const std::byte* region = [] {
+        void* p = ::mmap(nullptr, kZeroPages * kPageSize, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) throw_errno("cannot map the simulator's zero region");
+        return static_cast<const std::byte*>(p);
+    }();
+    return region;
+}
+
 class SimMapping : public ForeignMapping {
 public:
     SimMapping(std::shared_ptr<BufferPool> pool, size_t count)
-        : pool_(std::move(pool)), pages_(pool_->take(count * kPageSize)), errors_(count, 0) {}
+        : pool_(std::move(pool)), pages_(pool_->take(count * kPageSize)), errors_(count, 0), zero_(count, 0) {}
     ~SimMapping() override { pool_->give(std::move(pages_)); }
     size_t count() const override { return errors_.size(); }
-    const std::byte* page(size_t i) const override { return pages_.data() + i * kPageSize; }
+    const std::byte* page(size_t i) const override {
+        return zero_[i] ? zero_region() + (i % kZeroPages) * kPageSize : pages_.data() + i * kPageSize;
+    }
     int error(size_t i) const override { return errors_[i]; }
     std::byte* page_for_write(size_t i) { return pages_.data() + i * kPageSize; }
     void fail(size_t i, int err) { errors_[i] = err; }
+    void map_zero(size_t i) { zero_[i] = 1; }
 
 private:
     std::shared_ptr<BufferPool> pool_;
     std::vector<std::byte> pages_;
     std::vector<int> errors_;
+    std::vector<uint8_t> zero_;  // page i is in the zero region
 };
 
 // Readable when DIR/events grew: a domain shut down, crashed or was destroyed.
@@ -144,14 +166,20 @@ public:
                     mapping->fail(i, EPERM);
                     continue;
                 }
-                d.read_page(*pfn, out);
+                if (d.reads_as_zero(*pfn))
+                    mapping->map_zero(i);
+                else
+                    d.read_page(*pfn, out);
             } else {
                 // HVM/PVH are mapped by gfn; an unpopulated gfn fails.
                 if (frame >= spec.p2m_size || !spec.extent_of_pfn(frame) || state->is_ballooned(frame)) {
                     mapping->fail(i, EINVAL);
                     continue;
                 }
-                d.read_page(frame, out);
+                if (d.reads_as_zero(frame))
+                    mapping->map_zero(i);
+                else
+                    d.read_page(frame, out);
             }
         }
         sim::wait_map_cost(spec.per_call_us, spec.per_page_ns, frames.size());

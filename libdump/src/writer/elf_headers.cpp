@@ -6,6 +6,7 @@
 
 #include "kdump/note_area.hpp"
 #include "writer/notes.hpp"
+#include "writer/runs.hpp"
 
 namespace xendump::writer {
 
@@ -18,6 +19,12 @@ void append(std::vector<std::byte>& out, const T& v) {
 }
 
 }  // namespace
+
+uint64_t count_runs(const PageSource& source) {
+    uint64_t runs = 0;
+    for_each_run(source, pfn_of, [&](uint64_t, uint64_t, uint64_t) { ++runs; });
+    return runs;
+}
 
 std::vector<std::byte> elf_header(const DumpSpec& spec, const Layout& L, uint64_t phoff, uint64_t shoff,
                                   uint64_t shnum) {
@@ -45,24 +52,10 @@ std::vector<std::byte> elf_header(const DumpSpec& spec, const Layout& L, uint64_
 
 namespace {
 
-// Calls f(first index, count) for each maximal run of entries whose
-// key(entry) follow each other (pfns; gmfns for makedumpfile's view).
-template <typename Key, typename F>
-void for_each_run(std::span<const PageEntry> entries, Key key, F&& f) {
-    const uint64_t n = entries.size();
-    for (uint64_t i = 0; i < n;) {
-        uint64_t j = i + 1;
-        while (j < n && key(entries[j]) == key(entries[j - 1]) + 1) ++j;
-        f(i, j - i);
-        i = j;
-    }
-}
-
 // A program header table of `size` bytes: PT_NOTE over `note_size` bytes at
 // the note segment, one PT_LOAD per run of key (p_paddr key * 4096), zeros.
 template <typename Key>
-std::vector<std::byte> table(std::span<const PageEntry> entries, const Layout& L, uint64_t note_size, uint64_t size,
-                             Key key) {
+std::vector<std::byte> table(const PageSource& source, const Layout& L, uint64_t note_size, uint64_t size, Key key) {
     constexpr uint64_t kPage = format::kPageSize;
     std::vector<std::byte> out;
     out.reserve(size);
@@ -74,12 +67,12 @@ std::vector<std::byte> table(std::span<const PageEntry> entries, const Layout& L
     // readers would apply 8-byte note rules and misplace "CORE" descriptors.
     note.p_align = 4;
     append(out, note);
-    for_each_run(entries, key, [&](uint64_t first, uint64_t count) {
+    for_each_run(source, key, [&](uint64_t i, uint64_t first_key, uint64_t count) {
         Elf64_Phdr load{};
         load.p_type = PT_LOAD;
         load.p_flags = PF_R | PF_W | PF_X;
-        load.p_offset = L.pages_offset + first * kPage;
-        load.p_paddr = key(entries[first]) * kPage;
+        load.p_offset = L.pages_offset + i * kPage;
+        load.p_paddr = first_key * kPage;
         load.p_vaddr = 0;
         load.p_filesz = load.p_memsz = count * kPage;
         load.p_align = 0;  // as the kernel's /proc/vmcore: crash then reads KERNELOFFSET (xen-dump-core(5))
@@ -88,9 +81,6 @@ std::vector<std::byte> table(std::span<const PageEntry> entries, const Layout& L
     out.resize(size);  // the kernel image header's room, or PT_NULLs: zeros
     return out;
 }
-
-uint64_t pfn_of(const PageEntry& e) { return e.pfn; }
-uint64_t gmfn_of(const PageEntry& e) { return e.gmfn; }
 
 // XEN_ELFNOTE_CRASH_INFO as makedumpfile reads it on x86_64 (xen_crash_info_t):
 // eight words (Xen's major and minor version, then changeset, compiler,
@@ -106,21 +96,16 @@ static_assert(sizeof(CrashInfoX8664) == 72);
 
 }  // namespace
 
-uint64_t count_runs(std::span<const PageEntry> entries) {
-    uint64_t runs = 0;
-    for_each_run(entries, pfn_of, [&](uint64_t, uint64_t) { ++runs; });
-    return runs;
+
+std::vector<std::byte> program_headers(const PageSource& source, const Layout& L, uint64_t size) {
+    return table(source, L, L.notes_size, size, pfn_of);
 }
 
-std::vector<std::byte> program_headers(std::span<const PageEntry> entries, const Layout& L, uint64_t size) {
-    return table(entries, L, L.notes_size, size, pfn_of);
-}
-
-std::optional<MachineView> machine_view(const DumpSpec& spec, std::span<const PageEntry> entries) {
+std::optional<MachineView> machine_view(const DumpSpec& spec, const PageSource& source) {
     const std::optional<uint64_t> fll = kdump::p2m_frame_list_list(spec);  // 64-bit PV guests only
-    if (!fll || entries.empty()) return std::nullopt;
+    if (!fll || source.nr_entries() == 0) return std::nullopt;
     MachineView v;
-    for_each_run(entries, gmfn_of, [&](uint64_t, uint64_t) { ++v.loads; });
+    for_each_run(source, gmfn_of, [&](uint64_t, uint64_t, uint64_t) { ++v.loads; });
     CrashInfoX8664 info{};
     info.common[0] = spec.xen_version.major_version;
     info.common[1] = spec.xen_version.minor_version;
@@ -131,10 +116,10 @@ std::optional<MachineView> machine_view(const DumpSpec& spec, std::span<const Pa
     return v;
 }
 
-std::vector<std::byte> machine_view_headers(std::span<const PageEntry> entries, const Layout& L,
-                                            const MachineView& view, uint64_t size) {
+std::vector<std::byte> machine_view_headers(const PageSource& source, const Layout& L, const MachineView& view,
+                                            uint64_t size) {
     // The PT_NOTE covers the crash info note after the segment too.
-    return table(entries, L, L.notes_size + view.note.size(), size, gmfn_of);
+    return table(source, L, L.notes_size + view.note.size(), size, gmfn_of);
 }
 
 }  // namespace xendump::writer

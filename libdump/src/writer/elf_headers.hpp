@@ -19,10 +19,10 @@ std::vector<std::byte> elf_header(const DumpSpec& spec, const Layout& layout, ui
                                   uint64_t shnum);
 
 // The program header table, `size` bytes (room after the runs stays zeros).
-std::vector<std::byte> program_headers(std::span<const PageEntry> entries, const Layout& layout, uint64_t size);
+std::vector<std::byte> program_headers(const PageSource& source, const Layout& layout, uint64_t size);
 
 // Maximal runs of consecutive pfns (one PT_LOAD each).
-uint64_t count_runs(std::span<const PageEntry> entries);
+uint64_t count_runs(const PageSource& source);
 
 // makedumpfile's view of a 64-bit PV guest (xen-dump-core(5) "makedumpfile's view").
 // makedumpfile reads the program header table from offset 64 whatever e_phoff
@@ -38,11 +38,11 @@ struct MachineView {
 
 // The view for a PV guest of width 8 whose shared_info names a frame list
 // list; nullopt otherwise (HVM, PVH, 32-bit PV, no shared_info, none published).
-std::optional<MachineView> machine_view(const DumpSpec& spec, std::span<const PageEntry> entries);
+std::optional<MachineView> machine_view(const DumpSpec& spec, const PageSource& source);
 
 // makedumpfile's table, `size` bytes: PT_NOTE over the note segment and the
 // crash info note, one PT_LOAD per machine run, then zeros (PT_NULL).
-std::vector<std::byte> machine_view_headers(std::span<const PageEntry> entries, const Layout& layout,
-                                            const MachineView& view, uint64_t size);
+std::vector<std::byte> machine_view_headers(const PageSource& source, const Layout& layout, const MachineView& view,
+                                            uint64_t size);
 
 }  // namespace xendump::writer

@@ -13,4 +13,11 @@ namespace xendump::writer {
 // Throws Error naming the first problem.
 void check_input(const DumpSpec& spec, std::span<const PageEntry> entries);
 
+// The same in parts, for a list read a window at a time: the spec; each
+// window (entries [first, first + window.size()), after the pfn `before` of
+// entry first - 1 when first > 0); the count.
+void check_spec(const DumpSpec& spec);
+void check_entries(uint64_t first, std::span<const PageEntry> window, uint64_t before);
+void check_entry_count(uint64_t n);
+
 }  // namespace xendump::writer

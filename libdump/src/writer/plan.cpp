@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "stream_hash.hpp"
 #include "writer/elf_headers.hpp"
 #include "writer/input_check.hpp"
 #include "writer/note_segment.hpp"
@@ -69,15 +70,21 @@ uint64_t unreadable_area_size(uint64_t nr_pages) {
 
 bool program_headers_at_end(format::GuestType type) { return type == format::GuestType::pv; }
 
-DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, bool digests, bool kernel_room) {
-    check_input(spec, entries);
+DumpPlan plan_dump(const DumpSpec& spec, const PageSource& source, bool digests, bool kernel_room) {
+    check_spec(spec);
+    uint64_t before = 0;
+    for_each_entry_window(source, [&](uint64_t first, std::span<const PageEntry> window) {
+        check_entries(first, window, before);
+        before = window.back().pfn;
+    });
+    const uint64_t n = source.nr_entries();
+    check_entry_count(n);
     DumpPlan plan;
-    const uint64_t n = entries.size();
     const bool pv = spec.type == format::GuestType::pv;
 
     // xen-dump-core(5) "Program headers": one PT_LOAD per maximal run of
     // consecutive pfns; "Notes": the note segment.
-    plan.nr_runs = count_runs(entries);
+    plan.nr_runs = count_runs(source);
     const uint64_t phnum = 1 + plan.nr_runs;
     NoteSegment seg = note_segment(spec, n, kernel_room);
     plan.late_room = kernel_room;
@@ -95,7 +102,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     // xen-dump-core(5) "makedumpfile's view": for PV a second table at offset 64; both
     // tables have e_phnum entries, the shorter one ends in PT_NULLs, and
     // e_phnum counts the kernel image room from the start.
-    const std::optional<MachineView> view = machine_view(spec, entries);
+    const std::optional<MachineView> view = machine_view(spec, source);
     if (view) table_entries = std::max(table_entries, view->entries());
     plan.machine_view = view.has_value();
     const uint64_t phdrs_size = table_entries * sizeof(Elf64_Phdr);
@@ -117,16 +124,7 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
         throw Error("too many pages for the NT_XEN_UNREADABLE reservation (" + std::to_string(n) + ")");
 
     // The table descriptor: for HVM/PVH gmfn = pfn (xen-dump-core(5) "The PFN->GMFN table").
-    plan.p2m = entries;
-    if (!pv) {
-        bool identity = true;
-        for (const auto& e : entries) identity = identity && e.gmfn == e.pfn;
-        if (!identity) {
-            plan.p2m_copy.reserve(n);
-            for (const auto& e : entries) plan.p2m_copy.push_back({e.pfn, e.pfn});
-            plan.p2m = plan.p2m_copy;
-        }
-    }
+    plan.p2m_gmfn_is_pfn = !pv;
     plan.p2m_note_header = note_header(format::kNameXenCore, format::kNtXenP2m, L.p2m_desc_size);
 
     // xen-dump-core(5) "Sections": sections, after the trailer; the program headers last for PV.
@@ -144,13 +142,13 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     // xen-dump-core(5) "ELF header": the ELF header, then (HVM/PVH) the
     // program headers, then the notes.
     plan.head = elf_header(spec, L, plan.phdr_offset, plan.shdr_offset, sections.count);
-    plan.phdrs = program_headers(entries, L, phdrs_size);
+    plan.phdrs = program_headers(source, L, phdrs_size);
     plan.head.reserve(L.pages_offset);
     if (!phdrs_at_end) {
         plan.head.insert(plan.head.end(), plan.phdrs.begin(), plan.phdrs.end());
         plan.phdrs = {};  // in the head now (28 bytes a run; do not hold them twice)
     } else if (view) {
-        const auto table = machine_view_headers(entries, L, *view, phdrs_size);
+        const auto table = machine_view_headers(source, L, *view, phdrs_size);
         plan.head.insert(plan.head.end(), table.begin(), table.end());
     }
     plan.head.insert(plan.head.end(), seg.notes.bytes().begin(), seg.notes.bytes().end());
@@ -158,7 +156,10 @@ DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, boo
     plan.head.resize(L.pages_offset);
 
     plan.notes_digest = digest_of(seg.notes.bytes());
-    plan.p2m_digest = digest_of(std::as_bytes(plan.p2m));
+    StreamHash table;
+    for_each_table_window(source, plan.p2m_gmfn_is_pfn,
+                          [&](std::span<const PageEntry> w) { table.update(w.data(), w.size_bytes()); });
+    plan.p2m_digest = table.finish_and_reset();
     return plan;
 }
 

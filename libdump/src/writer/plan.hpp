@@ -48,8 +48,7 @@ struct DumpPlan {
     Layout layout;
     uint64_t nr_runs = 0;
     std::vector<std::byte> head;  // [0, layout.pages_offset)
-    std::vector<PageEntry> p2m_copy;   // HVM/PVH entries with gmfn forced to pfn, when needed
-    std::span<const PageEntry> p2m;    // the table descriptor's entries
+    bool p2m_gmfn_is_pfn = false;      // HVM/PVH: the table's gmfns are the pfns (for_each_table_window)
     std::vector<std::byte> p2m_note_header;
     uint64_t digest_note_size = 0;     // 0 without digests
     uint64_t unreadable_area_offset = 0, unreadable_area_size = 0;
@@ -109,7 +108,24 @@ bool program_headers_at_end(format::GuestType type);
 // segment (note_segment.hpp), the offsets, the section header table
 // (section_table.hpp), the ELF and program headers (elf_headers.hpp).
 // `kernel_room`: keep room for the guest kernel's notes (late_notes.hpp).
-DumpPlan plan_dump(const DumpSpec& spec, std::span<const PageEntry> entries, bool digests, bool kernel_room);
+// The entries are read from `source` a window at a time (nr_entries(),
+// read_entries()), a few passes over them: the plan holds the program
+// headers (56 bytes a run of consecutive pfns) and nothing per page.
+DumpPlan plan_dump(const DumpSpec& spec, const PageSource& source, bool digests, bool kernel_room);
+
+// The PFN->GMFN table's descriptor (xen-dump-core(5) "The PFN->GMFN table")
+// a window at a time: f(window) with the source's entries, gmfn = pfn for
+// HVM/PVH (plan.p2m_gmfn_is_pfn).
+template <class F>
+void for_each_table_window(const PageSource& source, bool gmfn_is_pfn, F&& f) {
+    std::vector<PageEntry> table;
+    for_each_entry_window(source, [&](uint64_t, std::span<const PageEntry> window) {
+        if (!gmfn_is_pfn) return f(window);
+        table.assign(window.begin(), window.end());
+        for (PageEntry& e : table) e.gmfn = e.pfn;
+        f(std::span<const PageEntry>(table));
+    });
+}
 
 // Size of the unreadable area reserved for `nr_pages` pages.
 uint64_t unreadable_area_size(uint64_t nr_pages);

@@ -45,22 +45,19 @@ void write_pages_of(io::Sink& sink, const pipeline::PageBatch& b, size_t i, size
     sink.writev(iov);
 }
 
-void write_pfn_array(io::Sink& sink, std::span<const PageEntry> entries) {
-    constexpr size_t kPart = 65536;
+void write_pfn_array(io::Sink& sink, const PageSource& source) {
     std::vector<uint64_t> pfns;
-    pfns.reserve(std::min(entries.size(), kPart));
-    for (size_t i = 0; i < entries.size(); i += kPart) {
+    for_each_entry_window(source, [&](uint64_t, std::span<const PageEntry> window) {
         pfns.clear();
-        for (size_t j = i; j < std::min(entries.size(), i + kPart); ++j) pfns.push_back(entries[j].pfn);
+        for (const PageEntry& e : window) pfns.push_back(e.pfn);
         sink.write(std::as_bytes(std::span(pfns)));
-    }
+    });
 }
 
 }  // namespace
 
-V1Encoder::V1Encoder(const DumpSpec& spec, std::span<const PageEntry> entries, bool digests, bool kernel_room,
-                     std::string name)
-    : entries_(entries), plan_(plan_dump(spec, entries, digests, kernel_room)), name_(std::move(name)) {
+V1Encoder::V1Encoder(const DumpSpec& spec, const PageSource& source, bool digests, bool kernel_room, std::string name)
+    : source_(source), plan_(plan_dump(spec, source, digests, kernel_room)), name_(std::move(name)) {
     chunk_digests_.reserve(plan_.nr_chunks);
 }
 
@@ -143,14 +140,16 @@ std::optional<Elf64_Phdr> V1Encoder::kernel_phdr(const pipeline::FoundNotes& fou
     const pipeline::KernelImageSegment& k = *found.kernel_image;
     if (k.vaddr % kPage || k.paddr % kPage || k.max_size < kPage) return std::nullopt;
     const uint64_t pfn = k.paddr / kPage;
-    auto it = std::lower_bound(entries_.begin(), entries_.end(), pfn,
-                               [](const PageEntry& e, uint64_t p) { return e.pfn < p; });
-    if (it == entries_.end() || it->pfn != pfn) return std::nullopt;
-    const auto first = static_cast<uint64_t>(it - entries_.begin());
+    const std::optional<uint64_t> at = source_.index_of_pfn(pfn);
+    if (!at) return std::nullopt;
+    const uint64_t first = *at, n = source_.nr_entries();
     uint64_t count = 1;
-    while (first + count < entries_.size() && (count + 1) * kPage <= k.max_size &&
-           entries_[first + count].pfn == pfn + count)
+    PageEntry next{};
+    while (first + count < n && (count + 1) * kPage <= k.max_size) {
+        source_.read_entries(first + count, std::span(&next, 1));
+        if (next.pfn != pfn + count) break;
         ++count;
+    }
     Elf64_Phdr ph{};
     ph.p_type = PT_LOAD;
     ph.p_flags = PF_R | PF_W | PF_X;
@@ -225,8 +224,9 @@ void V1Encoder::finish(const pipeline::PassOutcome& pass, const pipeline::FoundN
 
     sink.zeros(L.p2m_note_offset - (L.pages_offset + L.pages_size));
     sink.write(plan_.p2m_note_header);
-    sink.write(std::as_bytes(plan_.p2m));
-    if (L.pfn_size) write_pfn_array(sink, entries_);
+    for_each_table_window(source_, plan_.p2m_gmfn_is_pfn,
+                          [&](std::span<const PageEntry> window) { sink.write(std::as_bytes(window)); });
+    if (L.pfn_size) write_pfn_array(sink, source_);
     write_trailer(pass, notes_digest, sink);
     sink.write(plan_.shstrtab);
     sink.zeros(plan_.shdr_offset - sink.offset());

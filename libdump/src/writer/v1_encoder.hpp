@@ -24,8 +24,9 @@ class V1Encoder final : public pipeline::Encoder {
 public:
     // `kernel_room`: keep room for what a KernelObserver finds (the file's
     // size does not depend on what is found). Validates the input (Error).
-    V1Encoder(const DumpSpec& spec, std::span<const PageEntry> entries, bool digests, bool kernel_room,
-              std::string name);
+    // The entries are read from `source` a window at a time, here and in
+    // finish() (the table); `source` outlives the encoder.
+    V1Encoder(const DumpSpec& spec, const PageSource& source, bool digests, bool kernel_room, std::string name);
 
     bool needs_zero_flags(const io::Sink& out) const override { return digests() || out.holes(); }
     size_t batch_alignment() const override { return format::kDigestChunkPages; }
@@ -46,7 +47,7 @@ private:
     void write_trailer(const pipeline::PassOutcome& pass, const XXH128_canonical_t& notes_digest, io::Sink& out);
     void write_phdrs_at_end(const std::optional<Elf64_Phdr>& kernel, io::Sink& out);
 
-    std::span<const PageEntry> entries_;
+    const PageSource& source_;
     DumpPlan plan_;
     std::string name_;
     std::vector<XXH128_canonical_t> chunk_digests_;  // nr_chunks of them by the end

@@ -21,13 +21,12 @@ namespace xendump {
 WriteResult writer::write_v1(int fd, bool seekable, const std::string& name, const DumpSpec& spec_in,
                              PageSource& pages, const WriteOptions& options,
                              std::span<pipeline::PageObserver* const> observers, PagesReadBack* read_back) {
-    const auto entries = pages.entries();
     WriteResult r;
     // NT_PRSTATUS comes from the vcpu contexts, known before the pass.
     std::optional<DumpSpec> with_prstatus;
     if (options.guest_kernel) pipeline::add_prstatus(with_prstatus.emplace(spec_in), r.warnings);
     const DumpSpec& spec = with_prstatus ? *with_prstatus : spec_in;
-    writer::V1Encoder encoder(spec, entries, options.digests, options.guest_kernel, name);
+    writer::V1Encoder encoder(spec, pages, options.digests, options.guest_kernel, name);
     const writer::DumpPlan& plan = encoder.plan();
 
     std::optional<pipeline::ReadBehind> behind;  // before the sink: the sink's hook refers to it
@@ -53,7 +52,7 @@ WriteResult writer::write_v1(int fd, bool seekable, const std::string& name, con
         r.warnings.push_back(std::move(w));
     }
     r.file_size = plan.file_size;
-    r.nr_pages = entries.size();
+    r.nr_pages = pages.nr_entries();
     r.nr_runs = plan.nr_runs;
     r.kernel_segment = encoder.kernel_segment();
     r.unreadable_pfns = std::move(out.pass.unreadable_pfns);
@@ -61,8 +60,25 @@ WriteResult writer::write_v1(int fd, bool seekable, const std::string& name, con
     return r;
 }
 
+namespace {
+
+// The entries alone, for planning.
+class EntriesOnly final : public PageSource {
+public:
+    explicit EntriesOnly(std::span<const PageEntry> entries) : entries_(entries) {}
+    std::span<const PageEntry> entries() const override { return entries_; }
+    void read_pages(size_t, size_t, std::span<std::byte>, std::span<uint8_t>) override {
+        throw Error("internal error: no pages to read when planning");
+    }
+
+private:
+    std::span<const PageEntry> entries_;
+};
+
+}  // namespace
+
 uint64_t expected_file_size(const DumpSpec& spec, std::span<const PageEntry> entries, bool digests) {
-    return writer::plan_dump(spec, entries, digests, false).file_size;
+    return writer::plan_dump(spec, EntriesOnly(entries), digests, false).file_size;
 }
 
 WriteResult write_dump(int fd, bool seekable, const DumpSpec& spec, PageSource& pages,
