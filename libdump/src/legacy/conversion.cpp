@@ -7,7 +7,7 @@
 #include <fstream>
 #include <memory>
 
-#include "kdump/selected_source.hpp"
+#include "kdump/write_kdump.hpp"
 #include "legacy/byte_source.hpp"
 #include "legacy/layout.hpp"
 #include "legacy/legacy_page_source.hpp"
@@ -142,11 +142,7 @@ void write_converted(const fs::path& input, const SourceIdentity& id, const fs::
         };
     if (opt.kdump && opt.dump_level != 0) {
         const kernel::PageSelection sel = select_for_level(input, reader, pages, opt);
-        kdump::SelectedSource kept(pages, sel);
-        KdumpOptions ko{opt.compression, wo};
-        ko.dump_level = sel.level;
-        ko.present = kept.present();
-        write_kdump_file(output, spec, kept, ko);
+        kdump::write_kdump_selection(output, spec, pages, sel, {opt.compression, wo});
         return;
     }
     if (opt.kdump)
