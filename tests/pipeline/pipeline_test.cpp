@@ -28,30 +28,6 @@ namespace {
 
 using format::GuestType;
 
-std::vector<std::byte> slurp(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<std::byte> out(c.size());
-    std::memcpy(out.data(), c.data(), c.size());
-    return out;
-}
-
-std::vector<std::byte> through_pipe(const DumpSpec& spec, PageSource& source, const WriteOptions& opt) {
-    int p[2];
-    if (::pipe(p) != 0) throw std::runtime_error("pipe");
-    std::vector<std::byte> out;
-    std::thread reader([&] {
-        std::byte buf[65536];
-        ssize_t n;
-        while ((n = ::read(p[0], buf, sizeof buf)) > 0) out.insert(out.end(), buf, buf + n);
-    });
-    write_dump(p[1], false, spec, source, opt);
-    ::close(p[1]);
-    reader.join();
-    ::close(p[0]);
-    return out;
-}
-
 // A pattern source read in batches of `batch` pages.
 class BatchedSource : public PatternPageSource {
 public:
@@ -93,7 +69,8 @@ TEST_P(Threads, GiveByteIdenticalFilesAndStreams) {
             EXPECT_EQ(r.unreadable_pfns.size(), 3u);
             check_dump(dir / name, g.spec, g.source, digests);
             EXPECT_EQ(slurp(dir / name), slurp(dir / ("t1" + std::string(digests ? "d" : "n")))) << name;
-            EXPECT_TRUE(through_pipe(g.spec, g.source, opt) == slurp(dir / name)) << name;
+            EXPECT_TRUE(through_pipe([&](int fd) { write_dump(fd, false, g.spec, g.source, opt); }) == slurp(dir / name))
+                << name;
         }
     }
 }
