@@ -24,6 +24,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "dump_selection.hpp"
+#include "util/util.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
 #include "xendump/kernel/prstatus.hpp"
@@ -104,18 +105,8 @@ void write_vmcore(const DumpReader& reader, const std::string& target) {
     const uint64_t notes_offset = sizeof(Elf64_Ehdr) + nr_phdrs * sizeof(Elf64_Phdr);
     const uint64_t pages_offset = (notes_offset + notes.size() + page - 1) / page * page;
 
-    Elf64_Ehdr eh{};
-    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-    eh.e_ident[EI_CLASS] = ELFCLASS64;
-    eh.e_ident[EI_DATA] = ELFDATA2LSB;
-    eh.e_ident[EI_VERSION] = EV_CURRENT;
-    eh.e_ident[EI_OSABI] = ELFOSABI_NONE;
-    eh.e_type = ET_CORE;
-    eh.e_machine = reader.guest_width() == 4 ? EM_386 : EM_X86_64;
-    eh.e_version = EV_CURRENT;
+    Elf64_Ehdr eh = util::core_elf_header(reader.guest_width() == 4 ? EM_386 : EM_X86_64);
     eh.e_phoff = sizeof(Elf64_Ehdr);
-    eh.e_ehsize = sizeof(Elf64_Ehdr);
-    eh.e_phentsize = sizeof(Elf64_Phdr);
     eh.e_phnum = static_cast<Elf64_Half>(nr_phdrs);
 
     std::vector<Elf64_Phdr> ph;

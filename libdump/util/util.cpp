@@ -4,10 +4,26 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "xendump/error.hpp"
 
 namespace xendump::util {
+
+Elf64_Ehdr core_elf_header(uint16_t machine) {
+    Elf64_Ehdr eh{};
+    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+    eh.e_ident[EI_CLASS] = ELFCLASS64;
+    eh.e_ident[EI_DATA] = ELFDATA2LSB;
+    eh.e_ident[EI_VERSION] = EV_CURRENT;
+    eh.e_ident[EI_OSABI] = ELFOSABI_NONE;
+    eh.e_type = ET_CORE;
+    eh.e_machine = machine;
+    eh.e_version = EV_CURRENT;
+    eh.e_ehsize = sizeof(Elf64_Ehdr);
+    eh.e_phentsize = sizeof(Elf64_Phdr);
+    return eh;
+}
 
 std::string hex(uint64_t value) { return hex(value, 0); }
 

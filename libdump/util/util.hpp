@@ -4,6 +4,8 @@
 // it); a static library that libdump and the programs link.
 #pragma once
 
+#include <elf.h>
+
 #include <cerrno>
 #include <cstddef>
 #include <chrono>
@@ -17,6 +19,13 @@ namespace xendump::util {
 
 // The page size of every format this project reads or writes.
 inline constexpr uint64_t kPage = format::kPageSize;
+
+// The ELF header of a core file (xen-dump-core(5) "ELF header", and the
+// vmcore xen-dumpctl debug writes): ELF64 little-endian ET_CORE for
+// `machine` (EM_X86_64, EM_386 for a 32-bit PV guest), its version and
+// header sizes; offsets, counts and e_shentsize (files with sections) are
+// the caller's.
+Elf64_Ehdr core_elf_header(uint16_t machine);
 
 // "0x1f" (lower case, no padding), as error messages and LAYOUT= values write numbers.
 std::string hex(uint64_t value);

@@ -116,12 +116,8 @@ TEST(SourceIdentity, OverlappingSectionsAreRefusedNotReadOverAndOver) {
     test::TempDir dir;
     constexpr uint16_t kSections = 65535;
     std::vector<std::byte> bytes(sizeof(Elf64_Ehdr) + kSections * sizeof(Elf64_Shdr));
-    Elf64_Ehdr eh{};
-    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-    eh.e_ident[EI_CLASS] = ELFCLASS64;
-    eh.e_type = ET_CORE;
+    Elf64_Ehdr eh = test::core_elf_header(EM_X86_64);
     eh.e_shoff = sizeof eh;
-    eh.e_shentsize = sizeof(Elf64_Shdr);
     eh.e_shnum = kSections;
     eh.e_shstrndx = SHN_UNDEF;
     std::memcpy(bytes.data(), &eh, sizeof eh);

@@ -72,14 +72,6 @@ std::vector<std::pair<size_t, size_t>> runs(const std::vector<PageEntry>& e) {
     return out;
 }
 
-std::vector<std::byte> slurp(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<std::byte> out(s.size());
-    std::memcpy(out.data(), s.data(), s.size());
-    return out;
-}
-
 size_t count_loads(const std::string& program_headers) {
     std::istringstream in(program_headers);
     size_t n = 0;

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -17,11 +18,13 @@
 #include "mixed_pages.hpp"
 #include "kdump/format.hpp"
 #include "kdump/kdump_file.hpp"
+#include "kdump/write_kdump.hpp"
 #include "reader/dump_file.hpp"
 #include "xendump/convert.hpp"
 #include "xendump/dumper.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kdump.hpp"
+#include "xendump/kernel/dump_level.hpp"
 #include "xendump/reader.hpp"
 
 namespace xendump::test {
@@ -504,6 +507,111 @@ TEST(Kdump, DumpLevelWithoutVmcoreinfoIsLevelOneWithAWarning) {
     EXPECT_EQ(k.sub_header().dump_level, 1);
     EXPECT_EQ(k.present_bitmap().count(), src.list.size());
     EXPECT_EQ(k.stored_pages(), src.list.size());
+}
+
+// A PV guest's pages whose machine frames fall as the pfns rise (the
+// scattered descriptor path), of the three mixed kinds, some unreadable.
+struct FallingPvGuest : MixedSource {
+    FallingPvGuest() : MixedSource([] {
+        std::vector<PageEntry> list;
+        for (uint64_t pfn = 0; pfn < 2600; ++pfn)
+            if (pfn % 500 != 7) list.push_back({pfn, 0x90000 - 2 * pfn});
+        return list;
+    }()) {}
+    void read_pages(size_t first, size_t count, std::span<std::byte> out, std::span<uint8_t> unreadable) override {
+        MixedSource::read_pages(first, count, out, unreadable);
+        for (size_t i = 0; i < count; ++i)
+            if (std::binary_search(bad.begin(), bad.end(), list[first + i].pfn)) {
+                unreadable[i] = 1;
+                std::memset(out.data() + i * 4096, 0, 4096);
+            }
+    }
+    std::vector<uint64_t> bad = {4, 300, 301, 1201};  // sorted
+};
+
+// The pages of a dump level go through the same pipeline as every page
+// (kdump/write_kdump.hpp): a first pass finds what the level keeps (the
+// pfns of the selection; zero pages stay, as the shared zero page), the
+// second stores exactly those. Same bytes on 1 and 2 threads; an unreadable page is kept (it is
+// not a zero page of the guest) and listed unless the selection drops its
+// pfn; the 1st bitmap names every page, the sub header the level.
+TEST(Kdump, ADumpLevelGivesTheSameBytesOnOneAndTwoThreads) {
+    TempDir dir;
+    FallingPvGuest probe;
+    kernel::PageSelection sel;
+    sel.requested_level = sel.level = 17;
+    sel.keep = kernel::PfnBitmap(2600);
+    for (const auto& e : probe.list)
+        if (e.pfn % 5 != 1) sel.keep.set(e.pfn);  // drops pfn 301 (unreadable) and 1201 (unreadable)
+    std::vector<uint64_t> want;
+    for (const auto& e : probe.list) {
+        if (sel.keep_pfn(e.pfn)) want.push_back(e.pfn);
+    }
+    DumpSpec spec = mixed_spec(format::GuestType::pv);
+    spec.shared_info = std::vector<std::byte>(format::kSharedInfoSize);
+    std::string first;
+    for (unsigned threads : {1u, 2u}) {
+        SCOPED_TRACE(threads);
+        FallingPvGuest src;
+        const fs::path p = dir / ("d17-" + std::to_string(threads));
+        const WriteResult w = kdump::write_kdump_selection(p, spec, src, sel, test::kdump_options(Compression::zstd, threads));
+        const std::string bytes = read_file(p);
+        if (first.empty())
+            first = bytes;
+        else
+            EXPECT_TRUE(bytes == first) << "threads change the output";
+        EXPECT_EQ(w.nr_pages, want.size());
+        EXPECT_EQ(w.unreadable_pfns, (std::vector<uint64_t>{4, 300}));
+
+        DumpReader r = DumpReader::open(p);
+        EXPECT_TRUE(r.verify().empty());
+        EXPECT_EQ(r.unreadable_pfns(), (std::vector<uint64_t>{4, 300}));
+        ASSERT_EQ(r.nr_pages(), want.size());
+        std::vector<std::byte> expect(4096), got(4096);
+        for (size_t i = 0; i < want.size(); ++i) {
+            ASSERT_EQ(r.entry(i).pfn, want[i]);
+            ASSERT_TRUE(r.read_page_by_gmfn(0x90000 - 2 * want[i], got));
+            if (std::binary_search(src.bad.begin(), src.bad.end(), want[i]) || want[i] % 3 == 0)
+                std::memset(expect.data(), 0, 4096);
+            else
+                fill_mixed_page(want[i], expect.data());
+            ASSERT_EQ(0, std::memcmp(expect.data(), got.data(), 4096)) << "pfn " << want[i];
+        }
+        kdump::KdumpFile k(std::make_shared<reader::DumpFile>(p.string()));
+        EXPECT_EQ(k.sub_header().dump_level, 17);
+        EXPECT_EQ(k.present_bitmap().count(), src.list.size());
+        EXPECT_EQ(k.stored_pages(), want.size());
+    }
+}
+
+// xen-dump-convert --format kdump: --threads 1 and --threads 2 write the
+// same bytes, with and without a dump level.
+TEST(KdumpCli, ConvertWritesTheSameBytesOnOneAndTwoThreads) {
+    TempDir dir;
+    FallingPvGuest src;
+    DumpSpec spec = mixed_spec(format::GuestType::pv);
+    spec.vmcoreinfo.reset();  // level 1 at most, with a warning
+    spec.shared_info = std::vector<std::byte>(format::kSharedInfoSize);
+    const fs::path v1 = dir / "pv.core";
+    write_dump_file(v1, spec, src);
+    for (const char* level : {"0", "1"}) {
+        std::string first;
+        for (const char* threads : {"1", "2"}) {
+            const fs::path out = dir / (std::string("d") + level + "-t" + threads + ".kdump");
+            RunResult r = run({"xen-dump-convert", "-q", "--format", "kdump", "--dump-level", level, "--threads", threads,
+                               "-o", out.string(), v1.string()});
+            ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+            const std::string bytes = read_file(out);
+            if (first.empty())
+                first = bytes;
+            else
+                EXPECT_TRUE(bytes == first) << "--dump-level " << level << ": --threads changes the output";
+            DumpReader k = DumpReader::open(out);
+            EXPECT_TRUE(k.verify().empty());
+            // Level 1 keeps the zero pages too (as the shared zero page).
+            EXPECT_EQ(k.nr_pages(), src.list.size());
+        }
+    }
 }
 
 TEST(Kdump, NeverReplacesAFile) {

@@ -28,30 +28,6 @@ namespace {
 
 using format::GuestType;
 
-std::vector<std::byte> slurp(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<std::byte> out(c.size());
-    std::memcpy(out.data(), c.data(), c.size());
-    return out;
-}
-
-std::vector<std::byte> through_pipe(const DumpSpec& spec, PageSource& source, const WriteOptions& opt) {
-    int p[2];
-    if (::pipe(p) != 0) throw std::runtime_error("pipe");
-    std::vector<std::byte> out;
-    std::thread reader([&] {
-        std::byte buf[65536];
-        ssize_t n;
-        while ((n = ::read(p[0], buf, sizeof buf)) > 0) out.insert(out.end(), buf, buf + n);
-    });
-    write_dump(p[1], false, spec, source, opt);
-    ::close(p[1]);
-    reader.join();
-    ::close(p[0]);
-    return out;
-}
-
 // A pattern source read in batches of `batch` pages.
 class BatchedSource : public PatternPageSource {
 public:
@@ -93,7 +69,8 @@ TEST_P(Threads, GiveByteIdenticalFilesAndStreams) {
             EXPECT_EQ(r.unreadable_pfns.size(), 3u);
             check_dump(dir / name, g.spec, g.source, digests);
             EXPECT_EQ(slurp(dir / name), slurp(dir / ("t1" + std::string(digests ? "d" : "n")))) << name;
-            EXPECT_TRUE(through_pipe(g.spec, g.source, opt) == slurp(dir / name)) << name;
+            EXPECT_TRUE(through_pipe([&](int fd) { write_dump(fd, false, g.spec, g.source, opt); }) == slurp(dir / name))
+                << name;
         }
     }
 }
@@ -169,7 +146,9 @@ public:
     void finish(const pipeline::PassOutcome& pass, const pipeline::FoundNotes&, io::Sink& out) override {
         header_ = {pass.pages_read, pass.pages_kept};
         out.write_at(0, std::as_bytes(std::span(header_)));
+        unreadable = pass.unreadable_pfns;
     }
+    std::vector<uint64_t> unreadable;  // what the pass listed
 
 private:
     std::array<uint64_t, 2> header_{};
@@ -181,9 +160,17 @@ public:
     bool contains(uint64_t pfn) const override { return pfn % 3 == 0; }
 };
 
+// The selectors the tests run: zero pages dropped; every third pfn kept.
+struct Selectors {
+    const pipeline::ZeroPageSelector zeros;
+    const EveryThird third;
+    const pipeline::PfnSetSelector by_pfn{third};
+    std::array<const pipeline::PageSelector*, 2> both() const { return {&zeros, &by_pfn}; }
+};
+
 std::vector<std::byte> encode_list(const std::filesystem::path& path, PageSource& source,
                                    const pipeline::PageSelector* select, unsigned threads,
-                                   std::vector<uint64_t>* observed = nullptr) {
+                                   std::vector<uint64_t>* observed = nullptr, std::vector<uint64_t>* unreadable = nullptr) {
     UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (!fd) throw std::runtime_error("cannot create " + path.string());
     io::Sink sink(fd.get(), true, true, path.string());
@@ -193,15 +180,14 @@ std::vector<std::byte> encode_list(const std::filesystem::path& path, PageSource
     opt.threads = threads;
     pipeline::run({source, select, {&rec}, encoder}, sink, opt);
     if (observed) *observed = rec.pfns;
+    if (unreadable) *unreadable = encoder.unreadable;
     return slurp(path);
 }
 
 TEST(Pipeline, SelectorsDropPagesForObserversAndEncoder) {
     TempDir dir;
     Guest g(GuestType::hvm, 3000);
-    const pipeline::ZeroPageSelector zeros;
-    EveryThird third;
-    const pipeline::PfnSetSelector by_pfn(third);
+    const Selectors sel;
     std::vector<uint64_t> nonzero, thirds;
     for (size_t i = 0; i < g.pfns.size(); ++i) {
         const bool zero = std::binary_search(g.source.zero_pfns.begin(), g.source.zero_pfns.end(), g.pfns[i]);
@@ -210,12 +196,11 @@ TEST(Pipeline, SelectorsDropPagesForObserversAndEncoder) {
         if (!zero || bad) nonzero.push_back(g.pfns[i]);  // an unreadable page is not a zero page of the guest
         if (g.pfns[i] % 3 == 0) thirds.push_back(g.pfns[i]);
     }
-    for (auto [select, want] : {std::pair{static_cast<const pipeline::PageSelector*>(&zeros), &nonzero},
-                                std::pair{static_cast<const pipeline::PageSelector*>(&by_pfn), &thirds}}) {
+    for (auto [select, want] : {std::pair{sel.both()[0], &nonzero}, std::pair{sel.both()[1], &thirds}}) {
         std::vector<std::byte> one;
         for (unsigned threads : {1u, 2u, 4u}) {
             std::vector<uint64_t> seen;
-            const auto path = dir / ("l" + std::to_string(threads) + (select == &zeros ? "z" : "p"));
+            const auto path = dir / ("l" + std::to_string(threads) + (select == &sel.zeros ? "z" : "p"));
             auto bytes = encode_list(path, g.source, select, threads, &seen);
             EXPECT_EQ(seen, *want);
             ASSERT_EQ(bytes.size(), 16 + want->size() * (16 + 4096));
@@ -229,6 +214,40 @@ TEST(Pipeline, SelectorsDropPagesForObserversAndEncoder) {
             if (one.empty()) one = bytes;
             EXPECT_TRUE(bytes == one) << threads;
         }
+    }
+}
+
+// A format that lays out its pages before the first one (the compact
+// format) asks for the selection in a pass of its own: selected_entries
+// gives the pages a selector keeps, whatever the threads; an EntrySet of
+// them keeps exactly those in the pass that writes. Pages the selector
+// leaves out are not listed as unreadable (the file does not hold them).
+TEST(Pipeline, SelectedEntriesAreWhatThePassKeeps) {
+    TempDir dir;
+    Guest g(GuestType::pv, 3000);
+    const Selectors sel;
+    for (const pipeline::PageSelector* select : sel.both()) {
+        const std::string kind = select == &sel.zeros ? "z" : "p";
+        std::vector<uint64_t> want, unreadable;
+        encode_list(dir / ("all" + kind), g.source, select, 1, &want, &unreadable);
+        for (unsigned threads : {1u, 2u}) {
+            SCOPED_TRACE(kind + std::to_string(threads));
+            WriteOptions opt;
+            opt.threads = threads;
+            const std::vector<PageEntry> kept = pipeline::selected_entries(g.source, *select, opt);
+            std::vector<uint64_t> pfns;
+            for (const auto& e : kept) pfns.push_back(e.pfn);
+            EXPECT_EQ(pfns, want);
+            const pipeline::EntrySet set(kept);
+            const pipeline::PfnSetSelector exactly(set);
+            std::vector<uint64_t> seen;
+            encode_list(dir / (kind + std::to_string(threads)), g.source, &exactly, threads, &seen);
+            EXPECT_EQ(seen, want);
+        }
+        for (uint64_t pfn : g.source.unreadable_pfns)
+            EXPECT_EQ(std::count(unreadable.begin(), unreadable.end(), pfn),
+                      std::count(want.begin(), want.end(), pfn))
+                << "pfn " << pfn;
     }
 }
 

@@ -10,30 +10,60 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
+#include <thread>
 
 #include "sim/pattern.hpp"
+#include "util/util.hpp"
 
 extern char** environ;
 
 namespace xendump::test {
 
 Elf64_Ehdr core_elf_header(uint16_t machine) {
-    Elf64_Ehdr eh{};
-    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-    eh.e_ident[EI_CLASS] = ELFCLASS64;
-    eh.e_ident[EI_DATA] = ELFDATA2LSB;
-    eh.e_ident[EI_VERSION] = EV_CURRENT;
-    eh.e_type = ET_CORE;
-    eh.e_machine = machine;
-    eh.e_version = EV_CURRENT;
-    eh.e_ehsize = sizeof(Elf64_Ehdr);
-    eh.e_phentsize = sizeof(Elf64_Phdr);
+    Elf64_Ehdr eh = util::core_elf_header(machine);
     eh.e_shentsize = sizeof(Elf64_Shdr);
     return eh;
 }
 
 namespace fs = std::filesystem;
+
+std::vector<std::byte> slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::byte> out(s.size());
+    std::memcpy(out.data(), s.data(), s.size());
+    return out;
+}
+
+std::vector<std::byte> through_pipe(const std::function<void(int fd)>& write) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+    std::vector<std::byte> got;
+    std::thread reader([&] {
+        std::byte buf[65536];
+        for (;;) {
+            const ssize_t n = ::read(p[0], buf, sizeof buf);
+            if (n <= 0) break;
+            got.insert(got.end(), buf, buf + n);
+        }
+    });
+    auto done = [&] {
+        ::close(p[1]);
+        reader.join();
+        ::close(p[0]);
+    };
+    try {
+        write(p[1]);
+    } catch (...) {
+        done();
+        throw;
+    }
+    done();
+    return got;
+}
 
 TempDir::TempDir() : TempDir([] {
     const char* base = std::getenv("TMPDIR");

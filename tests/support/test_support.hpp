@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,14 @@ RunResult run(const std::vector<std::string>& argv, const std::vector<std::strin
 std::filesystem::path build_program(const std::string& name);
 std::filesystem::path shared_dir();     // ../shared
 std::filesystem::path source_root();
+
+// The bytes of a file (empty when it cannot be read).
+std::vector<std::byte> slurp(const std::filesystem::path& p);
+
+// What `write(fd)` writes into a real pipe, drained by a reader thread (the
+// writer sees a pipe, not a file); `fd` is closed after write() returns or
+// throws (the error then goes on).
+std::vector<std::byte> through_pipe(const std::function<void(int fd)>& write);
 
 // Deterministic page contents for synthetic sources.
 void fill_pattern_page(uint64_t seed, uint64_t pfn, std::byte* page);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,30 @@ TEST(Util, UtcTimeFormatsInUtcWhateverTheZone) {
     EXPECT_EQ(util::utc_time(t, "%Y-%m-%dT%H:%M:%SZ"), "2026-12-01T10:59:53Z");
     EXPECT_EQ(util::utc_time(t, "%Y%m%dT%H%M%SZ"), "20261201T105953Z");
     EXPECT_EQ(util::utc_time(std::chrono::system_clock::from_time_t(t), "%Y-%m-%d %H:%M:%S"), "2026-12-01 10:59:53");
+}
+
+// The one ELF header of a core file (the v1 writer, xen-dumpctl debug's
+// vmcore, the tests' hand-built files): what readers check first.
+TEST(Util, CoreElfHeaderIsAnElf64LittleEndianCoreFile) {
+    for (uint16_t machine : {uint16_t{EM_X86_64}, uint16_t{EM_386}}) {
+        const Elf64_Ehdr eh = util::core_elf_header(machine);
+        EXPECT_EQ(std::memcmp(eh.e_ident, ELFMAG, SELFMAG), 0);
+        EXPECT_EQ(eh.e_ident[EI_CLASS], ELFCLASS64);
+        EXPECT_EQ(eh.e_ident[EI_DATA], ELFDATA2LSB);
+        EXPECT_EQ(eh.e_ident[EI_VERSION], EV_CURRENT);
+        EXPECT_EQ(eh.e_ident[EI_OSABI], ELFOSABI_NONE);
+        EXPECT_EQ(eh.e_type, ET_CORE);
+        EXPECT_EQ(eh.e_machine, machine);
+        EXPECT_EQ(eh.e_version, EV_CURRENT);
+        EXPECT_EQ(eh.e_ehsize, sizeof(Elf64_Ehdr));
+        EXPECT_EQ(eh.e_phentsize, sizeof(Elf64_Phdr));
+        // The rest is the caller's: no program or section headers yet.
+        EXPECT_EQ(eh.e_phoff, 0u);
+        EXPECT_EQ(eh.e_phnum, 0u);
+        EXPECT_EQ(eh.e_shoff, 0u);
+        EXPECT_EQ(eh.e_shentsize, 0u);
+        EXPECT_EQ(eh.e_shnum, 0u);
+    }
 }
 
 TEST(Util, FileKindNamesEachType) {

@@ -23,39 +23,9 @@ namespace {
 
 using format::GuestType;
 
-std::vector<std::byte> slurp(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<std::byte> out(c.size());
-    std::memcpy(out.data(), c.data(), c.size());
-    return out;
-}
-
 // Streams a dump through a real pipe to a reader thread.
 std::vector<std::byte> write_through_pipe(const DumpSpec& spec, PageSource& source, WriteOptions opt = {}) {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-    std::vector<std::byte> got;
-    std::thread reader([&] {
-        std::byte buf[65536];
-        for (;;) {
-            ssize_t n = ::read(p[0], buf, sizeof buf);
-            if (n <= 0) break;
-            got.insert(got.end(), buf, buf + n);
-        }
-    });
-    try {
-        write_dump(p[1], false, spec, source, opt);
-    } catch (...) {
-        ::close(p[1]);
-        reader.join();
-        ::close(p[0]);
-        throw;
-    }
-    ::close(p[1]);
-    reader.join();
-    ::close(p[0]);
-    return got;
+    return through_pipe([&](int fd) { write_dump(fd, false, spec, source, opt); });
 }
 
 class PipeEqualsFile : public ::testing::TestWithParam<GuestType> {};

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "dump/hypervisor_page_source.hpp"
-#include "kdump/selected_source.hpp"
+#include "kdump/write_kdump.hpp"
 #include "p2m/p2m.hpp"
 #include "p2m/p2m_windows.hpp"
 #include "p2m/page_extents.hpp"
@@ -314,7 +314,7 @@ DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesy
     DumpResult r = run_dump(hv, domid, options,
                             [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo,
                                 const kernel::PageSelection* selection) {
-        if (selection) return kdump::write_selected_kdump_file(path, spec, src, *selection, options.compression, wo);
+        if (selection) return kdump::write_kdump_selection(path, spec, src, *selection, {options.compression, wo});
         if (options.kdump) return write_kdump_file(path, spec, src, {options.compression, wo});
         return write_dump_file(path, spec, src, wo);
     });

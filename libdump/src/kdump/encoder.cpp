@@ -1,105 +1,214 @@
 #include "kdump/encoder.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
+#include <ctime>
 
+#include "kdump/codec.hpp"
+#include "kdump/format.hpp"
+#include "kdump/note_area.hpp"
 #include "xendump/error.hpp"
+#include "xendump/kernel/guest_memory.hpp"
+#include "xendump/kernel/vmcoreinfo.hpp"
 
 namespace xendump::kdump {
 
-bool is_zero_page(const std::byte* p, size_t size) {
-    uint64_t head;
-    std::memcpy(&head, p, sizeof head);
-    return head == 0 && std::memcmp(p, p + 8, size - 8) == 0;
+namespace {
+
+constexpr uint64_t kPage = format::kPageSize;
+
+// A batch's compressed pages, made in Encoder::prepare on any thread and
+// kept with the batch slot (one compressor context each, reused).
+class Compressed final : public pipeline::BatchWork {
+public:
+    explicit Compressed(Compression c) : compressor(c) {}
+    PageCompressor compressor;
+    std::vector<std::byte> bytes;  // the compressed pages, one after the other
+    std::vector<uint64_t> at;      // page i's offset in `bytes`
+    std::vector<uint32_t> size;    // its compressed size; 0: stored raw (or a zero page)
+};
+
+void copy_field(char* field, size_t size, std::string_view value) {
+    std::memcpy(field, value.data(), std::min(size - 1, value.size()));
 }
 
-PageEncoder::PageEncoder(Compression c, unsigned threads, size_t page_size)
-    : compression_(c), page_size_(page_size), bound_(compress_bound(c, page_size)) {
-    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-    // Each worker owns its compressor (contexts are not shared).
-    for (unsigned i = 0; i < threads; ++i)
-        threads_.emplace_back([this] {
-            try {
-                PageCompressor compressor(compression_);
-                run(compressor);
-            } catch (...) {
-                std::lock_guard lock(m_);
-                if (!error_) error_ = std::current_exception();
-                stop_ = true;
-                done_cv_.notify_all();
-            }
-        });
+// TIME= (RFC 3339, UTC, "2025-06-01T10:15:00Z"), else 0.
+int64_t dump_time(const KeyValues& domain) {
+    auto t = domain.get(keys::kTime);
+    if (!t) return 0;
+    std::tm tm{};
+    const char* end = strptime(t->c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (!end || *end) return 0;
+    return static_cast<int64_t>(timegm(&tm));
 }
 
-PageEncoder::~PageEncoder() {
-    {
-        std::lock_guard lock(m_);
-        stop_ = true;
+// The guest kernel's own utsname (init_uts_ns.name), as makedumpfile puts it
+// in the header: located with VMCOREINFO's SYMBOL(init_uts_ns),
+// OFFSET(uts_namespace.name) and phys_base, read again from the source
+// (the guest is still paused; a file source is unchanged), and taken only
+// when it is the kernel's: sysname "Linux", release = OSRELEASE.
+std::optional<UtsName> guest_utsname(const kernel::Vmcoreinfo& info, PageSource& source) {
+    auto uts = info.symbol("init_uts_ns");
+    auto name_off = info.value("OFFSET(uts_namespace.name)");
+    if (!uts || !name_off || !kernel::is_kernel_image_address(*uts)) return std::nullopt;
+    uint64_t off = 0;
+    if (std::from_chars(name_off->data(), name_off->data() + name_off->size(), off).ec != std::errc() || off > 4096)
+        return std::nullopt;
+    kernel::PhysicalMemory memory(kernel::page_reader(source));
+    UtsName name{};
+    if (!memory.read(kernel::kernel_virt_to_phys(*uts, info.phys_base()) + off,
+                     std::as_writable_bytes(std::span(&name, 1))))
+        return std::nullopt;
+    for (char* field : {name.sysname, name.nodename, name.release, name.version, name.machine, name.domainname})
+        if (field[64] != '\0') return std::nullopt;
+    if (std::string_view(name.sysname) != "Linux" || std::string_view(name.release) != info.release())
+        return std::nullopt;
+    return name;
+}
+
+struct Heads {
+    DiskDumpHeader header{};
+    KdumpSubHeader sub{};
+};
+
+Heads heads(const DumpSpec& spec, const KdumpLayout& L, const NoteArea& notes, uint64_t note_offset, Compression c,
+            PageSource& source) {
+    Heads h;
+    auto& d = h.header;
+    std::memcpy(d.signature, kSignature.data(), sizeof d.signature);
+    d.header_version = kHeaderVersion;
+    copy_field(d.utsname.sysname, sizeof d.utsname.sysname, "Linux");
+    copy_field(d.utsname.machine, sizeof d.utsname.machine, spec.guest_width == 4 ? "i686" : "x86_64");
+    std::optional<kernel::Vmcoreinfo> info;
+    if (notes.vmcoreinfo_size)
+        info = kernel::Vmcoreinfo::parse(std::string_view(
+            reinterpret_cast<const char*>(notes.bytes.data() + notes.vmcoreinfo_offset), notes.vmcoreinfo_size));
+    if (auto uts = info ? guest_utsname(*info, source) : std::nullopt)
+        d.utsname = *uts;
+    else if (info)
+        copy_field(d.utsname.release, sizeof d.utsname.release, info->release());
+    d.tv_sec = dump_time(spec.domain);
+    d.status = flag_of(c);
+    d.block_size = kBlockSize;
+    d.sub_hdr_size = 1;
+    d.bitmap_blocks = L.bitmap_blocks();
+    d.max_mapnr = static_cast<uint32_t>(std::min<uint64_t>(L.max_mapnr, UINT32_MAX));
+    d.nr_cpus = static_cast<int32_t>(spec.vcpus.size());
+    auto& s = h.sub;
+    s.phys_base = info ? info->phys_base() : 0;
+    s.end_pfn = s.end_pfn_64 = s.max_mapnr_64 = L.max_mapnr;
+    if (notes.vmcoreinfo_size) {
+        s.offset_vmcoreinfo = note_offset + notes.vmcoreinfo_offset;
+        s.size_vmcoreinfo = notes.vmcoreinfo_size;
     }
-    work_cv_.notify_all();
-    for (auto& t : threads_) t.join();
+    s.offset_note = note_offset;
+    s.size_note = notes.bytes.size();
+    return h;
 }
 
-void PageEncoder::submit(std::span<const std::byte* const> pages) {
-    std::lock_guard lock(m_);
-    if (error_) std::rethrow_exception(error_);
-    pages_.assign(pages.begin(), pages.end());
-    out_.assign(pages.size(), EncodedPage{});
-    units_ = (pages.size() + kUnitPages - 1) / kUnitPages;
-    if (unit_buffers_.size() < units_) unit_buffers_.resize(units_);
-    next_unit_ = 0;
-    units_done_ = 0;
-    ++generation_;
-    work_cv_.notify_all();
+}  // namespace
+
+KdumpEncoder::KdumpEncoder(const DumpSpec& spec, std::span<const PageEntry> stored, std::span<const PageEntry> present,
+                           Compression compression, bool digests, unsigned dump_level, PageSource& source,
+                           std::string name)
+    : spec_(spec),
+      stored_(stored),
+      present_(present),
+      compression_(compression),
+      dump_level_(dump_level),
+      source_(source),
+      name_(std::move(name)) {
+    validate_spec(spec, stored);
+    const Index index = spec.type == format::GuestType::pv ? Index::machine : Index::pfn;
+    layout_ = plan_kdump(stored, index, present);
+    slots_ = descriptor_slots(stored, index);
+    scattered_.resize(slots_.empty() ? 0 : stored.size());
+    if (digests) hash_.emplace(uint64_t{format::kDigestChunkPages} * kPage);
 }
 
-std::span<const EncodedPage> PageEncoder::collect() {
-    std::unique_lock lock(m_);
-    done_cv_.wait(lock, [this] { return units_done_ == units_ || error_; });
-    if (error_) std::rethrow_exception(error_);
-    return out_;
+void KdumpEncoder::begin(io::Sink& out) {
+    out.zeros(layout_.data_offset);  // written in finish(); the zero page stays zeros
 }
 
-void PageEncoder::run(PageCompressor& compressor) {
-    std::unique_lock lock(m_);
-    for (;;) {
-        work_cv_.wait(lock, [this] { return stop_ || next_unit_ < units_; });
-        if (stop_) return;
-        const size_t unit = next_unit_++;
-        lock.unlock();
-        std::exception_ptr error;
-        try {
-            encode_unit(compressor, unit);
-        } catch (...) {
-            error = std::current_exception();
-        }
-        lock.lock();
-        if (error && !error_) error_ = error;
-        if (++units_done_ == units_ || error_) done_cv_.notify_all();
+void KdumpEncoder::prepare(pipeline::PageBatch& b) const {
+    if (compression_ == Compression::none) return;  // every page raw
+    if (!b.work) b.work = std::make_unique<Compressed>(compression_);
+    auto& c = static_cast<Compressed&>(*b.work);
+    const size_t bound = compress_bound(compression_, kPage);
+    c.at.assign(b.count, 0);
+    c.size.assign(b.count, 0);
+    uint64_t at = 0;
+    for (size_t i = 0; i < b.count; ++i) {
+        if (!b.keep[i] || b.zero[i]) continue;
+        if (c.bytes.size() < at + bound) c.bytes.resize(std::max<uint64_t>(at + bound, 2 * c.bytes.size()));
+        const size_t n = c.compressor.compress(std::span(b.page[i], kPage), std::span(c.bytes.data() + at, bound));
+        c.at[i] = at;
+        c.size[i] = static_cast<uint32_t>(n);
+        at += n;
     }
 }
 
-void PageEncoder::encode_unit(PageCompressor& compressor, size_t unit) {
-    const size_t first = unit * kUnitPages;
-    const size_t last = std::min(pages_.size(), first + kUnitPages);
-    auto& buf = unit_buffers_[unit];
-    if (compression_ != Compression::none && buf.size() < kUnitPages * bound_) buf.resize(kUnitPages * bound_);
-    std::byte* at = buf.data();
-    for (size_t i = first; i < last; ++i) {
-        const std::byte* page = pages_[i];
-        EncodedPage& o = out_[i];
-        if (is_zero_page(page, page_size_)) {
-            o.zero = true;
+void KdumpEncoder::write(pipeline::PageBatch& b, io::Sink& out) {
+    const auto* c = compression_ == Compression::none ? nullptr : static_cast<const Compressed*>(b.work.get());
+    const uint32_t flag = flag_of(compression_);
+    const uint64_t first = next_;
+    descs_.clear();
+    iov_.clear();
+    uint64_t at = out.offset();
+    for (size_t i = 0; i < b.count; ++i) {
+        if (!b.keep[i]) continue;
+        if (next_ >= stored_.size() || stored_[next_].pfn != b.pfn(i))
+            throw Error("internal error: the pass kept pfn " + std::to_string(b.pfn(i)) +
+                        ", not a page planned for the compact file", name_);
+        ++next_;
+        if (hash_)
+            hash_->update(b.page[i], kPage, [this](const XXH128_canonical_t& d) { chunk_digests_.push_back(d); });
+        if (b.zero[i]) {
+            descs_.push_back({layout_.zero_page_offset, static_cast<uint32_t>(kPage), 0, 0});
             continue;
         }
-        const size_t n = compressor.compress(std::span(page, page_size_), std::span(at, bound_));
-        if (n == 0) {
-            o = {page, static_cast<uint32_t>(page_size_), 0, false};
+        const uint32_t size = c ? c->size[i] : 0;
+        if (size) {
+            descs_.push_back({at, size, flag, 0});
+            iov_.push_back({const_cast<std::byte*>(c->bytes.data() + c->at[i]), size});
         } else {
-            o = {at, static_cast<uint32_t>(n), flag_of(compression_), false};
-            at += n;
+            descs_.push_back({at, static_cast<uint32_t>(kPage), 0, 0});
+            iov_.push_back({const_cast<std::byte*>(b.page[i]), kPage});
         }
+        at += iov_.back().iov_len;
     }
+    out.writev(iov_);
+    if (slots_.empty())
+        out.write_at(layout_.desc_offset + first * sizeof(PageDesc), std::as_bytes(std::span(descs_)));
+    else
+        for (size_t k = 0; k < descs_.size(); ++k) scattered_[slots_[first + k]] = descs_[k];
+}
+
+void KdumpEncoder::finish(const pipeline::PassOutcome& pass, const pipeline::FoundNotes& found, io::Sink& out) {
+    if (next_ != stored_.size())
+        throw Error("internal error: the pass kept " + std::to_string(next_) + " of the " +
+                        std::to_string(stored_.size()) + " pages planned for the compact file",
+                    name_);
+    if (hash_ && hash_->pending()) chunk_digests_.push_back(hash_->finish());
+    const NoteArea notes =
+        build_note_area(spec_, stored_, &found, pass.unreadable_pfns, hash_ ? &chunk_digests_ : nullptr);
+    out.zeros((8 - out.offset() % 8) % 8);
+    const uint64_t note_offset = out.offset();
+    out.write(notes.bytes);
+
+    Heads h = heads(spec_, layout_, notes, note_offset, compression_, source_);
+    h.sub.dump_level = static_cast<int32_t>(dump_level_);
+    const KdumpLayout& L = layout_;
+    std::vector<std::byte> front(L.desc_offset);
+    std::memcpy(front.data(), &h.header, sizeof h.header);
+    std::memcpy(front.data() + L.sub_header_offset, &h.sub, sizeof h.sub);
+    if (!scattered_.empty()) out.write_at(L.desc_offset, std::as_bytes(std::span(scattered_)));
+    const auto stored = key_bitmap(L, stored_);
+    const auto present = present_.empty() ? stored : key_bitmap(L, present_);
+    std::memcpy(front.data() + L.bitmap_offset, present.data(), present.size());                // pages that exist
+    std::memcpy(front.data() + L.bitmap_offset + L.bitmap_size, stored.data(), stored.size());  // pages stored
+    out.write_at(0, front);
 }
 
 }  // namespace xendump::kdump

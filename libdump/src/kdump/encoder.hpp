@@ -1,71 +1,76 @@
-// The kdump encoder's core: batches of pages in, each page's stored form out
-// (compressed, raw, or the shared zero page), in the order the pages came.
-// It knows nothing of where pages come from or where the bytes go: the
-// writer (write_kdump.cpp) reads a PageSource into it and lays the output
-// into the file; a pipeline can feed it the same way.
-//
-// Threads: a batch is cut into units of kUnitPages pages and the workers
-// take units in any order, but every unit's output has its own buffer and
-// the batch is handed back in page order, so the bytes never depend on the
-// number of threads or on timing.
+// The compact format (makedumpfile's compressed kdump file, laid out as in
+// kdump/layout.hpp) as an encoder of the page pipeline (pipeline/encoder.hpp),
+// beside the v1 ELF encoder (writer/v1_encoder.hpp):
+//   begin()    leaves the front (header, sub header, bitmaps, descriptor
+//              table, the shared zero page) as zeros and starts the page data
+//              at the layout's data offset;
+//   prepare()  compresses a batch's kept pages that are not zeros, on any of
+//              the pass's threads (each batch slot keeps its own compressor);
+//   write()    appends their stored forms in pfn order, puts the batch's
+//              descriptors in place (io::Sink::write_at) and hashes the
+//              uncompressed pages (NT_XEN_DIGEST's chunks);
+//   finish()   writes the note area after the pages, then the header, the
+//              sub header, the bitmaps (and a PV guest's descriptors when
+//              its machine frames do not rise with the pfns) at their places.
+// The layout is planned from the pages the file stores, known before the
+// pass: every page of the source, or those a selector keeps
+// (pipeline::selected_entries), which the pass must keep exactly.
 #pragma once
 
-#include <condition_variable>
-#include <cstddef>
+#include <xxhash.h>
+
 #include <cstdint>
-#include <exception>
-#include <mutex>
+#include <optional>
 #include <span>
-#include <thread>
+#include <string>
 #include <vector>
 
-#include "kdump/codec.hpp"
+#include "kdump/layout.hpp"
+#include "pipeline/encoder.hpp"
+#include "stream_hash.hpp"
+#include "xendump/dump_spec.hpp"
+#include "xendump/kdump.hpp"
+#include "xendump/page_source.hpp"
 
 namespace xendump::kdump {
 
-// One page as it is stored.
-struct EncodedPage {
-    const std::byte* data = nullptr;  // size bytes (null for a zero page)
-    uint32_t size = 0;
-    uint32_t flags = 0;  // compression flag, 0 for raw
-    bool zero = false;   // all zeros: stored once, shared by every zero page
-};
-
-class PageEncoder {
+class KdumpEncoder final : public pipeline::Encoder {
 public:
-    static constexpr size_t kUnitPages = 64;
+    // `stored`: the pages the file stores (the 2nd bitmap), ascending pfns;
+    // `present`: every page that exists (the 1st bitmap), empty when the
+    // same. `source` re-reads the guest's utsname for the header in
+    // finish(). Validates the input (Error) before anything is written.
+    KdumpEncoder(const DumpSpec& spec, std::span<const PageEntry> stored, std::span<const PageEntry> present,
+                 Compression compression, bool digests, unsigned dump_level, PageSource& source, std::string name);
 
-    PageEncoder(Compression c, unsigned threads, size_t page_size);
-    ~PageEncoder();
-    PageEncoder(const PageEncoder&) = delete;
-    PageEncoder& operator=(const PageEncoder&) = delete;
+    // Zero pages are stored once and shared (the pass classifies them).
+    bool needs_zero_flags(const io::Sink&) const override { return true; }
+    // At most: a page that does not shrink is stored raw.
+    uint64_t planned_size() const override { return layout_.data_offset + stored_.size() * format::kPageSize; }
 
-    // Starts encoding `pages` (page_size bytes each, valid until collect()
-    // returns). One batch at a time.
-    void submit(std::span<const std::byte* const> pages);
-    // Waits for the submitted batch and returns its pages in order, valid
-    // until the next submit(). Rethrows what a worker threw.
-    std::span<const EncodedPage> collect();
+    void begin(io::Sink& out) override;
+    void prepare(pipeline::PageBatch& batch) const override;
+    void write(pipeline::PageBatch& batch, io::Sink& out) override;
+    void finish(const pipeline::PassOutcome& pass, const pipeline::FoundNotes& found, io::Sink& out) override;
 
 private:
-    void run(PageCompressor& compressor);
-    void encode_unit(PageCompressor& compressor, size_t unit);
-
+    const DumpSpec& spec_;
+    std::span<const PageEntry> stored_, present_;
     Compression compression_;
-    size_t page_size_, bound_;
-    std::vector<const std::byte*> pages_;
-    std::vector<EncodedPage> out_;
-    std::vector<std::vector<std::byte>> unit_buffers_;  // one per unit of the batch
-
-    std::mutex m_;
-    std::condition_variable work_cv_, done_cv_;
-    size_t next_unit_ = 0, units_ = 0, units_done_ = 0;
-    uint64_t generation_ = 0;
-    bool stop_ = false;
-    std::exception_ptr error_;
-    std::vector<std::thread> threads_;
+    unsigned dump_level_;
+    PageSource& source_;
+    std::string name_;
+    KdumpLayout layout_;
+    // Descriptors go in key order: in place per batch when that is pfn
+    // order (slots_ empty), else kept (24 bytes a stored page) and written
+    // in finish().
+    std::vector<uint64_t> slots_;
+    std::vector<PageDesc> scattered_;
+    std::vector<PageDesc> descs_;  // one batch's, reused
+    std::vector<iovec> iov_;
+    uint64_t next_ = 0;  // index in stored_ of the next kept page
+    std::optional<ChunkedHash> hash_;
+    std::vector<XXH128_canonical_t> chunk_digests_;
 };
-
-bool is_zero_page(const std::byte* page, size_t size);
 
 }  // namespace xendump::kdump

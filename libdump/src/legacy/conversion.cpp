@@ -7,7 +7,7 @@
 #include <fstream>
 #include <memory>
 
-#include "kdump/selected_source.hpp"
+#include "kdump/write_kdump.hpp"
 #include "legacy/byte_source.hpp"
 #include "legacy/layout.hpp"
 #include "legacy/legacy_page_source.hpp"
@@ -160,8 +160,8 @@ void write_converted(const fs::path& input, const SourceIdentity& id, const fs::
             check(unpublished, verify);
         };
     if (opt.kdump && opt.dump_level != 0) {
-        kdump::write_selected_kdump_file(output, spec, pages, select_for_level(input, reader, pages, opt),
-                                         opt.compression, wo);
+        const kernel::PageSelection sel = select_for_level(input, reader, pages, opt);
+        kdump::write_kdump_selection(output, spec, pages, sel, {opt.compression, wo});
         return;
     }
     if (opt.kdump)

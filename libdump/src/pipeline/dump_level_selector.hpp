@@ -1,12 +1,10 @@
 // The select stage for makedumpfile's dump levels (xendump/kernel/dump_level.hpp):
 // the pages kernel::select_pages() keeps, decided per pfn from the guest's
-// struct pages before the pass, and, under level bit 1, not the zero pages,
-// decided per page from the bytes the pass read (the pass's own zero
-// classification, so no page is scanned twice).
-//
-// Like ZeroPageSelector, an unreadable page is never dropped as a zero page
-// (it is listed as unreadable, not a zero page of the guest); it is still
-// dropped when its pfn's struct page excludes it.
+// struct pages before the pass. Level bit 1 drops no page here: a compact
+// file keeps every zero page as a descriptor of its one shared zero page, as
+// makedumpfile's kdump files do (xen-dump-core(5)); a page left out of the
+// second bitmap stops crash ("page excluded"), and the kernel needs some of
+// its zero pages. So no page is read to select.
 #pragma once
 
 #include "pipeline/selector.hpp"
@@ -19,7 +17,7 @@ public:
     // `selection` (its `level` and `keep`) must outlive the selector.
     explicit DumpLevelSelector(const kernel::PageSelection& selection);
 
-    bool needs_zero_flags() const override { return drop_zero_; }
+    bool needs_zero_flags() const override { return false; }
     void select(PageBatch& batch) const override;
 
 private:
@@ -34,8 +32,6 @@ private:
 
     Kept kept_;
     PfnSetSelector by_pfn_;
-    ZeroPageSelector zeros_;
-    bool drop_zero_;
 };
 
 }  // namespace xendump::pipeline

@@ -26,7 +26,7 @@ namespace xendump::pipeline {
 struct PassOutcome {
     uint64_t pages_read = 0;              // every page of the source
     uint64_t pages_kept = 0;              // the selected ones
-    std::vector<uint64_t> unreadable_pfns;
+    std::vector<uint64_t> unreadable_pfns;  // of the kept pages
 };
 
 class Encoder {

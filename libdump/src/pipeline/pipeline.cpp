@@ -18,6 +18,37 @@ namespace {
 constexpr size_t kMinBatch = 256;   // 1 MiB
 constexpr size_t kMaxBatch = 1024;  // 4 MiB, threads + 2 of them in flight
 
+// The pass over `source`: batches read in order on one thread, worked on
+// (classified, selected, `prepare`) on `threads` threads, delivered in pfn
+// order on this one.
+void pass(PageSource& source, const PageSelector* select, bool classify, bool positional, size_t per_batch,
+          unsigned threads, const OrderedBatches::Stage& prepare, const OrderedBatches::Stage& deliver) {
+    const uint64_t n = source.nr_entries();
+    const size_t nr_batches = static_cast<size_t>((n + per_batch - 1) / per_batch);
+    const unsigned workers = threads > 1 ? threads : 0;
+    // With one thread the reader classifies right after reading (the pages
+    // are still in its cache) while the caller works and delivers; with
+    // more, workers classify, select and prepare in parallel.
+    auto read = [&](PageBatch& b) {
+        fill_batch(b, source, positional);
+        if (classify && !workers) classify_zero_pages(b);
+    };
+    auto work = [&](PageBatch& b) {
+        if (classify && workers) classify_zero_pages(b);
+        if (select) select->select(b);
+        if (prepare) prepare(b);
+    };
+    OrderedBatches batches(nr_batches, workers, static_cast<size_t>(std::min<uint64_t>(per_batch, std::max<uint64_t>(n, 1))),
+                           read, work);
+    batches.run(deliver, static_cast<size_t>(n));
+}
+
+unsigned pass_threads(const WriteOptions& options) { return std::clamp(options.threads, 1u, kMaxWriteThreads); }
+
+void check_cancel(const WriteOptions& options) {
+    if (options.cancel && options.cancel->load()) throw Error("cancelled");
+}
+
 }  // namespace
 
 size_t batch_pages(size_t preferred, size_t alignment) {
@@ -31,31 +62,14 @@ Outcome run(const Stages& st, io::Sink& out, const WriteOptions& options) {
     Encoder& encoder = st.encode;
     Outcome result;
     result.pass.pages_read = n;
-
-    const size_t per_batch = batch_pages(st.source.preferred_batch(), encoder.batch_alignment());
-    const size_t nr_batches = static_cast<size_t>((n + per_batch - 1) / per_batch);
-    const unsigned threads = std::clamp(options.threads, 1u, kMaxWriteThreads);
-    const unsigned workers = threads > 1 ? threads : 0;
     const bool classify = encoder.needs_zero_flags(out) || (st.select && st.select->needs_zero_flags());
-    const bool positional = out.positional();
     const uint64_t planned = encoder.planned_size();
 
-    // With one thread the reader classifies right after reading (the pages
-    // are still in its cache) while the caller prepares and writes; with
-    // more, workers classify, select and prepare in parallel.
-    auto read = [&](PageBatch& b) {
-        fill_batch(b, st.source, positional);
-        if (classify && !workers) classify_zero_pages(b);
-    };
-    auto work = [&](PageBatch& b) {
-        if (classify && workers) classify_zero_pages(b);
-        if (st.select) st.select->select(b);
-        encoder.prepare(b);
-    };
     auto deliver = [&](PageBatch& b) {
-        if (options.cancel && options.cancel->load()) throw Error("cancelled");
+        check_cancel(options);
         for (size_t i = 0; i < b.count; ++i) {
-            if (b.unreadable[i]) result.pass.unreadable_pfns.push_back(b.pfn(i));
+            // A page left out is not in the file: not listed as unreadable either.
+            if (b.unreadable[i] && b.keep[i]) result.pass.unreadable_pfns.push_back(b.pfn(i));
             result.pass.pages_kept += b.keep[i];
         }
         for (PageObserver* o : st.observe) o->observe(b);
@@ -72,22 +86,45 @@ Outcome run(const Stages& st, io::Sink& out, const WriteOptions& options) {
     };
 
     encoder.begin(out);
-    {
-        OrderedBatches batches(nr_batches, workers, static_cast<size_t>(std::min<uint64_t>(per_batch, std::max<uint64_t>(n, 1))),
-                               read, work);
-        batches.run(deliver, static_cast<size_t>(n));
-    }
+    pass(st.source, st.select, classify, out.positional(),
+         batch_pages(st.source.preferred_batch(), encoder.batch_alignment()), pass_threads(options),
+         [&](PageBatch& b) { encoder.prepare(b); }, deliver);
     for (PageObserver* o : st.observe) o->finish(result.found);
     encoder.finish(result.pass, result.found, out);
     out.finish();
     if (options.on_progress) {
         WriteProgress p;
         p.pages_done = p.pages_total = n;
-        p.bytes_done = out.offset();
-        p.bytes_total = planned ? planned : out.offset();
+        p.bytes_done = p.bytes_total = out.offset();  // planned_size() may have been a bound
         options.on_progress(p);
     }
     return result;
+}
+
+std::vector<PageEntry> selected_entries(PageSource& source, const PageSelector& select, const WriteOptions& options) {
+    std::vector<PageEntry> kept;
+    auto keep = [&](PageBatch& b) {
+        check_cancel(options);
+        for (size_t i = 0; i < b.count; ++i)
+            if (b.keep[i]) kept.push_back(b.entries[i]);
+    };
+    const size_t per_batch = batch_pages(source.preferred_batch(), 1);
+    if (select.needs_zero_flags()) {
+        pass(source, &select, true, false, per_batch, pass_threads(options), {}, keep);
+        return kept;
+    }
+    // Decided by pfn alone: no page is read.
+    const auto entries = source.entries();
+    PageBatch b;
+    b.reserve(per_batch);
+    for (b.first = 0; b.first < entries.size(); b.first += b.count) {
+        b.count = std::min(per_batch, entries.size() - b.first);
+        b.entries = entries.subspan(b.first, b.count);
+        std::fill_n(b.keep.begin(), b.count, 1);
+        select.select(b);
+        keep(b);
+    }
+    return kept;
 }
 
 }  // namespace xendump::pipeline

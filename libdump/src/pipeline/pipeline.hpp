@@ -8,7 +8,8 @@
 //            a set of pfns, dump levels: dump_level_selector.hpp)
 //   observe  observer.hpp: sees every kept page once, in pfn order
 //            (kernel_observer.hpp), and adds notes after the pass
-//   encode   encoder.hpp: the file format (writer/v1_encoder.hpp)
+//   encode   encoder.hpp: the file format (writer/v1_encoder.hpp, the
+//            compact format's kdump/encoder.hpp)
 //   sink     io/sink.hpp (file or pipe, holes, write-behind, rewrites at
 //            known offsets), with the read-back and the atomic publication
 //            around it (read_behind.hpp, io AtomicFile)
@@ -46,6 +47,14 @@ struct Outcome {
 // observers' finish, Encoder::finish, Sink::finish. Uses `options`' threads,
 // cancel and on_progress (the rest is the encoder's and the caller's).
 Outcome run(const Stages& stages, io::Sink& out, const WriteOptions& options);
+
+// The entries of `source` that `select` keeps, in a pass of their own that
+// writes nothing (pages are read only when the selector looks at zero
+// pages): for a format that lays out its stored pages before the first one
+// is written (the compact format's descriptor table). Uses `options`'
+// threads and cancel. A pass with a PfnSetSelector of exactly these pages
+// then keeps them again, whatever the pages' contents by then.
+std::vector<PageEntry> selected_entries(PageSource& source, const PageSelector& select, const WriteOptions& options);
 
 // Pages per batch for a source preferring `preferred`, a multiple of
 // `alignment` (Encoder::batch_alignment).

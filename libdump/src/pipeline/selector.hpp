@@ -11,8 +11,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "pipeline/page_batch.hpp"
+#include "xendump/page_source.hpp"
 
 namespace xendump::pipeline {
 
@@ -39,6 +41,17 @@ class PfnSet {
 public:
     virtual ~PfnSet() = default;
     virtual bool contains(uint64_t pfn) const = 0;  // called from several threads
+};
+
+// The pfns of a list of entries in ascending pfn order (not copied: the
+// list must outlive the set), looked up by binary search.
+class EntrySet final : public PfnSet {
+public:
+    explicit EntrySet(std::span<const PageEntry> sorted) : entries_(sorted) {}
+    bool contains(uint64_t pfn) const override;
+
+private:
+    std::span<const PageEntry> entries_;
 };
 
 // Keeps the pages whose pfn is in the set.

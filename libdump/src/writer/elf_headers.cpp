@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kdump/note_area.hpp"
+#include "util/util.hpp"
 #include "writer/notes.hpp"
 #include "writer/runs.hpp"
 
@@ -28,19 +29,10 @@ uint64_t count_runs(const PageSource& source) {
 
 std::vector<std::byte> elf_header(const DumpSpec& spec, const Layout& L, uint64_t phoff, uint64_t shoff,
                                   uint64_t shnum) {
-    Elf64_Ehdr eh{};
-    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-    eh.e_ident[EI_CLASS] = ELFCLASS64;
-    eh.e_ident[EI_DATA] = ELFDATA2LSB;
-    eh.e_ident[EI_VERSION] = EV_CURRENT;
-    eh.e_ident[EI_OSABI] = ELFOSABI_NONE;
-    eh.e_type = ET_CORE;
-    eh.e_machine = (spec.type == format::GuestType::pv && spec.guest_width == 4) ? EM_386 : EM_X86_64;
-    eh.e_version = EV_CURRENT;
+    Elf64_Ehdr eh =
+        util::core_elf_header((spec.type == format::GuestType::pv && spec.guest_width == 4) ? EM_386 : EM_X86_64);
     eh.e_phoff = phoff;
     eh.e_shoff = shoff;
-    eh.e_ehsize = sizeof(Elf64_Ehdr);
-    eh.e_phentsize = sizeof(Elf64_Phdr);
     eh.e_phnum = static_cast<Elf64_Half>(L.phnum >= PN_XNUM ? PN_XNUM : L.phnum);
     eh.e_shentsize = sizeof(Elf64_Shdr);
     eh.e_shnum = static_cast<Elf64_Half>(shnum);
