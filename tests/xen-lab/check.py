@@ -803,6 +803,8 @@ def check_compact(name, ours, k, tools, out, row, problems):
     for comp in ("zstd", "zlib"):
         path = os.path.join(out, f"{name}-d31-{comp}.kdump")
         log = os.path.join(out, f"{name}-d31-{comp}.log")
+        if os.path.exists(path):
+            os.remove(path)  # this check's own output of an earlier run (XENLAB_STAGES=check again)
         rc = run([tools["xen-dump-convert"], "--format", "kdump", "--dump-level", "31", "--compress", comp,
                   "-o", path, v1], log)
         if rc == 0:
