@@ -11,12 +11,13 @@
 #include "xendump/error.hpp"
 #include "xendump/kernel/guest_memory.hpp"
 #include "xendump/kernel/vmcoreinfo.hpp"
+#include "util/util.hpp"
 
 namespace xendump::kdump {
 
 namespace {
 
-constexpr uint64_t kPage = format::kPageSize;
+using util::kPage;
 
 // A batch's compressed pages, made in Encoder::prepare on any thread and
 // kept with the batch slot (one compressor context each, reused).

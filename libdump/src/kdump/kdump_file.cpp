@@ -6,6 +6,7 @@
 #include "reader/check_error.hpp"
 #include "reader/checked.hpp"
 #include "xendump/format.hpp"
+#include "util/util.hpp"
 
 namespace xendump::kdump {
 
@@ -17,7 +18,7 @@ using reader::range_inside;
 namespace {
 // A note's descriptor a reader loads (the vcpu contexts: 5168 bytes each).
 constexpr uint64_t kMaxNote = 64ull << 20;
-constexpr uint64_t kPage = format::kPageSize;
+using util::kPage;
 }  // namespace
 
 bool KdumpFile::has_signature(const reader::DumpFile& file) {

@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "util/util.hpp"
 #include "kdump/kdump_file.hpp"
 #include "kdump/note_area.hpp"
 #include "reader/check_error.hpp"
@@ -19,7 +20,7 @@ namespace xendump::reader {
 
 namespace {
 
-constexpr uint64_t kPage = format::kPageSize;
+using util::kPage;
 using Canonical = XXH128_canonical_t;
 
 void check_structure(const DumpReader::Impl& d, const kdump::KdumpFile& k, FindingList& out) {

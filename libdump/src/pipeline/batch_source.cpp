@@ -8,12 +8,13 @@
 #include "pipeline/zero_pages.hpp"
 #include "xendump/error.hpp"
 #include "xendump/format.hpp"
+#include "util/util.hpp"
 
 namespace xendump::pipeline {
 
 namespace {
 
-constexpr uint64_t kPage = format::kPageSize;
+using util::kPage;
 
 void pread_all(int fd, uint64_t off, std::byte* out, size_t len) {
     while (len > 0) {

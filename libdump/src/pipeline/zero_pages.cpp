@@ -4,11 +4,12 @@
 #include <cstring>
 
 #include "xendump/format.hpp"
+#include "util/util.hpp"
 
 namespace xendump::pipeline {
 
 namespace {
-constexpr uint64_t kPage = format::kPageSize;
+using util::kPage;
 }
 
 const std::byte* zero_page() {

@@ -48,7 +48,7 @@ namespace {
 // the note segment, one PT_LOAD per run of key (p_paddr key * 4096), zeros.
 template <typename Key>
 std::vector<std::byte> table(const PageSource& source, const Layout& L, uint64_t note_size, uint64_t size, Key key) {
-    constexpr uint64_t kPage = format::kPageSize;
+    using util::kPage;
     std::vector<std::byte> out;
     out.reserve(size);
     Elf64_Phdr note{};

@@ -14,12 +14,13 @@
 #include "writer/notes.hpp"
 #include "writer/section_table.hpp"
 #include "xendump/error.hpp"
+#include "util/util.hpp"
 
 namespace xendump::writer {
 
 namespace {
 
-constexpr uint64_t kPage = format::kPageSize;
+using util::kPage;
 // A "XEN CORE" note header: 12 bytes plus the 9-byte name padded to 12.
 const uint64_t kXenCoreHeader = note_header_size(format::kNameXenCore);
 

@@ -1,4 +1,5 @@
 #include "writer/section_table.hpp"
+#include "util/util.hpp"
 
 #include <elf.h>
 
@@ -15,7 +16,7 @@ struct Section {
 };
 
 std::vector<Section> sections_of(const DumpSpec& spec, const Layout& L, const NoteSegment& seg, uint64_t trailer_size) {
-    constexpr uint64_t kPage = format::kPageSize;
+    using util::kPage;
     const uint64_t xen_core_header = note_header_size(format::kNameXenCore);
     std::vector<Section> s;
     s.push_back({"", SHT_NULL, 0, 0, 0, 0});

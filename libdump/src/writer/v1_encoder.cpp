@@ -8,12 +8,13 @@
 #include "writer/late_notes.hpp"
 #include "writer/notes.hpp"
 #include "xendump/error.hpp"
+#include "util/util.hpp"
 
 namespace xendump::writer {
 
 namespace {
 
-constexpr uint64_t kPage = format::kPageSize;
+using util::kPage;
 
 // The digests of a batch's 256-page chunks (xen-dump-core(5) "Trailer notes"), computed in
 // Encoder::prepare on any thread: batches start on chunk boundaries
