@@ -17,15 +17,9 @@ namespace {
 using util::kPage;
 
 void pread_all(int fd, uint64_t off, std::byte* out, size_t len) {
-    while (len > 0) {
-        ssize_t r = ::pread(fd, out, len, static_cast<off_t>(off));
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) throw_errno("cannot read source pages", {}, off);
-        if (r == 0) throw Error("source file ends early", {}, off);
-        out += r;
-        off += static_cast<uint64_t>(r);
-        len -= static_cast<size_t>(r);
-    }
+    const long r = util::pread_full(fd, out, len, off);
+    if (r < 0) throw_errno("cannot read source pages", {}, off);
+    if (static_cast<size_t>(r) < len) throw Error("source file ends early", {}, off + static_cast<uint64_t>(r));
 }
 
 }  // namespace
