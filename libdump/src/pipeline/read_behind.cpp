@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "xendump/error.hpp"
+#include "util/util.hpp"
 
 namespace xendump::pipeline {
 
@@ -36,8 +37,7 @@ void ReadBehind::take(uint64_t offset, uint64_t size) {
     const uint64_t end = std::min(next_, pages_end_);
     while (pos < end) {
         const size_t want = static_cast<size_t>(std::min<uint64_t>(buf_.size(), end - pos));
-        const ssize_t n = ::pread(fd_, buf_.data(), want, static_cast<off_t>(pos));
-        if (n < 0 && errno == EINTR) continue;
+        const ssize_t n = util::retry_eintr([&] { return ::pread(fd_, buf_.data(), want, static_cast<off_t>(pos)); });
         if (n < 0) throw_errno("cannot read back the written pages", name_, pos);
         if (n == 0) {
             // Past the end of the file so far: zero pages left as a hole
