@@ -170,8 +170,9 @@ std::vector<daemon::DumpEntry> select_dumps(const std::vector<daemon::DumpEntry>
         bool ok = true;
         for (const auto& [field, values] : groups) {
             const auto v = dump_field(e, field);
+            const auto& name = field;  // clang 14 cannot capture a structured binding
             ok = v && std::any_of(values.begin(), values.end(),
-                                  [&](const std::string& want) { return equal_values(field, *v, want); });
+                                  [&](const std::string& want) { return equal_values(name, *v, want); });
             if (!ok) break;
         }
         if (ok) out.push_back(e);
