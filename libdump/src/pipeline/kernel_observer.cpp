@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "pipeline/batch_source.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/guest_memory.hpp"
 #include "xendump/kernel/prstatus.hpp"
@@ -37,6 +38,13 @@ void add_prstatus(DumpSpec& spec, std::vector<std::string>& warnings) {
     } catch (const Error& e) {
         warnings.push_back("no NT_PRSTATUS notes: " + std::string(e.what()));
     }
+}
+
+std::optional<kernel::VmcoreinfoResult> find_vmcoreinfo(PageSource& source) {
+    kernel::VmcoreinfoScanner scanner;
+    scan_pages(source, [&](uint64_t pfn, std::span<const std::byte> page) { scanner.observe(pfn, page); });
+    kernel::PhysicalMemory memory(kernel::page_reader(source));
+    return scanner.result(&memory);
 }
 
 void KernelObserver::observe(const PageBatch& b) {

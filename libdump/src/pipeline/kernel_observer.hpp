@@ -31,6 +31,13 @@ private:
     PageSource& source_;
 };
 
+// The VMCOREINFO of the guest in `source`, for a pass that needs it before
+// it starts (dump levels): kernel::find_vmcoreinfo's full scan and choice,
+// but through the source's loans of its mappings where it has them
+// (scan_pages): the scanner looks at a page's first bytes where it lies,
+// nothing is copied.
+std::optional<kernel::VmcoreinfoResult> find_vmcoreinfo(PageSource& source);
+
 // NT_PRSTATUS (xen-dump-core(5) "Notes" note 8) for every vcpu of a 64-bit guest (not 32-bit
 // PV, whose contexts have another layout), unless the spec has them; a
 // context that cannot be decoded leaves all of them out, with a warning.
