@@ -90,7 +90,7 @@ void fill_batch(PageBatch& b, PageSource& source, bool positional, const PageSel
         if (b.unreadable[i]) b.page[i] = zero_page();
 }
 
-void scan_pages(PageSource& source, const std::function<void(uint64_t, std::span<const std::byte>)>& f) {
+void scan_pages(PageSource& source, const std::function<bool(uint64_t, std::span<const std::byte>)>& f) {
     const uint64_t n = source.nr_entries();
     const size_t per_batch = std::max<size_t>(1, source.preferred_batch());
     PageBatch b;
@@ -100,7 +100,7 @@ void scan_pages(PageSource& source, const std::function<void(uint64_t, std::span
         b.count = static_cast<size_t>(std::min<uint64_t>(per_batch, n - first));
         fill_batch(b, source, false);
         for (size_t i = 0; i < b.count; ++i)
-            if (!b.unreadable[i]) f(b.pfn(i), b.bytes(i));
+            if (!b.unreadable[i] && !f(b.pfn(i), b.bytes(i))) return;
         b.lent.reset();
     }
 }

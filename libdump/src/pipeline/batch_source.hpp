@@ -20,9 +20,10 @@ namespace xendump::pipeline {
 // at zeros and is neither read nor mapped.
 void fill_batch(PageBatch& batch, PageSource& source, bool positional, const PageSelector* select = nullptr);
 
-// Every page of `source` in order, through the zero-copy paths (a loan of
+// The pages of `source` in order, through the zero-copy paths (a loan of
 // the mapping, no copy) when the source has them: f(pfn, page) for each
-// page that could be read. For scans before a pass (VMCOREINFO).
-void scan_pages(PageSource& source, const std::function<void(uint64_t, std::span<const std::byte>)>& f);
+// page that could be read, until f returns false. For scans before a pass
+// (VMCOREINFO).
+void scan_pages(PageSource& source, const std::function<bool(uint64_t, std::span<const std::byte>)>& f);
 
 }  // namespace xendump::pipeline

@@ -42,9 +42,18 @@ void add_prstatus(DumpSpec& spec, std::vector<std::string>& warnings) {
 
 std::optional<kernel::VmcoreinfoResult> find_vmcoreinfo(PageSource& source) {
     kernel::VmcoreinfoScanner scanner;
-    scan_pages(source, [&](uint64_t pfn, std::span<const std::byte> page) { scanner.observe(pfn, page); });
     kernel::PhysicalMemory memory(kernel::page_reader(source));
-    return scanner.result(&memory);
+    uint64_t candidates = 0;
+    std::optional<kernel::VmcoreinfoResult> settled;
+    scan_pages(source, [&](uint64_t pfn, std::span<const std::byte> page) {
+        scanner.observe(pfn, page);
+        if (scanner.candidate_pages() == candidates) return true;
+        candidates = scanner.candidate_pages();
+        auto now = scanner.result(&memory);
+        if (now && now->witnessed && now->confirmed_by_note && !now->ambiguous) settled = std::move(now);
+        return !settled;
+    });
+    return settled ? settled : scanner.result(&memory);
 }
 
 void KernelObserver::observe(const PageBatch& b) {
