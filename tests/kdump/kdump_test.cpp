@@ -10,12 +10,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <fstream>
 #include <random>
 
 #include "dump_support.hpp"
 #include "mixed_pages.hpp"
+#include "kdump/codec.hpp"
 #include "kdump/format.hpp"
 #include "kdump/kdump_file.hpp"
 #include "kdump/write_kdump.hpp"
@@ -192,6 +194,56 @@ TEST(Kdump, HeaderFollowsMakedumpfile) {
     }
     EXPECT_TRUE(k.present_bitmap().test(4));
     EXPECT_FALSE(k.present_bitmap().test(5));
+}
+
+// The probe before compression (kdump/codec.hpp looks_incompressible):
+// random pages are stored raw, mostly without a try (a random page whose
+// sample shows fewer values is tried and does not shrink); text, a table
+// of kernel pointers after random bytes, and zeros are compressed by every
+// algorithm.
+TEST(KdumpCodec, RandomPagesAreStoredRawTextAndTablesAreCompressed) {
+    const std::array algorithms{Compression::zstd, Compression::lz4, Compression::lzo, Compression::zlib};
+    std::mt19937_64 rng(42);
+    std::vector<std::byte> page(4096), out(8192);
+    auto randomize = [&](size_t from, size_t to) {
+        for (size_t i = from; i < to; i += 8) {
+            const uint64_t w = rng();
+            std::memcpy(page.data() + i, &w, 8);
+        }
+    };
+    std::vector<std::unique_ptr<kdump::PageCompressor>> compressors;
+    for (Compression c : algorithms) compressors.push_back(std::make_unique<kdump::PageCompressor>(c));
+    int flagged = 0;
+    for (int k = 0; k < 1000; ++k) {
+        randomize(0, 4096);
+        flagged += kdump::looks_incompressible(page);
+        for (auto& c : compressors) ASSERT_EQ(c->compress(page, out), 0u) << "random page " << k;
+    }
+    EXPECT_GE(flagged, 950) << "of 1000 random pages";
+
+    auto compressed_by_all = [&](const char* what) {
+        SCOPED_TRACE(what);
+        EXPECT_FALSE(kdump::looks_incompressible(page));
+        for (size_t a = 0; a < algorithms.size(); ++a) {
+            const size_t n = compressors[a]->compress(page, out);
+            EXPECT_GT(n, 0u) << to_string(algorithms[a]);
+            EXPECT_LT(n, 4096u) << to_string(algorithms[a]);
+        }
+    };
+    std::string text;
+    for (unsigned n = 0; text.size() < 4096; ++n)
+        text += "SYMBOL(sym" + std::to_string(n * 7919 % 1000) + ")=ffffffff8" + std::to_string(1000000 + n * 104729) +
+                "\nOFFSET(page.flags)=" + std::to_string(n % 64) + "\n";
+    std::memcpy(page.data(), text.data(), 4096);
+    compressed_by_all("text");
+    randomize(0, 2048);
+    for (size_t i = 2048; i < 4096; i += 8) {
+        const uint64_t pointer = 0xffff888004000000ull + rng() % 4096 * 64;
+        std::memcpy(page.data() + i, &pointer, 8);
+    }
+    compressed_by_all("random bytes, then kernel pointers");
+    std::fill(page.begin(), page.end(), std::byte{0});
+    compressed_by_all("zeros");
 }
 
 // The digests are of the uncompressed pages: a flipped bit in a compressed

@@ -10,9 +10,11 @@
 #include "guest_ram.hpp"
 #include "io/sink.hpp"
 #include "pipeline/dump_level_selector.hpp"
+#include "pipeline/kernel_observer.hpp"
 #include "pipeline/pipeline.hpp"
 #include "xendump/fd.hpp"
 #include "xendump/kernel/dump_level.hpp"
+#include "xendump/kernel/vmcoreinfo.hpp"
 
 namespace xendump::test {
 namespace {
@@ -121,6 +123,40 @@ TEST(DumpLevelSelector, LevelBitOneKeepsZeroPagesAndUnreadablePages) {
     const auto kept = run_selected(source, pipeline::DumpLevelSelector(zeros_only), 2);
     EXPECT_EQ(kept, want);
     EXPECT_TRUE(std::binary_search(kept.begin(), kept.end(), *zero_at));
+}
+
+// Counts the pages read.
+class CountingRam final : public RamPageSource {
+public:
+    using RamPageSource::RamPageSource;
+    void read_pages(size_t first, size_t count, std::span<std::byte> out, std::span<uint8_t> bad) override {
+        pages += count;
+        RamPageSource::read_pages(first, count, out, bad);
+    }
+    uint64_t pages = 0;
+};
+
+// The scan before a live level dump (pipeline::find_vmcoreinfo) ends once
+// the text it holds is witnessed by init_uts_ns and seen in both forms, and
+// chooses what the full scan (kernel::find_vmcoreinfo) chooses.
+TEST(DumpLevelSelector, VmcoreinfoScanEndsAtAWitnessedTextInBothForms) {
+    CountingRam source(guest_ram());
+    const auto full = kernel::find_vmcoreinfo(source);
+    ASSERT_TRUE(full);
+    ASSERT_TRUE(full->witnessed);
+    ASSERT_TRUE(full->confirmed_by_note);
+    const uint64_t all = source.pages;
+    source.pages = 0;
+    const auto found = pipeline::find_vmcoreinfo(source);
+    ASSERT_TRUE(found);
+    EXPECT_EQ(found->info.text(), full->info.text());
+    EXPECT_EQ(found->pfn, full->pfn);
+    EXPECT_TRUE(found->witnessed);
+    EXPECT_TRUE(found->confirmed_by_note);
+    EXPECT_FALSE(found->ambiguous);
+    // The fixture's two copies lie below pfn 21504 of 32768: the scan
+    // stops after the batch of 1024 pages that holds the second.
+    EXPECT_LT(source.pages, all - 10000) << "read " << source.pages << " pages of " << source.entries().size();
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "dump_check.hpp"
 #include "io/sink.hpp"
+#include "pipeline/batch_source.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/selector.hpp"
 #include "writer/v1_encoder.hpp"
@@ -249,6 +250,101 @@ TEST(Pipeline, SelectedEntriesAreWhatThePassKeeps) {
                       std::count(want.begin(), want.end(), pfn))
                 << "pfn " << pfn;
     }
+}
+
+// Every third pfn again, decided the same way but not declared by_pfn: the
+// pass reads every page, then selects.
+class ThirdAfterReading final : public pipeline::PageSelector {
+public:
+    void select(pipeline::PageBatch& b) const override {
+        for (size_t i = 0; i < b.count; ++i)
+            if (b.pfn(i) % 3) b.keep[i] = 0;
+    }
+};
+
+// Pages lent by ReadRecorder::lend_entries.
+struct Loan final : LentPages {
+    std::vector<std::byte> bytes;
+    std::vector<uint8_t> bad;
+    const std::byte* page(size_t i) const override { return bad[i] ? nullptr : bytes.data() + i * 4096; }
+};
+
+// Records the pfn of every page the pass reads (read_pages) or borrows
+// (lend_entries, when `lends`).
+class ReadRecorder final : public BatchedSource {
+public:
+    using BatchedSource::BatchedSource;
+    void read_pages(size_t first, size_t count, std::span<std::byte> out, std::span<uint8_t> bad) override {
+        for (size_t i = 0; i < count; ++i) read.push_back(entries()[first + i].pfn);
+        BatchedSource::read_pages(first, count, out, bad);
+    }
+    std::unique_ptr<LentPages> lend_entries(std::span<const PageEntry> list) override {
+        if (!lends) return nullptr;
+        auto loan = std::make_unique<Loan>();
+        loan->bytes.resize(list.size() * 4096);
+        loan->bad.resize(list.size());
+        for (size_t j = 0; j < list.size(); ++j) {
+            read.push_back(list[j].pfn);
+            BatchedSource::read_pages(static_cast<size_t>(*index_of_pfn(list[j].pfn)), 1,
+                                      std::span(loan->bytes).subspan(j * 4096, 4096), std::span(loan->bad).subspan(j, 1));
+        }
+        return loan;
+    }
+    bool lends = false;
+    std::vector<uint64_t> read;
+};
+
+// A selector that decides by pfn (dump levels) selects as the batch is
+// read: the pages it leaves out are neither read nor mapped, whether the
+// source reads runs of kept pages or lends their mapping in one loan, and
+// the output is that of the pass that reads every page and then selects.
+TEST(Pipeline, PagesASelectorLeavesOutByPfnAreNeverRead) {
+    TempDir dir;
+    Guest g(GuestType::hvm, 3000);
+    const Selectors sel;
+    const ThirdAfterReading after;
+    std::vector<uint64_t> want_unreadable;
+    const auto want = encode_list(dir / "ref", g.source, &after, 1, nullptr, &want_unreadable);
+    std::vector<uint64_t> thirds;
+    for (uint64_t pfn : g.pfns)
+        if (pfn % 3 == 0) thirds.push_back(pfn);
+    for (bool lends : {false, true})
+        for (unsigned threads : {1u, 2u}) {
+            SCOPED_TRACE((lends ? "lent, " : "read, ") + std::to_string(threads) + " threads");
+            ReadRecorder src(entries_for(g.pfns, GuestType::hvm));
+            src.zero_pfns = g.source.zero_pfns;
+            src.unreadable_pfns = g.source.unreadable_pfns;
+            src.batch = g.source.batch;
+            src.lends = lends;
+            std::vector<uint64_t> unreadable;
+            const auto bytes = encode_list(dir / ("t" + std::to_string(lends) + std::to_string(threads)), src,
+                                           &sel.by_pfn, threads, nullptr, &unreadable);
+            EXPECT_TRUE(bytes == want);
+            EXPECT_EQ(unreadable, want_unreadable);
+            EXPECT_EQ(src.read, thirds) << "read pages the selector left out, or not every kept page once";
+        }
+}
+
+// The scan before a pass (VMCOREINFO for dump levels): every readable page
+// once, in pfn order, with its bytes; unreadable pages are skipped.
+TEST(Pipeline, ScanPagesSeesEveryReadablePageOnce) {
+    Guest g(GuestType::pv, 3000);
+    std::vector<uint64_t> want;
+    for (uint64_t pfn : g.pfns)
+        if (std::find(g.source.unreadable_pfns.begin(), g.source.unreadable_pfns.end(), pfn) ==
+            g.source.unreadable_pfns.end())
+            want.push_back(pfn);
+    std::vector<uint64_t> seen;
+    std::vector<std::byte> page(4096);
+    std::vector<uint8_t> bad(1);
+    pipeline::scan_pages(g.source, [&](uint64_t pfn, std::span<const std::byte> bytes) {
+        seen.push_back(pfn);
+        g.source.read_pages(static_cast<size_t>(*g.source.index_of_pfn(pfn)), 1, page, bad);
+        EXPECT_EQ(bytes.size(), 4096u);
+        EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), page.begin())) << "pfn " << pfn;
+        return true;
+    });
+    EXPECT_EQ(seen, want);
 }
 
 TEST(Pipeline, V1EncoderRefusesASelectionThatDropsPages) {

@@ -14,6 +14,7 @@
 #include "p2m/p2m.hpp"
 #include "p2m/p2m_windows.hpp"
 #include "p2m/page_extents.hpp"
+#include "pipeline/kernel_observer.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/prstatus.hpp"
 #include "xendump/kernel/vmcoreinfo.hpp"
@@ -182,7 +183,7 @@ std::unique_ptr<LiveLevelInput> live_level_input(const Prepared& p, const DumpOp
     in.reader = kernel::page_reader(source);
     in.cancel = opt.write.cancel;
     if (p.spec.guest_width == 8) {
-        if (auto found = kernel::find_vmcoreinfo(source)) live->vmcoreinfo = std::move(found->info);
+        if (auto found = pipeline::find_vmcoreinfo(source)) live->vmcoreinfo = std::move(found->info);
         for (const auto& v : p.spec.vcpus)
             if (v.bytes.size() >= kernel::XenVcpuContextX86_64::kSize)
                 in.stack_pointers.push_back(kernel::XenVcpuContextX86_64::decode(v.bytes).rsp);

@@ -30,9 +30,18 @@ std::unique_ptr<ForeignMapping> HypervisorPageSource::map(size_t first, size_t c
         throw Error("page batch out of range", "domain " + std::to_string(domid_));
     window_.resize(count);
     pages_.read(first, window_);
-    frames_.resize(count);
-    for (size_t i = 0; i < count; ++i) frames_[i] = window_[i].gmfn;
+    return map(window_);
+}
+
+std::unique_ptr<ForeignMapping> HypervisorPageSource::map(std::span<const PageEntry> entries) {
+    frames_.resize(entries.size());
+    for (size_t i = 0; i < entries.size(); ++i) frames_[i] = entries[i].gmfn;
     return hv_.map_foreign(domid_, frames_);
+}
+
+std::unique_ptr<LentPages> HypervisorPageSource::lend_entries(std::span<const PageEntry> entries) {
+    if (entries.size() > batch_) return nullptr;
+    return std::make_unique<LentMapping>(map(entries));
 }
 
 std::unique_ptr<LentPages> HypervisorPageSource::lend_pages(size_t first, size_t count) {

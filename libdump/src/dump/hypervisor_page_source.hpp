@@ -27,9 +27,12 @@ public:
     size_t preferred_batch() const override { return batch_; }
     // One mapping call; the writer hashes and writes straight from it.
     std::unique_ptr<LentPages> lend_pages(size_t first, size_t count) override;
+    // One mapping call for the frames of `entries`.
+    std::unique_ptr<LentPages> lend_entries(std::span<const PageEntry> entries) override;
 
 private:
     std::unique_ptr<ForeignMapping> map(size_t first, size_t count);
+    std::unique_ptr<ForeignMapping> map(std::span<const PageEntry> entries);
 
     Hypervisor& hv_;
     uint32_t domid_;

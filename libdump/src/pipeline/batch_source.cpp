@@ -22,9 +22,41 @@ void pread_all(int fd, uint64_t off, std::byte* out, size_t len) {
     if (static_cast<size_t>(r) < len) throw Error("source file ends early", {}, off + static_cast<uint64_t>(r));
 }
 
+// The kept pages of a batch a by-pfn selector has decided: one loan of their
+// mapping when the source lends, else read_pages for each run of them; the
+// pages left out point at zeros.
+void fill_kept(PageBatch& b, PageSource& source) {
+    b.kept_entries.clear();
+    for (size_t i = 0; i < b.count; ++i)
+        if (b.keep[i]) b.kept_entries.push_back(b.entries[i]);
+    auto* zero_copy = dynamic_cast<ZeroCopySource*>(&source);
+    if (zero_copy && !b.kept_entries.empty()) b.lent = zero_copy->lend_entries(b.kept_entries);
+    if (b.lent) {
+        for (size_t i = 0, j = 0; i < b.count; ++i) {
+            b.page[i] = b.keep[i] ? b.lent->page(j++) : zero_page();
+            if (!b.page[i]) b.unreadable[i] = 1;
+        }
+    } else {
+        if (b.data.size() < b.count * kPage) b.data.resize(b.count * kPage);
+        for (size_t i = 0; i < b.count;) {
+            if (!b.keep[i]) {
+                b.page[i++] = zero_page();
+                continue;
+            }
+            size_t end = i;
+            while (end < b.count && b.keep[end]) ++end;
+            source.read_pages(b.first + i, end - i, std::span(b.data.data() + i * kPage, (end - i) * kPage),
+                              std::span(b.unreadable.data() + i, end - i));
+            for (; i < end; ++i) b.page[i] = b.data.data() + i * kPage;
+        }
+    }
+    for (size_t i = 0; i < b.count; ++i)
+        if (b.unreadable[i]) b.page[i] = zero_page();
+}
+
 }  // namespace
 
-void fill_batch(PageBatch& b, PageSource& source, bool positional) {
+void fill_batch(PageBatch& b, PageSource& source, bool positional, const PageSelector* select) {
     const size_t bytes = b.count * kPage;
     if (b.entry_window.size() < b.count) b.entry_window.resize(b.count);
     source.read_entries(b.first, std::span(b.entry_window).first(b.count));
@@ -33,6 +65,10 @@ void fill_batch(PageBatch& b, PageSource& source, bool positional) {
     b.lent.reset();
     std::fill_n(b.unreadable.begin(), b.count, 0);
     std::fill_n(b.keep.begin(), b.count, 1);
+    if (select) {
+        select->select(b);
+        if (!b.all_kept()) return fill_kept(b, source);
+    }
     auto* zero_copy = dynamic_cast<ZeroCopySource*>(&source);
     if (zero_copy && positional) b.range = zero_copy->file_range(b.first, b.count);
     if (zero_copy && !b.range) b.lent = zero_copy->lend_pages(b.first, b.count);
@@ -52,6 +88,21 @@ void fill_batch(PageBatch& b, PageSource& source, bool positional) {
     }
     for (size_t i = 0; i < b.count; ++i)
         if (b.unreadable[i]) b.page[i] = zero_page();
+}
+
+void scan_pages(PageSource& source, const std::function<bool(uint64_t, std::span<const std::byte>)>& f) {
+    const uint64_t n = source.nr_entries();
+    const size_t per_batch = std::max<size_t>(1, source.preferred_batch());
+    PageBatch b;
+    b.reserve(per_batch);
+    for (uint64_t first = 0; first < n; first += b.count) {
+        b.first = static_cast<size_t>(first);
+        b.count = static_cast<size_t>(std::min<uint64_t>(per_batch, n - first));
+        fill_batch(b, source, false);
+        for (size_t i = 0; i < b.count; ++i)
+            if (!b.unreadable[i] && !f(b.pfn(i), b.bytes(i))) return;
+        b.lent.reset();
+    }
 }
 
 }  // namespace xendump::pipeline

@@ -18,6 +18,7 @@ public:
     explicit DumpLevelSelector(const kernel::PageSelection& selection);
 
     bool needs_zero_flags() const override { return false; }
+    bool by_pfn() const override { return true; }
     void select(PageBatch& batch) const override;
 
 private:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "pipeline/batch_source.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/guest_memory.hpp"
 #include "xendump/kernel/prstatus.hpp"
@@ -37,6 +38,22 @@ void add_prstatus(DumpSpec& spec, std::vector<std::string>& warnings) {
     } catch (const Error& e) {
         warnings.push_back("no NT_PRSTATUS notes: " + std::string(e.what()));
     }
+}
+
+std::optional<kernel::VmcoreinfoResult> find_vmcoreinfo(PageSource& source) {
+    kernel::VmcoreinfoScanner scanner;
+    kernel::PhysicalMemory memory(kernel::page_reader(source));
+    uint64_t candidates = 0;
+    std::optional<kernel::VmcoreinfoResult> settled;
+    scan_pages(source, [&](uint64_t pfn, std::span<const std::byte> page) {
+        scanner.observe(pfn, page);
+        if (scanner.candidate_pages() == candidates) return true;
+        candidates = scanner.candidate_pages();
+        auto now = scanner.result(&memory);
+        if (now && now->witnessed && now->confirmed_by_note && !now->ambiguous) settled = std::move(now);
+        return !settled;
+    });
+    return settled ? settled : scanner.result(&memory);
 }
 
 void KernelObserver::observe(const PageBatch& b) {

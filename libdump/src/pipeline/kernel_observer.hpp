@@ -31,6 +31,19 @@ private:
     PageSource& source_;
 };
 
+// The VMCOREINFO of the guest in `source`, for a pass that needs it before
+// it starts (dump levels): kernel::find_vmcoreinfo's scan and choice, but
+// through the source's loans of its mappings where it has them (scan_pages:
+// the scanner looks at a page's first bytes where it lies, nothing is
+// copied), and ending as soon as the text chosen so far is witnessed by
+// init_uts_ns, has both forms (vmcoreinfo_data and vmcoreinfo_note) and is
+// not ambiguous: no page further on could take its place short of a
+// second, different text with all of that (which a full scan would call
+// ambiguous or rank by size). Linux allocates both pages early in boot: in
+// the Xen lab's 1 GiB HVM guest they sit at pfns 4948 and 5107, so the scan
+// maps 20 MiB instead of the whole guest.
+std::optional<kernel::VmcoreinfoResult> find_vmcoreinfo(PageSource& source);
+
 // NT_PRSTATUS (xen-dump-core(5) "Notes" note 8) for every vcpu of a 64-bit guest (not 32-bit
 // PV, whose contexts have another layout), unless the spec has them; a
 // context that cannot be decoded leaves all of them out, with a warning.

@@ -40,6 +40,7 @@ struct PageBatch {
     // Where the pages live: a source's loan (a mapping) or bytes read here.
     std::unique_ptr<LentPages> lent;
     std::vector<std::byte> data;
+    std::vector<PageEntry> kept_entries;  // the kept pages' entries, when only they are read (fill_batch)
 
     uint64_t pfn(size_t i) const { return entries[i].pfn; }
     std::span<const std::byte> bytes(size_t i) const;

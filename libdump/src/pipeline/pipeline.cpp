@@ -29,13 +29,16 @@ void pass(PageSource& source, const PageSelector* select, bool classify, bool po
     // With one thread the reader classifies right after reading (the pages
     // are still in its cache) while the caller works and delivers; with
     // more, workers classify, select and prepare in parallel.
+    // A selector that decides by pfn selects as the batch is read, which
+    // then reads (maps) only the pages kept.
+    const PageSelector* early = select && select->by_pfn() ? select : nullptr;
     auto read = [&](PageBatch& b) {
-        fill_batch(b, source, positional);
+        fill_batch(b, source, positional, early);
         if (classify && !workers) classify_zero_pages(b);
     };
     auto work = [&](PageBatch& b) {
         if (classify && workers) classify_zero_pages(b);
-        if (select) select->select(b);
+        if (select && !early) select->select(b);
         if (prepare) prepare(b);
     };
     OrderedBatches batches(nr_batches, workers, static_cast<size_t>(std::min<uint64_t>(per_batch, std::max<uint64_t>(n, 1))),

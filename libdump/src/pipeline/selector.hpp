@@ -23,6 +23,9 @@ public:
     virtual ~PageSelector() = default;
     // True when select() reads batch.zero (the pass classifies first).
     virtual bool needs_zero_flags() const { return false; }
+    // True when select() decides from the batch's pfns alone: the pass then
+    // selects before reading and reads (maps) only the pages kept.
+    virtual bool by_pfn() const { return false; }
     // Clears batch.keep[i] for every page not to be written.
     virtual void select(PageBatch& batch) const = 0;
 };
@@ -58,6 +61,7 @@ private:
 class PfnSetSelector final : public PageSelector {
 public:
     explicit PfnSetSelector(const PfnSet& keep) : keep_(keep) {}
+    bool by_pfn() const override { return true; }
     void select(PageBatch& batch) const override;
 
 private:

@@ -34,6 +34,12 @@ public:
     // (count <= preferred_batch()), or null: then the pass calls read_pages.
     virtual std::unique_ptr<LentPages> lend_pages(size_t /*first*/, size_t /*count*/) { return nullptr; }
 
+    // The pages of `entries` (some of the source's entries, in order, at
+    // most preferred_batch() of them) as one loan, or null: then the pass
+    // calls read_pages for each run of them. For a pass that reads only the
+    // pages a selector keeps (PageSelector::by_pfn).
+    virtual std::unique_ptr<LentPages> lend_entries(std::span<const PageEntry> /*entries*/) { return nullptr; }
+
     // When entries [first, first+count) are stored contiguously in a file,
     // where. The default: never.
     virtual std::optional<FileRange> file_range(size_t /*first*/, size_t /*count*/) const { return std::nullopt; }

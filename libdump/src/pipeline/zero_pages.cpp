@@ -25,7 +25,8 @@ bool is_zero_page(const std::byte* p) {
 }
 
 void classify_zero_pages(PageBatch& b) {
-    for (size_t i = 0; i < b.count; ++i) b.zero[i] = b.unreadable[i] || is_zero_page(b.page[i]);
+    // A page a selector left out before it was read is not looked at.
+    for (size_t i = 0; i < b.count; ++i) b.zero[i] = b.keep[i] && (b.unreadable[i] || is_zero_page(b.page[i]));
 }
 
 }  // namespace xendump::pipeline

@@ -14,7 +14,8 @@ const std::byte* zero_page();
 
 bool is_zero_page(const std::byte* page);
 
-// zero[i] for every page of the batch: unreadable pages count as zero.
+// zero[i] for every page of the batch: unreadable pages count as zero, a page
+// already left out (keep[i] == 0, fill_batch's by-pfn selection) as not zero.
 void classify_zero_pages(PageBatch& batch);
 
 }  // namespace xendump::pipeline
