@@ -7,6 +7,7 @@
 #include "reader/check_error.hpp"
 #include "reader/checked.hpp"
 #include "reader/reader_impl.hpp"
+#include "util/runs.hpp"
 #include "kdump/kdump_file.hpp"
 
 namespace xendump {
@@ -57,19 +58,14 @@ std::optional<KernelImageMapping> DumpReader::kernel_image_mapping() const {
 std::optional<uint64_t> DumpReader::index_of_pfn(uint64_t pfn) const { return impl_->index_of_pfn(pfn); }
 
 std::optional<uint64_t> DumpReader::Impl::index_of_pfn(uint64_t pfn) const {
-    auto it = std::upper_bound(runs.begin(), runs.end(), pfn,
-                               [](uint64_t p, const PageRun& r) { return p < r.first_pfn; });
-    if (it == runs.begin()) return std::nullopt;
-    --it;
-    if (pfn - it->first_pfn >= it->count) return std::nullopt;
+    const auto it = util::run_holding(runs, pfn, &PageRun::first_pfn, &PageRun::count);
+    if (it == runs.end()) return std::nullopt;
     return it->first_index + (pfn - it->first_pfn);
 }
 
 uint64_t DumpReader::Impl::pfn_of_index(uint64_t index) const {
-    auto it = std::upper_bound(runs.begin(), runs.end(), index,
-                               [](uint64_t i, const PageRun& r) { return i < r.first_index; });
     // Every index lies in a run (the runs cover the table).
-    --it;
+    const auto it = util::run_at_or_before(runs, index, &PageRun::first_index);
     return it->first_pfn + (index - it->first_index);
 }
 
