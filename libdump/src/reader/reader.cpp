@@ -8,6 +8,7 @@
 #include "reader/checked.hpp"
 #include "reader/reader_impl.hpp"
 #include "util/runs.hpp"
+#include "kdump/codec.hpp"
 #include "kdump/kdump_file.hpp"
 
 namespace xendump {
@@ -46,6 +47,20 @@ std::optional<std::string> DumpReader::vmcoreinfo() const { return impl_->vmcore
 std::vector<uint64_t> DumpReader::unreadable_pfns() const { return impl_->unreadable; }
 bool DumpReader::has_digests() const { return impl_->digest != nullptr; }
 uint64_t DumpReader::pages_offset() const { return impl_->pages_offset; }
+
+std::optional<CompactFormat> DumpReader::compact_format() const {
+    if (!impl_->kdump) return std::nullopt;
+    CompactFormat f;
+    const uint32_t status = impl_->kdump->header().status;
+    for (Compression c : {Compression::zstd, Compression::lz4, Compression::lzo, Compression::zlib})
+        if (status & kdump::flag_of(c)) {
+            f.compression = c;
+            break;
+        }
+    const int32_t level = impl_->kdump->sub_header().dump_level;
+    if (level >= 0 && level <= 31) f.dump_level = static_cast<unsigned>(level);
+    return f;
+}
 
 std::optional<KernelImageMapping> DumpReader::kernel_image_mapping() const {
     const auto& segs = impl_->elf.segments;
