@@ -24,6 +24,7 @@
 #include "debug_command.hpp"
 #include "dump_selection.hpp"
 #include "guest_kernel.hpp"
+#include "util/util.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
 #include "xendump/kernel/vmcoreinfo.hpp"
@@ -74,14 +75,12 @@ fs::path debuginfod_vmlinux(const std::string& build_id) {
     std::string out;
     char buf[4096];
     for (;;) {
-        const ssize_t n = ::read(read_end.get(), buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
+        const ssize_t n = util::retry_eintr([&] { return ::read(read_end.get(), buf, sizeof buf); });
         if (n <= 0) break;
         if (out.size() < 65536) out.append(buf, static_cast<size_t>(n));
     }
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    util::retry_eintr([&] { return ::waitpid(pid, &status, 0); });
     while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || out.empty() || out.find('\n') != std::string::npos)
         throw Error("no debug vmlinux from debuginfod for build id " + build_id +

@@ -62,14 +62,7 @@ public:
             fd_ = file_->fd();
         }
     }
-    void write(std::span<const std::byte> data) {
-        while (!data.empty()) {
-            const ssize_t n = ::write(fd_, data.data(), data.size());
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) throw Error(std::string("cannot write: ") + std::strerror(errno), name_);
-            data = data.subspan(static_cast<size_t>(n));
-        }
-    }
+    void write(std::span<const std::byte> data) { util::write_all(fd_, data.data(), data.size(), name_); }
     void commit() {
         if (file_) file_->commit();
     }

@@ -1,7 +1,9 @@
 // xen-dumpctl list [--json[=short|pretty]] [MATCH...]: the dumps in the dump directory,
 // oldest first, from their sidecars (like coredumpctl list): time, domain,
-// reason, size, result, and the guest's panic line when its log had one (issue
-// 20: the sidecar's guest_panic, from the log saved as DUMP.dmesg.txt).
+// reason, size, result, how the file was written (format, compression, dump
+// level: the sidecar's, else the file's own headers), and the guest's panic
+// line when its log had one (issue 20: the sidecar's guest_panic, from the
+// log saved as DUMP.dmesg.txt).
 // Refused and failed dumps appear too; they have no file; a dump whose sidecar
 // records it but whose file is gone shows MISSING. MATCH and the selection
 // options: dump_selection.hpp. Text from the sidecars is escaped for the
@@ -19,6 +21,8 @@
 #include "service_options.hpp"
 #include "util/util.hpp"
 #include "util/vocabulary.hpp"
+#include "xendump/error.hpp"
+#include "xendump/reader.hpp"
 #include "xendump/text.hpp"
 
 namespace xendump::ctl {
@@ -41,6 +45,48 @@ std::string panic_column(const std::optional<daemon::Sidecar>& info) {
     return out;
 }
 
+// How a dump was written: its sidecar says (format, and a compact file's
+// compression and dump level); a file without one (written by another tool,
+// or its sidecar unreadable) says in its own headers. Nothing when neither
+// can (no sidecar and no file a reader opens).
+struct WrittenAs {
+    std::string format;                      // "v1", "kdump" or "xen_elf"
+    std::optional<std::string> compression;  // compact files
+    std::optional<unsigned> dump_level;      // compact files
+};
+
+std::optional<WrittenAs> written_as(const daemon::DumpEntry& e) {
+    if (e.info) return WrittenAs{e.info->format, e.info->compression, e.info->dump_level};
+    if (!is_present(e)) return std::nullopt;
+    try {
+        const DumpReader r = DumpReader::open(e.dump);
+        WrittenAs w;
+        w.format = r.format() == FileFormat::v1 ? "v1" : r.format() == FileFormat::kdump ? "kdump" : "xen_elf";
+        if (const auto compact = r.compact_format()) {
+            w.compression = std::string(to_string(compact->compression));
+            w.dump_level = compact->dump_level;
+        }
+        return w;
+    } catch (const Error&) {
+        return std::nullopt;  // not a dump a reader opens: the columns say "-"
+    }
+}
+
+// The FORMAT column: "v1", or "kdump/zstd/d31" (format/compression/dump
+// level, each part left out when unknown); "-" when nothing says.
+std::string format_column(const std::optional<WrittenAs>& w) {
+    if (!w) return "-";
+    std::string out = escape_text(w->format);
+    if (w->compression) out += "/" + escape_text(*w->compression);
+    if (w->dump_level) out += "/d" + std::to_string(*w->dump_level);
+    return out;
+}
+
+template <class T>
+nlohmann::ordered_json or_null(const std::optional<T>& v) {
+    return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
 }  // namespace
 
 int cmd_list(Invocation& c) {
@@ -51,6 +97,7 @@ int cmd_list(Invocation& c) {
         nlohmann::ordered_json out = nlohmann::ordered_json::array();
         for (const auto& e : entries) {
             nlohmann::ordered_json j;
+            const auto written = written_as(e);
             j[vocab::kDumpPath.json] = e.dump.string();
             j["present"] = is_present(e);
             j["missing"] = is_missing(e);
@@ -73,6 +120,9 @@ int cmd_list(Invocation& c) {
                 j[vocab::kResult.json] = nullptr;
                 j["sidecar_error"] = e.sidecar_error.empty() ? "no sidecar" : e.sidecar_error;
             }
+            j[vocab::kFormat.json] = written ? nlohmann::ordered_json(written->format) : nullptr;
+            j[vocab::kCompression.json] = written ? or_null(written->compression) : nullptr;
+            j[vocab::kDumpLevel.json] = written ? or_null(written->dump_level) : nullptr;
             out.push_back(j);
         }
         print_json(out, c.json);
@@ -83,16 +133,18 @@ int cmd_list(Invocation& c) {
                     escape_text(sa.config.dump_dir.string()).c_str());
         return cli::kExitOk;
     }
-    // FILE is as wide as the longest name, so that PANIC, last, lines up.
-    std::vector<std::string> files;
-    size_t file_width = 4;
+    // FORMAT and FILE are as wide as their longest value, so that PANIC, last, lines up.
+    std::vector<std::string> files, formats;
+    size_t file_width = 4, format_width = 6;
     for (const auto& e : entries) {
         files.push_back(escape_text(is_present(e) || is_missing(e) ? e.dump.filename().string() : "(none)"));
         file_width = std::max(file_width, files.back().size());
+        formats.push_back(format_column(written_as(e)));
+        format_width = std::max(format_width, formats.back().size());
     }
-    const int fw = static_cast<int>(file_width);
-    std::printf("%-19s  %-16s %5s  %-8s %10s  %-9s %-*s  %s\n", "TIME (UTC)", "DOMAIN", "ID", "REASON", "SIZE",
-                "RESULT", fw, "FILE", "PANIC");
+    const int fw = static_cast<int>(file_width), mw = static_cast<int>(format_width);
+    std::printf("%-19s  %-16s %5s  %-8s %10s  %-9s %-*s  %-*s  %s\n", "TIME (UTC)", "DOMAIN", "ID", "REASON", "SIZE",
+                "RESULT", mw, "FORMAT", fw, "FILE", "PANIC");
     for (size_t i = 0; i < entries.size(); ++i) {
         const auto& e = entries[i];
         std::string domain = e.info ? e.info->domain_name : "-";
@@ -100,10 +152,10 @@ int cmd_list(Invocation& c) {
         std::string reason = e.info ? e.info->reason : "-";
         std::string result = is_missing(e) ? "MISSING" : e.info ? daemon::to_string(e.info->result) : "unknown";
         // Guest names, file names and guest log text may hold anything: escaped (escape_text).
-        std::printf("%-19s  %-16s %5s  %-8s %10s  %-9s %-*s  %s\n", utc_time(e.time).c_str(),
+        std::printf("%-19s  %-16s %5s  %-8s %10s  %-9s %-*s  %-*s  %s\n", utc_time(e.time).c_str(),
                     escape_text(domain).c_str(), id.c_str(), escape_text(reason).c_str(),
-                    cli::human_bytes(e.bytes_on_disk).c_str(), result.c_str(), fw, files[i].c_str(),
-                    panic_column(e.info).c_str());
+                    cli::human_bytes(e.bytes_on_disk).c_str(), result.c_str(), mw, formats[i].c_str(), fw,
+                    files[i].c_str(), panic_column(e.info).c_str());
     }
     return cli::kExitOk;
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "util/util.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
 
@@ -140,7 +141,7 @@ void CrashBook::write_file() const {
     std::filesystem::remove(tmp, ec);
     {
         AtomicFile f(tmp, 0600);
-        if (::write(f.fd(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+        if (util::write_full(f.fd(), text.data(), text.size()) != text.size())
             throw_errno("cannot write state file", tmp.string());
         f.commit();
     }

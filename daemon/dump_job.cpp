@@ -11,6 +11,7 @@
 #include "guest_log.hpp"
 #include "journal_log.hpp"
 #include "retention.hpp"
+#include "util/util.hpp"
 #include "util/vocabulary.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
@@ -83,7 +84,7 @@ public:
         UniqueFd fd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
         if (!fd) return;  // best effort: without it the record may fail on a full disk
         std::string zeros(kBytes, '\0');
-        if (::write(fd.get(), zeros.data(), zeros.size()) != static_cast<ssize_t>(zeros.size())) {
+        if (util::write_full(fd.get(), zeros.data(), zeros.size()) != zeros.size()) {
             release();
             return;
         }

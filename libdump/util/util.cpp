@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -58,14 +59,38 @@ const char* file_kind(unsigned mode) {
     return "of an unknown kind";
 }
 
-void write_all(int fd, const void* data, size_t size, const std::string& file) {
+namespace {
+// Calls `write_at(bytes, count, done)` until `size` bytes are written; the
+// bytes written, fewer when a call failed (errno set) or took nothing (EIO).
+template <class WriteAt>
+size_t write_loop(const void* data, size_t size, WriteAt&& write_at) {
     const char* p = static_cast<const char*>(data);
-    while (size > 0) {
-        const ssize_t n = retry_eintr([&] { return ::write(fd, p, size); });
-        if (n < 0) throw_errno("cannot write", file);
-        p += n;
-        size -= static_cast<size_t>(n);
+    size_t done = 0;
+    while (done < size) {
+        const ssize_t n = retry_eintr([&] { return write_at(p + done, size - done, done); });
+        if (n < 0) return done;
+        if (n == 0) {
+            errno = EIO;
+            return done;
+        }
+        done += static_cast<size_t>(n);
     }
+    return done;
+}
+}  // namespace
+
+size_t write_full(int fd, const void* data, size_t size) {
+    return write_loop(data, size, [fd](const char* p, size_t n, size_t) { return ::write(fd, p, n); });
+}
+
+size_t pwrite_full(int fd, const void* data, size_t size, uint64_t offset) {
+    return write_loop(data, size, [fd, offset](const char* p, size_t n, size_t done) {
+        return ::pwrite(fd, p, n, static_cast<off_t>(offset + done));
+    });
+}
+
+void write_all(int fd, const void* data, size_t size, const std::string& file) {
+    if (write_full(fd, data, size) != size) throw_errno("cannot write", file);
 }
 
 long pread_full(int fd, void* out, size_t size, uint64_t offset) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <ctime>
 #include <string>
+#include <utility>
 
 #include "xendump/format.hpp"
 
@@ -40,8 +41,14 @@ std::string utc_time(std::chrono::system_clock::time_point t, const char* format
 // wrong kind (st_mode of stat(2)).
 const char* file_kind(unsigned mode);
 
-// Writes all `size` bytes to `fd` (again after a signal or a short write).
-// Throws Error "cannot write" naming `file`, with the errno.
+// Writes `size` bytes to `fd` (again after a signal or a short write).
+// Returns the bytes written: `size`, or fewer when a write failed, errno set
+// (EIO when the file took nothing); the caller names the file and offset.
+size_t write_full(int fd, const void* data, size_t size);
+// The same with pwrite(2) at `offset` (the file offset is left alone).
+size_t pwrite_full(int fd, const void* data, size_t size, uint64_t offset);
+
+// write_full, or Error "cannot write" naming `file`, with the errno.
 void write_all(int fd, const void* data, size_t size, const std::string& file);
 
 // Reads `size` bytes at `offset` (again after a signal or a short read),
@@ -51,12 +58,19 @@ long pread_full(int fd, void* out, size_t size, uint64_t offset);
 
 // Calls `call` again while it fails with EINTR (a signal arrived before
 // anything was done); returns its result, errno as the call left it.
-template <class Call>
-auto retry_eintr(Call&& call) {
+// `interrupted` runs before each new try: it may throw to give up (a sink
+// that was cancelled while a write blocked).
+template <class Call, class Interrupted>
+auto retry_eintr(Call&& call, Interrupted&& interrupted) {
     for (;;) {
         auto r = call();
         if (!(r < 0 && errno == EINTR)) return r;
+        interrupted();
     }
+}
+template <class Call>
+auto retry_eintr(Call&& call) {
+    return retry_eintr(std::forward<Call>(call), [] {});
 }
 
 }  // namespace xendump::util

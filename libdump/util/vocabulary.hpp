@@ -37,8 +37,10 @@ inline constexpr Term kGuestBacktrace{nullptr, "guest_backtrace", "GUEST_BACKTRA
 inline constexpr Term kDmesgPath{nullptr, nullptr, "GUEST_DMESG_PATH", nullptr, "dmesg_path"};
 // How the service wrote the dump (Format=, Compress=, DumpLevel=, xen-dumpd(8)):
 // "v1" or "kdump"; a compact file's page compression and dump level applied.
-inline constexpr Term kFormat{nullptr, "format", "DUMP_FORMAT", nullptr, nullptr};
-inline constexpr Term kCompression{nullptr, "compression", "DUMP_COMPRESSION", nullptr, nullptr};
-inline constexpr Term kDumpLevel{nullptr, "dump_level", "DUMP_LEVEL", nullptr, nullptr};
+// xen-dumpctl list --json reports them for every dump, from the sidecar or
+// else from the file's own headers.
+inline constexpr Term kFormat{nullptr, "format", "DUMP_FORMAT", nullptr, "format"};
+inline constexpr Term kCompression{nullptr, "compression", "DUMP_COMPRESSION", nullptr, "compression"};
+inline constexpr Term kDumpLevel{nullptr, "dump_level", "DUMP_LEVEL", nullptr, "dump_level"};
 
 }  // namespace xendump::vocab

@@ -8,10 +8,12 @@
 #include <fstream>
 
 #include "legacy/conversion.hpp"
+#include "dump_check.hpp"
 #include "legacy_gen.hpp"
 #include "test_support.hpp"
 #include "xendump/error.hpp"
 #include "xendump/reader.hpp"
+#include "xendump/writer.hpp"
 #include "xl_elf_gen.hpp"
 
 namespace xendump::legacy {
@@ -244,6 +246,50 @@ TEST(Sniff, V1IsAlreadyCurrent) {
     convert_file(in, dir / "a.v1.core", {});
     EXPECT_EQ(sniff_format(dir / "a.v1.core"), InputFormat::v1);
     EXPECT_EQ(plan_conversion(dir / "a.v1.core", {}).format, InputFormat::v1);
+}
+
+// Issue 18: the compact file's note area carries every note of a v1 file,
+// NT_XEN_UNREADABLE included. A v1 dump whose live pass could not read some
+// pages lists them (and stores zeros); converted with xen-dump-convert
+// --format kdump, the compact file lists the same pfns, and still stores
+// zeros for them (not guest memory that nobody read).
+TEST(V1ToKdump, UnreadablePagesStayListed) {
+    for (const auto type : {format::GuestType::pv, format::GuestType::hvm}) {
+        SCOPED_TRACE(std::string(format::to_string(type)));
+        test::TempDir dir;
+        const auto entries = test::entries_for(test::pfns_with_holes(600), type);
+        test::PatternPageSource src(entries, 9);
+        src.unreadable_pfns = {entries[3].pfn, entries[300].pfn, entries[599].pfn};
+        const auto v1 = dir / "u.core", kd = dir / "u.kdump";
+        write_dump_file(v1, test::make_spec(type, 8, 1), src);
+        ASSERT_EQ(DumpReader::open(v1).unreadable_pfns(), src.unreadable_pfns);
+
+        const test::RunResult c = test::run({"xen-dump-convert", "-q", "--format", "kdump", "-o", kd.string(), v1.string()});
+        ASSERT_EQ(c.exit_code, 0) << c.err;
+        const DumpReader r = DumpReader::open(kd);
+        ASSERT_EQ(r.format(), FileFormat::kdump);
+        EXPECT_EQ(r.unreadable_pfns(), src.unreadable_pfns);
+        expect_verifies(r);
+        std::vector<std::byte> page(4096), want(4096);
+        for (const uint64_t pfn : src.unreadable_pfns) {
+            ASSERT_TRUE(r.read_page_by_pfn(pfn, page)) << "pfn " << pfn;
+            EXPECT_TRUE(std::all_of(page.begin(), page.end(), [](std::byte b) { return b == std::byte{0}; }))
+                << "pfn " << pfn;
+        }
+        // The pages that were read are the v1 file's.
+        const DumpReader orig = DumpReader::open(v1);
+        EXPECT_EQ(r.nr_pages(), orig.nr_pages());
+        for (const auto& e : entries) {
+            ASSERT_TRUE(r.read_page_by_pfn(e.pfn, page)) << "pfn " << e.pfn;
+            ASSERT_TRUE(orig.read_page_by_pfn(e.pfn, want)) << "pfn " << e.pfn;
+            ASSERT_EQ(page, want) << "pfn " << e.pfn;
+        }
+        // xen-dumpctl info says so of both files.
+        for (const auto& f : {v1, kd}) {
+            const test::RunResult info = test::run({"xen-dumpctl", "info", f.string()});
+            EXPECT_NE(info.out.find("Unreadable:   3 pages"), std::string::npos) << f << ": " << info.out;
+        }
+    }
 }
 
 // An output larger than what the writer keeps behind itself in the page

@@ -7,11 +7,16 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <tuple>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "dump_check.hpp"
 #include "test_support.hpp"
+#include "xendump/kdump.hpp"
+#include "xendump/writer.hpp"
 
 namespace xendump::test {
 namespace {
@@ -113,6 +118,77 @@ TEST_F(CtlService, ListShowsTheGuestsPanicLine) {
     EXPECT_EQ(parsed[1]["dmesg_path"], nullptr);
     EXPECT_EQ(parsed[2]["guest_panic"], nullptr);
     EXPECT_EQ(parsed[2]["dmesg_path"], nullptr);
+}
+
+// Issue 18: how each dump was written, in one vocabulary (doc/keys.md):
+// the sidecar's format, compression and dump level; for a file without a
+// sidecar, what its own headers say (a compact file's header status and sub
+// header); null / "-" where neither says.
+TEST_F(CtlService, ListSaysHowEachDumpWasWrittenFromItsSidecarElseItsHeaders) {
+    const auto compact = add_dump("db-4-a.core", "\"db\"", "u-2", "crash", 1000);
+    {
+        auto j = nlohmann::json::parse(std::ifstream(compact.string() + ".json"));
+        j["format"] = "kdump";
+        j["compression"] = "zlib";
+        j["dump_level"] = 31;
+        std::ofstream(compact.string() + ".json") << j.dump();
+    }
+    const auto old_sidecar = add_dump("web-3-b.core", "\"web\"", "u-1", "crash", 2000);  // no format: v1
+    // Files without sidecars: a v1 file, a compact file (lz4, level 1), not a dump.
+    const DumpSpec spec = make_spec(format::GuestType::hvm, 8, 1);
+    const auto v1 = dumps_ / "copied-v1.core", kdump = dumps_ / "copied-kdump.core", junk = dumps_ / "junk.core";
+    {
+        PatternPageSource pages(entries_for(pfns_with_holes(64), format::GuestType::hvm));
+        write_dump_file(v1, spec, pages);
+    }
+    {
+        PatternPageSource pages(entries_for(pfns_with_holes(64), format::GuestType::hvm));
+        KdumpOptions o;
+        o.compression = Compression::lz4;
+        o.dump_level = 1;
+        write_kdump_file(kdump, spec, pages, o);
+    }
+    std::ofstream(junk) << std::string(8192, 'x');
+
+    auto j = ctl({"list", "--json"});
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    const auto parsed = nlohmann::json::parse(j.out);
+    ASSERT_EQ(parsed.size(), 5u) << j.out;
+    std::map<std::string, nlohmann::json> by_path;
+    for (const auto& e : parsed) by_path[e.at("path").get<std::string>()] = e;
+    auto written = [&](const fs::path& p) {
+        const auto& e = by_path.at(p.string());
+        return std::make_tuple(e.at("format"), e.at("compression"), e.at("dump_level"));
+    };
+    using nlohmann::json;
+    EXPECT_EQ(written(compact), std::make_tuple(json("kdump"), json("zlib"), json(31)));
+    EXPECT_EQ(written(old_sidecar), std::make_tuple(json("v1"), json(nullptr), json(nullptr)));
+    EXPECT_EQ(written(v1), std::make_tuple(json("v1"), json(nullptr), json(nullptr)));
+    EXPECT_EQ(written(kdump), std::make_tuple(json("kdump"), json("lz4"), json(1)));
+    EXPECT_EQ(written(junk), std::make_tuple(json(nullptr), json(nullptr), json(nullptr)));
+    EXPECT_EQ(by_path.at(kdump.string()).at("sidecar_error"), "no sidecar");
+
+    // The text: one FORMAT column, before FILE.
+    auto r = ctl({"list"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream lines(r.out);
+    std::string header;
+    std::getline(lines, header);
+    const size_t column = header.find("FORMAT"), file_column = header.find("FILE");
+    ASSERT_NE(column, std::string::npos) << header;
+    ASSERT_LT(column, file_column) << header;
+    std::map<std::string, std::string> format_of;
+    for (std::string line; std::getline(lines, line);) {
+        const std::string file = line.substr(file_column, line.find(' ', file_column) - file_column);
+        const std::string cell = line.substr(column, file_column - column);
+        format_of[file] = cell.substr(0, cell.find(' '));
+    }
+    EXPECT_EQ(format_of["db-4-a.core"], "kdump/zlib/d31") << r.out;
+    EXPECT_EQ(format_of["web-3-b.core"], "v1") << r.out;
+    EXPECT_EQ(format_of["copied-v1.core"], "v1") << r.out;
+    EXPECT_EQ(format_of["copied-kdump.core"], "kdump/lz4/d1") << r.out;
+    EXPECT_EQ(format_of["junk.core"], "-") << r.out;
+    EXPECT_TRUE(header.ends_with("  PANIC")) << header;
 }
 
 TEST_F(CtlService, VacuumDryRunRemovesNothing) {

@@ -14,6 +14,14 @@
 namespace xendump::test {
 namespace {
 
+// A file made bad by `corrupt`, and the check (and offset) that names it.
+struct CorruptCase {
+    const char* name;
+    std::function<void(HandBuiltDump&)> corrupt;
+    std::string check;
+    uint64_t offset;
+};
+
 class Ctl : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -41,15 +49,9 @@ TEST_F(Ctl, VerifyGoodFile) {
 }
 
 TEST_F(Ctl, VerifyCorruptFilesNameTheOffset) {
-    struct Case {
-        const char* name;
-        std::function<void(HandBuiltDump&)> corrupt;
-        std::string check;
-        uint64_t offset;
-    };
     const uint64_t ph2 = dump_.phdr_offset(2);
     const uint64_t chunk1 = dump_.pages_offset + 256 * 4096;
-    std::vector<Case> cases = {
+    std::vector<CorruptCase> cases = {
         {"magic.core", [](HandBuiltDump& d) { d.bytes[0] = std::byte{0}; }, "elf-ident", 0},
         {"offset.core", [&](HandBuiltDump& d) { d.put<uint64_t>(ph2 + 8, d.get<uint64_t>(ph2 + 8) + 4096); },
          "load-offset", ph2},
@@ -97,13 +99,7 @@ TEST_F(Ctl, VerifyNoDigestsFailsUnlessAllowed) {
 TEST_F(Ctl, VerifyHiddenDigestsFailWithAllowNoDigests) {
     const uint64_t chunk1 = dump_.pages_offset + 256 * 4096;
     const uint64_t trailer_hdr = dump_.section_header.at(".note.xen_trailer");
-    struct Case {
-        const char* name;
-        std::function<void(HandBuiltDump&)> corrupt;
-        std::string check;
-        uint64_t offset;
-    };
-    std::vector<Case> cases = {
+    std::vector<CorruptCase> cases = {
         {"renamed.core", [](HandBuiltDump& d) { d.bytes[d.section_name.at(".note.xen_trailer") + 6] ^= std::byte{1}; },
          "section-names", trailer_hdr},
         {"type.core", [](HandBuiltDump& d) { d.put<uint32_t>(d.digest_note_offset + 8, 0x1c); }, "trailer-notes",

@@ -22,14 +22,55 @@ void write(const std::filesystem::path& p, const std::string& text) {
     std::ofstream(p) << text;
 }
 
-std::string error_of(const std::string& text) {
-    Config c = Config::defaults();
+// A main file xen-dumpd.conf and its drop-in directory, in a fresh directory.
+struct ConfigFiles {
+    TempDir dir;
+    std::filesystem::path main_file = dir / "xen-dumpd.conf";
+
+    explicit ConfigFiles(const std::string& main_text = {}) {
+        if (!main_text.empty()) write(main_file, main_text);
+    }
+    std::filesystem::path drop_in(const std::string& name, const std::string& text) const {
+        const auto p = dir / "xen-dumpd.conf.d" / name;
+        write(p, text);
+        return p;
+    }
+};
+
+// What an error says, or "no error" when there was none.
+template <class Call>
+std::string error_of_call(Call&& call) {
     try {
-        apply_config_text(c, text, "test.conf");
+        call();
     } catch (const xendump::Error& e) {
         return e.what();
     }
     return "no error";
+}
+
+// `text` as the file test.conf on the defaults.
+std::string error_of(const std::string& text) {
+    Config c = Config::defaults();
+    return error_of_call([&] { apply_config_text(c, text, "test.conf"); });
+}
+
+// load_config(`main_file`).
+std::string load_error(const std::filesystem::path& main_file) {
+    return error_of_call([&] { load_config(main_file); });
+}
+std::string load_error(const std::filesystem::path& main_file, MissingConfig missing) {
+    return error_of_call([&] { load_config(main_file, missing); });
+}
+
+// Each text refused with an error that says `expect` (FILE:LINE: and what).
+struct Refused {
+    std::string text, expect;
+};
+void expect_refused(const std::vector<Refused>& cases) {
+    for (const auto& c : cases) {
+        const std::string err = error_of(c.text);
+        EXPECT_NE(err.find(c.expect), std::string::npos) << c.text << " -> " << err;
+    }
 }
 
 }  // namespace
@@ -84,10 +125,7 @@ TEST(Config, EveryKey) {
 }
 
 TEST(Config, BadValuesNameTheLine) {
-    struct Case {
-        const char* text;
-        const char* expect;
-    } cases[] = {
+    expect_refused({
         {"[Dump]\nMaxParallel=0\n", "test.conf:2:"},
         {"[Dump]\n\nMaxParallel=lots\n", "test.conf:3:"},
         {"[Dump]\nMaxUse=12Q\n", "test.conf:2:"},
@@ -104,11 +142,7 @@ TEST(Config, BadValuesNameTheLine) {
         {"[Dump\n", "test.conf:1:"},
         {"[Dump]\nMaxUse=-5G\n", "test.conf:2:"},
         {"[Dump]\nMaxUse=99999999999T\n", "test.conf:2:"},
-    };
-    for (const auto& c : cases) {
-        std::string err = error_of(c.text);
-        EXPECT_NE(err.find(c.expect), std::string::npos) << c.text << " -> " << err;
-    }
+    });
 }
 
 TEST(Config, BadFileChangesNothing) {
@@ -118,29 +152,21 @@ TEST(Config, BadFileChangesNothing) {
 }
 
 TEST(Config, DropInsOverrideInLexicalOrder) {
-    TempDir dir;
-    auto main_file = dir / "xen-dumpd.conf";
-    write(main_file, "[Dump]\nMaxParallel=2\nMaxUse=1G\nDigests=no\n");
-    write(dir / "xen-dumpd.conf.d" / "20-b.conf", "[Dump]\nMaxParallel=4\n");
-    write(dir / "xen-dumpd.conf.d" / "10-a.conf", "[Dump]\nMaxParallel=3\nMaxUse=2G\n");
-    write(dir / "xen-dumpd.conf.d" / "30-ignored.txt", "[Dump]\nMaxParallel=9\n");
-    Config c = load_config(main_file);
+    ConfigFiles f("[Dump]\nMaxParallel=2\nMaxUse=1G\nDigests=no\n");
+    f.drop_in("20-b.conf", "[Dump]\nMaxParallel=4\n");
+    f.drop_in("10-a.conf", "[Dump]\nMaxParallel=3\nMaxUse=2G\n");
+    f.drop_in("30-ignored.txt", "[Dump]\nMaxParallel=9\n");
+    Config c = load_config(f.main_file);
     EXPECT_EQ(c.max_parallel, 4u);
     EXPECT_EQ(c.max_use->bytes, 2ull << 30);
     EXPECT_FALSE(c.digests);
 }
 
 TEST(Config, BadDropInNamesItsFile) {
-    TempDir dir;
-    auto main_file = dir / "xen-dumpd.conf";
-    write(main_file, "[Dump]\nMaxParallel=2\n");
-    write(dir / "xen-dumpd.conf.d" / "50-bad.conf", "[Dump]\n\n\nKeepPerDomain=x\n");
-    try {
-        load_config(main_file);
-        FAIL() << "accepted a bad drop-in";
-    } catch (const xendump::Error& e) {
-        EXPECT_NE(std::string(e.what()).find("50-bad.conf:4:"), std::string::npos) << e.what();
-    }
+    ConfigFiles f("[Dump]\nMaxParallel=2\n");
+    f.drop_in("50-bad.conf", "[Dump]\n\n\nKeepPerDomain=x\n");
+    const std::string err = load_error(f.main_file);
+    EXPECT_NE(err.find("50-bad.conf:4:"), std::string::npos) << "accepted a bad drop-in? " << err;
 }
 
 TEST(Config, MissingMainFileMeansDefaults) {
@@ -152,12 +178,9 @@ TEST(Config, MissingMainFileMeansDefaults) {
 TEST(Config, NamedMainFileThatIsMissingIsRefused) {
     TempDir dir;
     auto named = dir / "mistyped.conf";
-    try {
-        load_config(named);  // not the default path: it was named, so it must exist
-        FAIL() << "a missing --config file gave the defaults";
-    } catch (const xendump::Error& e) {
-        EXPECT_NE(std::string(e.what()).find(named.string()), std::string::npos) << e.what();
-    }
+    // Not the default path: it was named, so it must exist.
+    const std::string err = load_error(named);
+    EXPECT_NE(err.find(named.string()), std::string::npos) << "a missing --config file gave the defaults? " << err;
     EXPECT_THROW(load_config(named, MissingConfig::error), xendump::Error);
     // A dangling link is a named file that is missing, not an absent default.
     std::filesystem::create_symlink(dir / "gone.conf", dir / "link.conf");
@@ -165,24 +188,18 @@ TEST(Config, NamedMainFileThatIsMissingIsRefused) {
 }
 
 TEST(Config, DirectoryAsConfigFileIsRefused) {
-    TempDir dir;
-    auto main_file = dir / "xen-dumpd.conf";
-    std::filesystem::create_directories(main_file);
+    ConfigFiles f;
+    std::filesystem::create_directories(f.main_file);
     for (auto missing : {MissingConfig::defaults, MissingConfig::error}) {
-        try {
-            load_config(main_file, missing);
-            FAIL() << "a directory loaded as the defaults";
-        } catch (const xendump::Error& e) {
-            std::string what = e.what();
-            EXPECT_NE(what.find(main_file.string()), std::string::npos) << what;
-            EXPECT_NE(what.find("directory"), std::string::npos) << what;
-        }
+        const std::string what = load_error(f.main_file, missing);
+        EXPECT_NE(what.find(f.main_file.string()), std::string::npos) << "a directory loaded as the defaults? " << what;
+        EXPECT_NE(what.find("directory"), std::string::npos) << what;
     }
     // A drop-in that is a directory too.
-    std::filesystem::remove(main_file);
-    write(main_file, "[Dump]\nMaxParallel=2\n");
-    std::filesystem::create_directories(dir / "xen-dumpd.conf.d" / "10-dir.conf");
-    EXPECT_THROW(load_config(main_file), xendump::Error);
+    std::filesystem::remove(f.main_file);
+    write(f.main_file, "[Dump]\nMaxParallel=2\n");
+    std::filesystem::create_directories(f.dir / "xen-dumpd.conf.d" / "10-dir.conf");
+    EXPECT_THROW(load_config(f.main_file), xendump::Error);
 }
 
 TEST(Config, OverridesWin) {
@@ -215,23 +232,21 @@ TEST(Config, ThreadsFromOneToEightElseTheCores) {
     EXPECT_EQ(c.write_threads(), 2u);
     apply_config_text(c, "[Dump]\nThreads=\n", "t.conf");
     EXPECT_EQ(c.threads, 0u);
-    for (const char* bad : {"0", "9", "two", "-1", "2.5"}) {
-        std::string err = error_of(std::string("[Dump]\nThreads=") + bad + "\n");
-        EXPECT_NE(err.find("test.conf:2: Threads="), std::string::npos) << bad << " -> " << err;
-    }
+    std::vector<Refused> bad;
+    for (const char* value : {"0", "9", "two", "-1", "2.5"})
+        bad.push_back({std::string("[Dump]\nThreads=") + value + "\n", "test.conf:2: Threads="});
+    expect_refused(bad);
 }
 
 // Format=, Compress=, DumpLevel= (issue 18 item 4): [Dump]'s for every
 // domain, a [Domain NAME] section's (in any file) for the guest named NAME,
 // key by key; unset keys come from [Dump] whatever the file order.
 TEST(Config, DumpFormatKeysAndDomainSections) {
-    TempDir dir;
-    auto main_file = dir / "xen-dumpd.conf";
-    write(main_file, "[Dump]\nFormat=kdump\nDumpLevel=31\n\n[Domain db01]\nDumpLevel=0\n");
-    write(dir / "xen-dumpd.conf.d" / "10-legacy.conf", "[Domain legacy guest]\nFormat=v1\nDumpLevel=0\n"
-                                                      "[Domain db01]\nCompress=lzo\n");
-    write(dir / "xen-dumpd.conf.d" / "20-zlib.conf", "[Dump]\nCompress=zlib\n[Domain web01]\nDumpLevel=1\n");
-    const Config c = load_config(main_file);
+    ConfigFiles f("[Dump]\nFormat=kdump\nDumpLevel=31\n\n[Domain db01]\nDumpLevel=0\n");
+    f.drop_in("10-legacy.conf", "[Domain legacy guest]\nFormat=v1\nDumpLevel=0\n"
+                                "[Domain db01]\nCompress=lzo\n");
+    f.drop_in("20-zlib.conf", "[Dump]\nCompress=zlib\n[Domain web01]\nDumpLevel=1\n");
+    const Config c = load_config(f.main_file);
     EXPECT_EQ(c.format_for("anyone"), (DumpFormat{true, xendump::Compression::zlib, 31}));
     EXPECT_EQ(c.format_for("db01"), (DumpFormat{true, xendump::Compression::lzo, 0}));
     EXPECT_EQ(c.format_for("web01"), (DumpFormat{true, xendump::Compression::zlib, 1}));
@@ -240,10 +255,7 @@ TEST(Config, DumpFormatKeysAndDomainSections) {
 }
 
 TEST(Config, DumpFormatBadValuesNameTheLine) {
-    struct Case {
-        const char* text;
-        const char* expect;
-    } cases[] = {
+    expect_refused({
         {"[Dump]\nFormat=v2\n", "test.conf:2: Format=: Format must be \"v1\" or \"kdump\""},
         {"[Dump]\n\nCompress=gzip\n", "test.conf:3: Compress=:"},
         {"[Dump]\nDumpLevel=32\n", "test.conf:2: DumpLevel=: DumpLevel must be a number from 0 to 31"},
@@ -253,43 +265,28 @@ TEST(Config, DumpFormatBadValuesNameTheLine) {
         {"[Domain web01]\nThreads=2\n", "test.conf:2: Threads= cannot be set per domain"},
         {"[Domain web01]\nDumpLevel=40\n", "test.conf:2: DumpLevel=:"},
         {"[Domains web01]\n", "test.conf:1: unknown section [Domains web01]"},
-    };
-    for (const auto& c : cases) {
-        std::string err = error_of(c.text);
-        EXPECT_NE(err.find(c.expect), std::string::npos) << c.text << " -> " << err;
-    }
+    });
 }
 
 // A DumpLevel= above 0 that applies to v1 dumps is refused once every file
 // is read, naming the DumpLevel= line and the Format= line; the same keys
 // where Format=kdump applies are fine.
 TEST(Config, DumpLevelWithV1IsRefusedNamingBothLines) {
-    TempDir dir;
-    auto main_file = dir / "xen-dumpd.conf";
-    write(main_file, "[Dump]\nDumpLevel=31\n");
-    try {
-        load_config(main_file);
-        FAIL() << "accepted DumpLevel=31 for v1 dumps";
-    } catch (const xendump::Error& e) {
-        EXPECT_NE(std::string(e.what()).find(main_file.string() + ":2: DumpLevel=31 needs Format=kdump (Format= is not set: v1)"),
-                  std::string::npos)
-            << e.what();
-    }
-    write(main_file, "[Dump]\nFormat=kdump\nDumpLevel=31\n");
-    EXPECT_NO_THROW(load_config(main_file));
+    ConfigFiles f("[Dump]\nDumpLevel=31\n");
+    const std::string err = load_error(f.main_file);
+    EXPECT_NE(err.find(f.main_file.string() + ":2: DumpLevel=31 needs Format=kdump (Format= is not set: v1)"),
+              std::string::npos)
+        << "accepted DumpLevel=31 for v1 dumps? " << err;
+    write(f.main_file, "[Dump]\nFormat=kdump\nDumpLevel=31\n");
+    EXPECT_NO_THROW(load_config(f.main_file));
     // A drop-in's [Domain] section makes one guest v1: [Dump]'s level does not fit it.
-    write(dir / "xen-dumpd.conf.d" / "legacy.conf", "[Domain legacy]\n\nFormat=v1\n");
-    try {
-        load_config(main_file);
-        FAIL() << "accepted DumpLevel=31 for a v1 domain";
-    } catch (const xendump::Error& e) {
-        const std::string drop_in = (dir / "xen-dumpd.conf.d" / "legacy.conf").string();
-        EXPECT_NE(std::string(e.what()).find(main_file.string() + ":3: DumpLevel=31 needs Format=kdump, but domain "
-                                                                  "legacy is written as v1 (Format=v1 at " +
-                                             drop_in + ":3)"),
-                  std::string::npos)
-            << e.what();
-    }
-    write(dir / "xen-dumpd.conf.d" / "legacy.conf", "[Domain legacy]\nFormat=v1\nDumpLevel=0\n");
-    EXPECT_EQ(load_config(main_file).format_for("legacy"), DumpFormat{});
+    const auto drop_in = f.drop_in("legacy.conf", "[Domain legacy]\n\nFormat=v1\n");
+    const std::string domain_err = load_error(f.main_file);
+    EXPECT_NE(domain_err.find(f.main_file.string() + ":3: DumpLevel=31 needs Format=kdump, but domain "
+                                                     "legacy is written as v1 (Format=v1 at " +
+                              drop_in.string() + ":3)"),
+              std::string::npos)
+        << "accepted DumpLevel=31 for a v1 domain? " << domain_err;
+    f.drop_in("legacy.conf", "[Domain legacy]\nFormat=v1\nDumpLevel=0\n");
+    EXPECT_EQ(load_config(f.main_file).format_for("legacy"), DumpFormat{});
 }

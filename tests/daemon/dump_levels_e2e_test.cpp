@@ -31,36 +31,16 @@ namespace fs = std::filesystem;
 
 constexpr uint32_t kLinux = kFixtureLinux, kPattern = kFixturePattern;
 
-struct LevelHost {
-    TempDir tmp;
-    fs::path host = tmp / "host", dumps = tmp / "dumps", image = tmp / "linux.raw", config = tmp / "xen-dumpd.conf";
-
-    LevelHost() {
-        create_fixture_host(host, image);
-        fs::create_directory(dumps);
-        std::ofstream(config) << "[Dump]\nKeepFree=0\n";
-    }
-
-    // xen-dumpd --domain DOMAIN by itself (no service listens on its socket).
-    RunResult dumpd(const std::string& domain, std::vector<std::string> extra) {
-        std::vector<std::string> argv{"xen-dumpd", "--domain", domain, "--host", "sim:" + host.string(),
-                                      "--socket", (tmp / "no.sock").string(), "--config", config.string(),
-                                      "--dump-dir", dumps.string()};
-        argv.insert(argv.end(), extra.begin(), extra.end());
-        return run(argv);
-    }
-};
-
 // One host for the one-shot tests (they leave the guests running).
-LevelHost& one_shot_host() {
-    static LevelHost h;
+FixtureHost& one_shot_host() {
+    static FixtureHost h;
     return h;
 }
 
 // The v1 dump of the Linux guest, written once.
 const fs::path& v1_dump() {
     static const fs::path path = [] {
-        LevelHost& h = one_shot_host();
+        FixtureHost& h = one_shot_host();
         const fs::path p = h.tmp / "linux.v1.core";
         RunResult r = h.dumpd("linux", {"-q", "-o", p.string()});
         if (r.exit_code != 0) throw std::runtime_error("v1 dump: " + r.err);
@@ -76,13 +56,8 @@ std::vector<uint64_t> pfns_of(const DumpReader& r) {
     return out;
 }
 
-std::string file_text(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 TEST(DumpLevels, LiveKdumpAtLevel31KeepsWhatConvertKeepsOfTheV1Dump) {
-    LevelHost& h = one_shot_host();
+    FixtureHost& h = one_shot_host();
     const fs::path v1 = v1_dump(), live = h.tmp / "linux-d31.kdump", converted = h.tmp / "linux-d31.converted";
     RunResult d = h.dumpd("linux", {"-o", live.string(), "--format", "kdump", "--dump-level", "31"});
     ASSERT_EQ(d.exit_code, 0) << d.err;
@@ -111,7 +86,7 @@ TEST(DumpLevels, LiveKdumpAtLevel31KeepsWhatConvertKeepsOfTheV1Dump) {
 }
 
 TEST(DumpLevels, EstimatePrintsWhatCtlEstimatePrintsForTheV1DumpAndTheGuestRuns) {
-    LevelHost& h = one_shot_host();
+    FixtureHost& h = one_shot_host();
     const fs::path v1 = v1_dump();
     RunResult live = h.dumpd("linux", {"--estimate", "--json=short"});
     ASSERT_EQ(live.exit_code, 0) << live.err;
@@ -142,7 +117,7 @@ TEST(DumpLevels, EstimatePrintsWhatCtlEstimatePrintsForTheV1DumpAndTheGuestRuns)
 // A guest without VMCOREINFO: level 1 at most, said on standard error and
 // recorded in the sidecar; its estimate says so too.
 TEST(DumpLevels, GuestWithoutVmcoreinfoGetsLevel1AndSaysSo) {
-    LevelHost& h = one_shot_host();
+    FixtureHost& h = one_shot_host();
     RunResult d = h.dumpd("pattern", {"--format", "kdump", "--dump-level", "31"});
     ASSERT_EQ(d.exit_code, 0) << d.err;
     EXPECT_NE(d.err.find("warning: dump level 1 instead of 31: "), std::string::npos) << d.err;
@@ -162,7 +137,7 @@ TEST(DumpLevels, GuestWithoutVmcoreinfoGetsLevel1AndSaysSo) {
 }
 
 TEST(DumpLevels, CommandLineRefusesWhatV1AndEstimateCannotMean) {
-    LevelHost& h = one_shot_host();
+    FixtureHost& h = one_shot_host();
     struct Case {
         std::vector<std::string> args;
         const char* message;
@@ -189,44 +164,28 @@ TEST(DumpLevels, CommandLineRefusesWhatV1AndEstimateCannotMean) {
 // pattern] writing v1 files for that guest. Both guests crash; then a
 // request through the control socket names its own format.
 TEST(DumpLevels, ServiceWritesEachCrashedGuestAsItsConfigurationSays) {
-    LevelHost h;
-    ServiceProcess service(h.tmp.path(), h.host, h.dumps, "[Dump]\nKeepFree=0\nFormat=kdump\nDumpLevel=31\n");
+    FixtureHost h;
+    ServiceProcess& service = h.add_service("[Dump]\nKeepFree=0\nFormat=kdump\nDumpLevel=31\n");
     const fs::path drop_ins = daemon::drop_in_dir(service.config_file());
     fs::create_directories(drop_ins);
     std::ofstream(drop_ins / "pattern.conf") << "[Domain pattern]\nFormat=v1\nDumpLevel=0\n";
     service.start();
     ASSERT_TRUE(service.wait_ready()) << service.log();
 
-    auto crash_and_wait = [&](uint32_t domid, const std::string& name) {
-        sim({"crash", h.host.string(), std::to_string(domid)});
-        fs::path found;
-        const bool done = wait_until(
-            [&] {
-                for (const auto& s : sidecars_in(h.dumps))
-                    if (s.filename().string().starts_with(name + "-")) {
-                        found = fs::path(s.string().substr(0, s.string().size() - 5));
-                        return true;
-                    }
-                return false;
-            },
-            std::chrono::seconds(240));
-        if (!done) ADD_FAILURE() << "no dump of " << name << ":\n" << service.log();
-        return found;
-    };
     auto journal_has = [](const daemon::Sidecar& s, const fs::path& dump, const std::string& item) {
         const auto items = daemon::journal_items(daemon::LogLevel::notice, daemon::dump_journal_message(s, dump),
                                                  daemon::dump_journal_fields(s, dump), daemon::kMessageDumpWritten);
         return std::find(items.begin(), items.end(), item) != items.end();
     };
 
-    const fs::path linux_dump = crash_and_wait(kLinux, "linux");
+    const fs::path linux_dump = h.crash_and_wait(kLinux, "linux");
     ASSERT_FALSE(linux_dump.empty());
     const daemon::Sidecar ls = daemon::read_sidecar(daemon::sidecar_path(linux_dump));
     EXPECT_EQ(ls.result, daemon::DumpOutcome::ok) << ls.error;
     EXPECT_EQ(ls.format, "kdump");
     EXPECT_EQ(ls.compression, std::optional<std::string>("zstd"));
     EXPECT_EQ(ls.dump_level, std::optional<unsigned>(31));
-    const json raw = json::parse(file_text(daemon::sidecar_path(linux_dump)));
+    const json raw = json::parse(slurp_text(daemon::sidecar_path(linux_dump)));
     EXPECT_EQ(raw.at("format"), "kdump");
     EXPECT_EQ(raw.at("dump_level"), 31);
     {
@@ -242,7 +201,7 @@ TEST(DumpLevels, ServiceWritesEachCrashedGuestAsItsConfigurationSays) {
     // The service's log line is the entry's message.
     EXPECT_NE(service.log().find(daemon::dump_journal_message(ls, linux_dump)), std::string::npos) << service.log();
 
-    const fs::path pattern_dump = crash_and_wait(kPattern, "pattern");
+    const fs::path pattern_dump = h.crash_and_wait(kPattern, "pattern");
     ASSERT_FALSE(pattern_dump.empty());
     const daemon::Sidecar ps = daemon::read_sidecar(daemon::sidecar_path(pattern_dump));
     EXPECT_EQ(ps.result, daemon::DumpOutcome::ok) << ps.error;

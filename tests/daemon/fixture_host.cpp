@@ -1,5 +1,7 @@
 #include "fixture_host.hpp"
 
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -30,6 +32,53 @@ void create_fixture_host(const std::filesystem::path& host, const std::filesyste
     std::ofstream(spec) << json{{"xen_version", "4.17.0"}, {"domains", {linux_guest, pattern}}}.dump(2);
     RunResult c = run({"xen-dump-sim", "create", host.string(), spec.string()});
     if (c.exit_code != 0) throw std::runtime_error("xen-dump-sim create: " + c.err);
+}
+
+FixtureHost::FixtureHost() {
+    create_fixture_host(host, image);
+    std::filesystem::create_directory(dumps);
+    std::ofstream(config) << "[Dump]\nKeepFree=0\n";
+}
+
+ServiceProcess& FixtureHost::add_service(const std::string& config_text) {
+    // Its own work directory: its configuration file is not `config`.
+    const std::filesystem::path work = tmp / "svc";
+    std::filesystem::create_directories(work);
+    service = std::make_unique<ServiceProcess>(work, host, dumps, config_text);
+    return *service;
+}
+
+RunResult FixtureHost::dumpd(const std::string& domain, const std::vector<std::string>& extra) const {
+    std::vector<std::string> argv{"xen-dumpd", "--domain", domain, "--host", "sim:" + host.string(),
+                                  "--socket", (tmp / "no.sock").string(), "--config", config.string(),
+                                  "--dump-dir", dumps.string()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run(argv);
+}
+
+RunResult FixtureHost::ctl(std::vector<std::string> args, const std::filesystem::path& config_file) const {
+    const std::filesystem::path file = !config_file.empty() ? config_file : service ? service->config_file() : config;
+    args.insert(args.begin(), "xen-dumpctl");
+    args.insert(args.end(), {"--config", file.string(), "--dump-dir", dumps.string()});
+    return run(args);
+}
+
+std::filesystem::path FixtureHost::crash_and_wait(uint32_t domid, const std::string& name,
+                                                  std::chrono::seconds timeout) const {
+    sim({"crash", host.string(), std::to_string(domid)});
+    std::filesystem::path found;
+    const bool done = wait_until(
+        [&] {
+            for (const auto& s : sidecars_in(dumps))
+                if (s.filename().string().starts_with(name + "-")) {
+                    found = std::filesystem::path(s.string().substr(0, s.string().size() - 5));
+                    return true;
+                }
+            return false;
+        },
+        timeout);
+    if (!done) ADD_FAILURE() << "no dump of " << name << ":\n" << (service ? service->log() : std::string());
+    return found;
 }
 
 }  // namespace xendump::test

@@ -32,50 +32,6 @@ namespace fs = std::filesystem;
 
 constexpr uint32_t kLinux = kFixtureLinux, kPattern = kFixturePattern;
 
-struct GuestLogHost {
-    TempDir tmp;
-    fs::path host = tmp / "host", dumps = tmp / "dumps", image = tmp / "linux.raw";
-    std::unique_ptr<ServiceProcess> service;
-
-    GuestLogHost() {
-        create_fixture_host(host, image);
-        fs::create_directory(dumps);
-        service = std::make_unique<ServiceProcess>(tmp.path(), host, dumps, "[Dump]\nKeepFree=0\n");
-        service->start();
-        if (!service->wait_ready()) throw std::runtime_error("service not ready: " + service->log());
-    }
-
-    RunResult ctl(std::vector<std::string> args, const fs::path& config = {}) {
-        args.insert(args.begin(), "xen-dumpctl");
-        args.insert(args.end(), {"--config", config.empty() ? service->config_file().string() : config.string(),
-                                 "--dump-dir", dumps.string()});
-        return run(args);
-    }
-
-    // Crashes `domid` and waits for the record of its dump.
-    fs::path crash_and_wait(uint32_t domid, const std::string& name) {
-        sim({"crash", host.string(), std::to_string(domid)});
-        fs::path found;
-        const bool done = wait_until(
-            [&] {
-                for (const auto& s : sidecars_in(dumps))
-                    if (s.filename().string().starts_with(name + "-")) {
-                        found = fs::path(s.string().substr(0, s.string().size() - 5));
-                        return true;
-                    }
-                return false;
-            },
-            std::chrono::seconds(180));
-        if (!done) ADD_FAILURE() << "no dump of " << name << ":\n" << service->log();
-        return found;
-    }
-};
-
-std::string file_text(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 unsigned mode_of(const fs::path& p) {
     struct stat st {};
     EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
@@ -83,7 +39,9 @@ unsigned mode_of(const fs::path& p) {
 }
 
 TEST(ServiceGuestLog, CrashDumpsRecordTheGuestsLogAndPanicLine) {
-    GuestLogHost h;
+    FixtureHost h;
+    h.add_service("[Dump]\nKeepFree=0\n").start();
+    ASSERT_TRUE(h.service->wait_ready()) << "service not ready: " << h.service->log();
 
     // The crashed Linux guest.
     const fs::path dump = h.crash_and_wait(kLinux, "linux");
@@ -95,7 +53,7 @@ TEST(ServiceGuestLog, CrashDumpsRecordTheGuestsLogAndPanicLine) {
     RunResult printed = run({"xen-dumpctl", "dmesg", dump.string()});
     ASSERT_EQ(printed.exit_code, 0) << printed.err;
     EXPECT_GT(printed.out.size(), 10000u);
-    EXPECT_EQ(file_text(dmesg), printed.out);
+    EXPECT_EQ(slurp_text(dmesg), printed.out);
 
     const daemon::Sidecar sc = daemon::read_sidecar(daemon::sidecar_path(dump));
     EXPECT_EQ(sc.result, daemon::DumpOutcome::ok);
@@ -108,7 +66,7 @@ TEST(ServiceGuestLog, CrashDumpsRecordTheGuestsLogAndPanicLine) {
     EXPECT_EQ(sc.guest_log->dmesg_file, dmesg.filename().string());
     EXPECT_EQ(sc.guest_log->error, "");
     // The sidecar's JSON as written.
-    const json raw = json::parse(file_text(daemon::sidecar_path(dump)));
+    const json raw = json::parse(slurp_text(daemon::sidecar_path(dump)));
     EXPECT_EQ(raw.at("guest_panic"), kCrashedPanicLine);
     EXPECT_EQ(raw.at("guest_log").at("partial"), false);
 
@@ -124,7 +82,7 @@ TEST(ServiceGuestLog, CrashDumpsRecordTheGuestsLogAndPanicLine) {
     EXPECT_NE(std::find(items.begin(), items.end(), "GUEST_DMESG_PATH=" + dmesg.string()), items.end());
     // The vcpu that reported the crash (the guest's only one) and its top
     // frames, in the sidecar, GUEST_BACKTRACE= and the message.
-    ASSERT_TRUE(sc.guest_backtrace.has_value()) << file_text(daemon::sidecar_path(dump));
+    ASSERT_TRUE(sc.guest_backtrace.has_value()) << slurp_text(daemon::sidecar_path(dump));
     EXPECT_EQ(sc.guest_backtrace->vcpu, 0u);
     EXPECT_FALSE(sc.guest_backtrace->frames.empty());
     EXPECT_LE(sc.guest_backtrace->frames.size(), daemon::kGuestBacktraceFrames + 1);

@@ -281,6 +281,36 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"not_json_object", json::array(), "expected an object"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// The host's files are read one way (sim/json_file.hpp): a corrupt one is
+// named, with the offset of a syntax error; a field of the wrong type too.
+TEST(SimState, CorruptFilesAreNamedWithTheOffset) {
+    TempDir t;
+    std::ofstream(t / "spec.json") << "{\"domains\": [}";
+    auto r = run({"xen-dump-sim", "create", (t / "host").string(), (t / "spec.json").string()});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find((t / "spec.json").string() + ": at offset 0xe: not valid JSON: "), std::string::npos) << r.err;
+
+    Host h(two_domains());
+    const auto domain_json = h.dir / "domains" / "7" / "domain.json", state_json = h.dir / "domains" / "8" / "state.json";
+    std::ofstream(state_json) << "{\"pause_count\": \"many\"}";
+    try {
+        open_hypervisor(h.host())->domain_info(8);
+        ADD_FAILURE() << "a corrupt state file was read";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.object(), state_json.string());
+        EXPECT_NE(e.message().find("corrupt domain state: "), std::string::npos) << e.what();
+    }
+    std::ofstream(domain_json) << "{\"spec\": ";
+    try {
+        open_hypervisor(h.host());
+        ADD_FAILURE() << "a truncated domain description was read";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.object(), domain_json.string());
+        EXPECT_TRUE(e.offset().has_value()) << e.what();
+        EXPECT_NE(e.message().find("corrupt domain description: "), std::string::npos) << e.what();
+    }
+}
+
 TEST(SimState, CreateRefusesNonEmptyDir) {
     TempDir t;
     std::ofstream(t / "spec.json") << json{{"domains", json::array()}}.dump();

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -30,9 +31,13 @@ Elf64_Ehdr core_elf_header(uint16_t machine) {
 
 namespace fs = std::filesystem;
 
-std::vector<std::byte> slurp(const fs::path& p) {
+std::string slurp_text(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
-    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::vector<std::byte> slurp(const fs::path& p) {
+    const std::string s = slurp_text(p);
     std::vector<std::byte> out(s.size());
     std::memcpy(out.data(), s.data(), s.size());
     return out;
@@ -181,6 +186,22 @@ void PatternPageSource::read_pages(size_t first, size_t count, std::span<std::by
             fill_pattern_page(seed_, pfn, page);
         }
     }
+}
+
+FileSizeLimit::FileSizeLimit(uint64_t bytes) {
+    rlimit old{};
+    if (::getrlimit(RLIMIT_FSIZE, &old) != 0) throw std::runtime_error("getrlimit");
+    old_soft_ = old.rlim_cur;
+    old_hard_ = old.rlim_max;
+    old_handler_ = ::signal(SIGXFSZ, SIG_IGN);
+    rlimit lower{static_cast<rlim_t>(bytes), old.rlim_max};
+    if (::setrlimit(RLIMIT_FSIZE, &lower) != 0) throw std::runtime_error("setrlimit");
+}
+
+FileSizeLimit::~FileSizeLimit() {
+    rlimit old{static_cast<rlim_t>(old_soft_), static_cast<rlim_t>(old_hard_)};
+    ::setrlimit(RLIMIT_FSIZE, &old);
+    ::signal(SIGXFSZ, old_handler_);
 }
 
 }  // namespace xendump::test

@@ -52,11 +52,29 @@ std::filesystem::path source_root();
 
 // The bytes of a file (empty when it cannot be read).
 std::vector<std::byte> slurp(const std::filesystem::path& p);
+// The same as text.
+std::string slurp_text(const std::filesystem::path& p);
 
 // What `write(fd)` writes into a real pipe, drained by a reader thread (the
 // writer sees a pipe, not a file); `fd` is closed after write() returns or
 // throws (the error then goes on).
 std::vector<std::byte> through_pipe(const std::function<void(int fd)>& write);
+
+// While it lives, this process may not make a file larger than `bytes`
+// (RLIMIT_FSIZE; SIGXFSZ ignored): a write that crosses the limit is cut
+// short there and the next one fails with EFBIG, the way a full quota
+// stops a dump part way. Restores the limit and the signal's action.
+class FileSizeLimit {
+public:
+    explicit FileSizeLimit(uint64_t bytes);
+    ~FileSizeLimit();
+    FileSizeLimit(const FileSizeLimit&) = delete;
+    FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+private:
+    uint64_t old_soft_, old_hard_;
+    void (*old_handler_)(int);
+};
 
 // Deterministic page contents for synthetic sources.
 void fill_pattern_page(uint64_t seed, uint64_t pfn, std::byte* page);

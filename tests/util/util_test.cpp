@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "test_support.hpp"
+#include "util/runs.hpp"
 #include "util/util.hpp"
 #include "util/vocabulary.hpp"
 #include "xendump/error.hpp"
@@ -103,6 +104,75 @@ TEST(Util, WriteAllNamesTheFileWhenAWriteFails) {
     }
 }
 
+// A write cut short (the file size limit here; a full disk or quota alike)
+// moves what it can and says how far it got, so that the caller can name
+// the offset where the file stops.
+TEST(Util, WriteFullAndPwriteFullSayHowFarTheyGotWhenAWriteFails) {
+    TempDir dir;
+    const std::string path = (dir.path() / "f").string();
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    ASSERT_TRUE(fd);
+    std::vector<char> data(3 * 4096);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 13);
+    {
+        FileSizeLimit limit(8192);
+        errno = 0;
+        EXPECT_EQ(util::write_full(fd.get(), data.data(), data.size()), 8192u);
+        EXPECT_EQ(errno, EFBIG);
+        errno = 0;
+        EXPECT_EQ(util::pwrite_full(fd.get(), data.data(), data.size(), 4096), 4096u);
+        EXPECT_EQ(errno, EFBIG);
+        EXPECT_EQ(util::pwrite_full(fd.get(), data.data(), 4096, 0), 4096u);  // below the limit: all of it
+        // write_all throws, naming the file.
+        try {
+            util::write_all(fd.get(), data.data(), data.size(), path);
+            FAIL() << "no error";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.object(), path);
+            EXPECT_EQ(e.sys_errno(), EFBIG);
+        }
+    }
+    // write_full moved the file offset, pwrite_full did not.
+    EXPECT_EQ(::lseek(fd.get(), 0, SEEK_CUR), 8192);
+    // Without the limit: every byte, where it was meant to go.
+    EXPECT_EQ(util::pwrite_full(fd.get(), data.data(), data.size(), 100000), data.size());
+    std::vector<char> back(data.size());
+    EXPECT_EQ(util::pread_full(fd.get(), back.data(), back.size(), 100000), static_cast<long>(data.size()));
+    EXPECT_EQ(back, data);
+    EXPECT_EQ(util::pread_full(fd.get(), back.data(), 4096, 4096), 4096);
+    EXPECT_EQ(0, std::memcmp(back.data(), data.data(), 4096));  // the pwrite_full at 4096 before the limit
+}
+
+// The hook between tries: a sink gives up there when it was cancelled while
+// a write blocked (io::Sink::cancel_on).
+TEST(Util, RetryEintrRunsItsHookBeforeEachNewTryAndTheHookMayGiveUp) {
+    int calls = 0, hooks = 0;
+    const int r = util::retry_eintr(
+        [&] {
+            EXPECT_EQ(hooks, calls);  // the hook ran after each interruption, before the next try
+            if (++calls < 4) {
+                errno = EINTR;
+                return -1;
+            }
+            return 7;
+        },
+        [&] { ++hooks; });
+    EXPECT_EQ(r, 7);
+    EXPECT_EQ(hooks, 3);
+    calls = 0;
+    EXPECT_THROW(util::retry_eintr(
+                     [&] {
+                         ++calls;
+                         errno = EINTR;
+                         return -1;
+                     },
+                     [&] {
+                         if (calls == 2) throw Error("cancelled");
+                     }),
+                 Error);
+    EXPECT_EQ(calls, 2);
+}
+
 TEST(Util, RetryEintrReturnsTheFirstResultThatIsNotAnInterruption) {
     int calls = 0;
     const int r = util::retry_eintr([&] {
@@ -122,6 +192,42 @@ TEST(Util, RetryEintrReturnsTheFirstResultThatIsNotAnInterruption) {
               }),
               -1);
     EXPECT_EQ(calls, 1);
+}
+
+// The one search over runs (a dump's page runs, the dumper's page extents,
+// the simulator's extents): the run holding a number, none in a gap, before
+// the first run or past the last; the run at or before a number.
+TEST(Util, RunSearchFindsTheRunHoldingANumberAndNoneInTheGaps) {
+    struct Run {
+        uint64_t first, count, tag;
+    };
+    const std::vector<Run> runs = {{10, 5, 0}, {15, 1, 1}, {100, 50, 2}, {~uint64_t{0} - 4, 4, 3}};
+    auto holding = [&](uint64_t key) -> int {
+        const auto it = util::run_holding(runs, key, &Run::first, &Run::count);
+        return it == runs.end() ? -1 : static_cast<int>(it->tag);
+    };
+    auto before = [&](uint64_t key) -> int {
+        const auto it = util::run_at_or_before(runs, key, &Run::first);
+        return it == runs.end() ? -1 : static_cast<int>(it->tag);
+    };
+    for (uint64_t k : {0ULL, 9ULL}) EXPECT_EQ(holding(k), -1) << k;
+    for (uint64_t k = 10; k < 15; ++k) EXPECT_EQ(holding(k), 0) << k;
+    EXPECT_EQ(holding(15), 1);
+    for (uint64_t k : {16ULL, 99ULL, 150ULL, 1000ULL}) EXPECT_EQ(holding(k), -1) << k;
+    EXPECT_EQ(holding(100), 2);
+    EXPECT_EQ(holding(149), 2);
+    EXPECT_EQ(holding(~uint64_t{0} - 5), -1);
+    EXPECT_EQ(holding(~uint64_t{0} - 4), 3);
+    EXPECT_EQ(holding(~uint64_t{0} - 1), 3);
+    EXPECT_EQ(holding(~uint64_t{0}), -1);  // first + count would wrap: the count decides
+    EXPECT_EQ(before(9), -1);
+    EXPECT_EQ(before(10), 0);
+    EXPECT_EQ(before(16), 1);
+    EXPECT_EQ(before(99), 1);
+    EXPECT_EQ(before(~uint64_t{0}), 3);
+    const std::vector<Run> none;
+    EXPECT_TRUE(util::run_holding(none, 5, &Run::first, &Run::count) == none.end());
+    EXPECT_TRUE(util::run_at_or_before(none, 5, &Run::first) == none.end());
 }
 
 // The names each place gives a fact are the ones users already rely on

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "xendump/dump_spec.hpp"
+#include "xendump/kdump.hpp"
 #include "xendump/page_source.hpp"
 #include "xendump/pages_read_back.hpp"
 
@@ -101,6 +102,15 @@ enum class DigestCheck {
     absent,       // the file has none (a finding unless allow_no_digests)
 };
 
+// How a compact (kdump) file was written: the page compression its
+// header's status names (none when it names none) and the dump level its
+// sub header records (makedumpfile's -d; nullopt when it holds no level
+// from 0 to 31).
+struct CompactFormat {
+    Compression compression = Compression::none;
+    std::optional<unsigned> dump_level;
+};
+
 struct VerifyReport {
     std::vector<Finding> findings;  // empty when the file passes
     DigestCheck digests = DigestCheck::skipped;
@@ -138,6 +148,7 @@ public:
     std::optional<KernelImageMapping> kernel_image_mapping() const;  // v1 files that have one
     bool has_digests() const;
     uint64_t pages_offset() const;    // file offset of .xen_pages (0 for kdump files)
+    std::optional<CompactFormat> compact_format() const;  // kdump files only
 
     // Page lookups: O(log runs) / O(log pages). Return false for a page not in
     // the dump (a hole is "not found", never zeros).

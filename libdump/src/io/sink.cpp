@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "util/util.hpp"
 #include "xendump/error.hpp"
 
 namespace xendump::io {
@@ -53,13 +54,8 @@ void Sink::write_at(uint64_t offset, std::span<const std::byte> data) {
     if (!seekable_) throw Error("internal error: rewriting a stream that cannot seek", name_, offset);
     if (offset > pos_ || data.size() > pos_ - offset)
         throw Error("internal error: rewriting bytes not written yet", name_, offset);
-    while (!data.empty()) {
-        const ssize_t w = ::pwrite(fd_, data.data(), data.size(), static_cast<off_t>(offset));
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) throw_errno("cannot rewrite the head of the file", name_, offset);
-        data = data.subspan(static_cast<size_t>(w));
-        offset += static_cast<uint64_t>(w);
-    }
+    const size_t done = util::pwrite_full(fd_, data.data(), data.size(), offset);
+    if (done < data.size()) throw_errno("cannot rewrite the head of the file", name_, offset + done);
 }
 
 void Sink::write(std::span<const std::byte> data) {
@@ -76,14 +72,17 @@ void Sink::writev(std::span<const iovec> iov_in) {
             continue;
         }
         // Also after a signal cut a blocked write short (EINTR or a partial count).
-        if (cancel_ && cancel_->load()) throw Error("cancelled", name_, pos_);
-        int cnt = static_cast<int>(std::min<size_t>(iov.size() - i, IOV_MAX));
-        ssize_t n = seekable_ ? ::pwritev(fd_, &iov[i], cnt, static_cast<off_t>(pos_))
-                              : ::writev(fd_, &iov[i], cnt);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            throw_errno("write failed", name_, pos_);
-        }
+        const auto cancelled = [this] {
+            if (cancel_ && cancel_->load()) throw Error("cancelled", name_, pos_);
+        };
+        cancelled();
+        const int cnt = static_cast<int>(std::min<size_t>(iov.size() - i, IOV_MAX));
+        const ssize_t n = util::retry_eintr(
+            [&] {
+                return seekable_ ? ::pwritev(fd_, &iov[i], cnt, static_cast<off_t>(pos_)) : ::writev(fd_, &iov[i], cnt);
+            },
+            cancelled);
+        if (n < 0) throw_errno("write failed", name_, pos_);
         if (n == 0) throw Error("write returned 0", name_, pos_);
         pos_ += static_cast<uint64_t>(n);
         write_behind();
@@ -141,10 +140,11 @@ bool Sink::copy_from(int src_fd, uint64_t src_off, uint64_t n) {
     if (!seekable_) return false;
     uint64_t done = 0;
     while (done < n) {
-        loff_t in = static_cast<loff_t>(src_off + done);
-        loff_t out = static_cast<loff_t>(pos_ + done);
-        ssize_t r = ::copy_file_range(src_fd, &in, fd_, &out, n - done, 0);
-        if (r < 0 && errno == EINTR) continue;
+        const ssize_t r = util::retry_eintr([&] {
+            loff_t in = static_cast<loff_t>(src_off + done);
+            loff_t out = static_cast<loff_t>(pos_ + done);
+            return ::copy_file_range(src_fd, &in, fd_, &out, n - done, 0);
+        });
         if (r <= 0) {
             if (done == 0 && (r == 0 || errno == EXDEV || errno == ENOSYS || errno == EINVAL ||
                               errno == EOPNOTSUPP || errno == EBADF))

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "p2m/p2m_walk.hpp"
+#include "util/runs.hpp"
 #include "xendump/error.hpp"
 
 namespace xendump {
@@ -87,8 +88,8 @@ void FrameDuplicates::add(std::span<const PageEntry> window) {
 }
 
 bool FrameDuplicates::contains(uint64_t pfn) const {
-    auto it = std::upper_bound(dropped_.begin(), dropped_.end(), pfn, [](uint64_t p, const Range& r) { return p < r.first; });
-    return it != dropped_.begin() && pfn < std::prev(it)->end;
+    const auto it = util::run_at_or_before(dropped_, pfn, &Range::first);
+    return it != dropped_.end() && pfn < it->end;
 }
 
 // A sweep over frame numbers: at each frame the stretch with the lowest pfn

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "util/runs.hpp"
 #include "xendump/error.hpp"
 
 namespace xendump {
@@ -52,9 +53,8 @@ void PageExtents::read(uint64_t first, std::span<PageEntry> out) const {
         throw Error("page entries [" + std::to_string(first) + ", +" + std::to_string(out.size()) + ") past the " +
                     std::to_string(size_) + " present pages");
     if (out.empty()) return;
-    auto it = std::upper_bound(extents_.begin(), extents_.end(), first,
-                               [](uint64_t i, const Extent& x) { return i < x.index; });
-    --it;  // the extent holding `first`: extents_ start at index 0 and cover [0, size_)
+    // The extent holding `first`: extents_ start at index 0 and cover [0, size_).
+    auto it = util::run_at_or_before(extents_, first, &Extent::index);
     size_t k = 0;
     for (uint64_t at = first; k < out.size(); ++it) {
         const uint64_t off = at - it->index;
@@ -66,11 +66,8 @@ void PageExtents::read(uint64_t first, std::span<PageEntry> out) const {
 }
 
 std::optional<uint64_t> PageExtents::index_of_pfn(uint64_t pfn) const {
-    auto it = std::upper_bound(extents_.begin(), extents_.end(), pfn,
-                               [](uint64_t p, const Extent& x) { return p < x.pfn; });
-    if (it == extents_.begin()) return std::nullopt;
-    --it;
-    if (pfn - it->pfn >= it->count) return std::nullopt;
+    const auto it = util::run_holding(extents_, pfn, &Extent::pfn, &Extent::count);
+    if (it == extents_.end()) return std::nullopt;
     return it->index + (pfn - it->pfn);
 }
 

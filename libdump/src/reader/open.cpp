@@ -8,6 +8,7 @@
 #include "reader/check_error.hpp"
 #include "reader/checked.hpp"
 #include "reader/reader_impl.hpp"
+#include "util/runs.hpp"
 #include "kdump/kdump_file.hpp"
 
 namespace xendump {
@@ -236,8 +237,7 @@ void Loader::load_kdump() {
             d_.file, n,
             [d](uint64_t first, std::span<PageEntry> out) {
                 const auto& runs = d->runs;
-                auto r = std::upper_bound(runs.begin(), runs.end(), first,
-                                          [](uint64_t i, const PageRun& x) { return i < x.first_index; }) - 1;
+                auto r = util::run_at_or_before(runs, first, &PageRun::first_index);
                 for (size_t k = 0; k < out.size(); ++k) {
                     while (first + k - r->first_index >= r->count) ++r;  // the runs cover the table
                     const uint64_t pfn = r->first_pfn + (first + k - r->first_index);

@@ -7,6 +7,8 @@
 #include "reader/check_error.hpp"
 #include "reader/checked.hpp"
 #include "reader/reader_impl.hpp"
+#include "util/runs.hpp"
+#include "kdump/codec.hpp"
 #include "kdump/kdump_file.hpp"
 
 namespace xendump {
@@ -46,6 +48,20 @@ std::vector<uint64_t> DumpReader::unreadable_pfns() const { return impl_->unread
 bool DumpReader::has_digests() const { return impl_->digest != nullptr; }
 uint64_t DumpReader::pages_offset() const { return impl_->pages_offset; }
 
+std::optional<CompactFormat> DumpReader::compact_format() const {
+    if (!impl_->kdump) return std::nullopt;
+    CompactFormat f;
+    const uint32_t status = impl_->kdump->header().status;
+    for (Compression c : {Compression::zstd, Compression::lz4, Compression::lzo, Compression::zlib})
+        if (status & kdump::flag_of(c)) {
+            f.compression = c;
+            break;
+        }
+    const int32_t level = impl_->kdump->sub_header().dump_level;
+    if (level >= 0 && level <= 31) f.dump_level = static_cast<unsigned>(level);
+    return f;
+}
+
 std::optional<KernelImageMapping> DumpReader::kernel_image_mapping() const {
     const auto& segs = impl_->elf.segments;
     if (impl_->format != FileFormat::v1 || segs.size() < 3) return std::nullopt;
@@ -57,19 +73,14 @@ std::optional<KernelImageMapping> DumpReader::kernel_image_mapping() const {
 std::optional<uint64_t> DumpReader::index_of_pfn(uint64_t pfn) const { return impl_->index_of_pfn(pfn); }
 
 std::optional<uint64_t> DumpReader::Impl::index_of_pfn(uint64_t pfn) const {
-    auto it = std::upper_bound(runs.begin(), runs.end(), pfn,
-                               [](uint64_t p, const PageRun& r) { return p < r.first_pfn; });
-    if (it == runs.begin()) return std::nullopt;
-    --it;
-    if (pfn - it->first_pfn >= it->count) return std::nullopt;
+    const auto it = util::run_holding(runs, pfn, &PageRun::first_pfn, &PageRun::count);
+    if (it == runs.end()) return std::nullopt;
     return it->first_index + (pfn - it->first_pfn);
 }
 
 uint64_t DumpReader::Impl::pfn_of_index(uint64_t index) const {
-    auto it = std::upper_bound(runs.begin(), runs.end(), index,
-                               [](uint64_t i, const PageRun& r) { return i < r.first_index; });
     // Every index lies in a run (the runs cover the table).
-    --it;
+    const auto it = util::run_at_or_before(runs, index, &PageRun::first_index);
     return it->first_pfn + (index - it->first_index);
 }
 

@@ -8,6 +8,7 @@
 #include "reader/check_error.hpp"
 #include "reader/checked.hpp"
 #include "reader/reader_impl.hpp"
+#include "util/runs.hpp"
 #include "xendump/kernel/guest_memory.hpp"
 
 namespace xendump::reader {
@@ -229,10 +230,8 @@ void Checker::check_kernel_image_segment(const Segment& s) {
         return bad("p_filesz must be a non-zero number of pages and equal p_memsz");
     const uint64_t pfn = p.p_paddr / kPage, pages = p.p_filesz / kPage;
     const auto& runs = d_.runs;
-    auto it = std::upper_bound(runs.begin(), runs.end(), pfn,
-                               [](uint64_t v, const PageRun& r) { return v < r.first_pfn; });
-    if (it == runs.begin()) return bad("its pages are not in the dump");
-    --it;
+    const auto it = util::run_at_or_before(runs, pfn, &PageRun::first_pfn);
+    if (it == runs.end()) return bad("its pages are not in the dump");
     if (pfn - it->first_pfn >= it->count || pages > it->count - (pfn - it->first_pfn))
         return bad("its pages are not one run of present pfns");
     const uint64_t want = it->file_offset + (pfn - it->first_pfn) * kPage;

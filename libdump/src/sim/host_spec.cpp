@@ -8,7 +8,9 @@
 #include <fstream>
 #include <set>
 
+#include "sim/json_file.hpp"
 #include "util/util.hpp"
+#include "util/runs.hpp"
 #include "xendump/error.hpp"
 #include "xendump/hypervisor.hpp"
 
@@ -270,10 +272,8 @@ uint64_t DomainSpec::present_pages() const {
 }
 
 const Extent* DomainSpec::extent_of_pfn(uint64_t pfn) const {
-    auto it = std::upper_bound(extents.begin(), extents.end(), pfn, [](uint64_t p, const Extent& e) { return p < e.pfn; });
-    if (it == extents.begin()) return nullptr;
-    --it;
-    return pfn - it->pfn < it->count ? &*it : nullptr;
+    const auto it = util::run_holding(extents, pfn, &Extent::pfn, &Extent::count);
+    return it == extents.end() ? nullptr : &*it;
 }
 
 std::array<uint8_t, 16> parse_uuid(const std::string& text, const std::string& where, const std::string& object) {
@@ -337,14 +337,7 @@ HostSpec parse_host_spec(const json& spec, const fs::path& base_dir, const std::
 }
 
 HostSpec load_host_spec_file(const fs::path& path) {
-    std::ifstream in(path);
-    if (!in) throw Error("cannot open the spec file", path.string(), std::nullopt, errno);
-    json j;
-    try {
-        j = json::parse(in);
-    } catch (const json::parse_error& e) {
-        throw Error(std::string("not valid JSON: ") + e.what(), path.string(), e.byte);
-    }
+    const json j = use_json_file(path, "cannot open the spec file", "not valid JSON", [](const json& doc) { return doc; });
     return parse_host_spec(j, fs::absolute(path).parent_path(), path.string());
 }
 

@@ -8,7 +8,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/json_file.hpp"
 #include "util/util.hpp"
+#include "util/runs.hpp"
 #include "xendump/error.hpp"
 
 namespace xendump::sim {
@@ -17,11 +19,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 bool DomainState::is_ballooned(uint64_t pfn) const {
-    auto it = std::upper_bound(ballooned.begin(), ballooned.end(), pfn,
-                               [](uint64_t p, const PfnRange& r) { return p < r.pfn; });
-    if (it == ballooned.begin()) return false;
-    --it;
-    return pfn - it->pfn < it->count;
+    return util::run_holding(ballooned, pfn, &PfnRange::pfn, &PfnRange::count) != ballooned.end();
 }
 
 uint64_t DomainState::ballooned_pages() const {
@@ -61,20 +59,15 @@ DomainState initial_state(const DomainSpec& d) {
 }
 
 DomainState read_state(const fs::path& path) {
-    std::ifstream in(path);
-    if (!in) throw Error("cannot open the domain state", path.string(), std::nullopt, errno);
-    DomainState s;
-    try {
-        json j = json::parse(in);
+    return use_json_file(path, "cannot open the domain state", "corrupt domain state", [](const json& j) {
+        DomainState s;
         s.pause_count = j.at("pause_count").get<unsigned>();
         s.shutdown = j.at("shutdown").get<bool>();
         s.shutdown_reason = static_cast<ShutdownReason>(j.at("shutdown_reason").get<unsigned>());
         s.destroyed = j.at("destroyed").get<bool>();
         for (auto& r : j.at("ballooned")) s.ballooned.push_back({r.at(0).get<uint64_t>(), r.at(1).get<uint64_t>()});
-    } catch (const json::exception& e) {
-        throw Error(std::string("corrupt domain state: ") + e.what(), path.string());
-    }
-    return s;
+        return s;
+    });
 }
 
 void write_fully(int fd, const void* data, size_t size, const fs::path& path) {
@@ -116,7 +109,7 @@ void append_event(const HostPaths& paths, const std::string& line) {
     UniqueFd fd(::open(paths.events().c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
     if (!fd) throw_errno("cannot open", paths.events().string());
     std::string text = line + "\n";
-    if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    if (util::write_full(fd.get(), text.data(), text.size()) != text.size())
         throw_errno("cannot append to", paths.events().string());
 }
 

@@ -5,7 +5,9 @@
 #include <fstream>
 
 #include "sim/guest_abi.hpp"
+#include "sim/json_file.hpp"
 #include "sim/pattern.hpp"
+#include "util/runs.hpp"
 #include "xendump/error.hpp"
 
 namespace xendump::sim {
@@ -27,10 +29,7 @@ json domain_record(const DomainSpec& spec, const DomainDerived& d) {
 
 SimDomain::SimDomain(const HostPaths& paths, uint32_t domid) {
     const auto path = paths.domain_json(domid);
-    std::ifstream in(path);
-    if (!in) throw Error("cannot open the domain description", path.string(), std::nullopt, errno);
-    try {
-        json j = json::parse(in);
+    use_json_file(path, "cannot open the domain description", "corrupt domain description", [&](const json& j) {
         HostSpec one = parse_host_spec(json{{"domains", json::array({j.at("spec")})}}, paths.dir, path.string());
         spec_ = std::move(one.domains.at(0));
         derived_.shared_info_mfn = j.at("shared_info_mfn").get<uint64_t>();
@@ -40,9 +39,8 @@ SimDomain::SimDomain(const HostPaths& paths, uint32_t domid) {
         derived_.top_table_mfn = j.at("top_table_mfn").get<uint64_t>();
         derived_.max_pages = j.at("max_pages").get<uint64_t>();
         derived_.shared_info_arch = j.at("shared_info_arch");
-    } catch (const json::exception& e) {
-        throw Error(std::string("corrupt domain description: ") + e.what(), path.string());
-    }
+        return 0;
+    });
     by_mfn_ = spec_.extents;
     std::sort(by_mfn_.begin(), by_mfn_.end(), [](auto& a, auto& b) { return a.mfn < b.mfn; });
     overlay_ = MappedFile(paths.overlay(domid));
@@ -73,10 +71,8 @@ uint64_t SimDomain::overlay_offset(uint64_t structure_pfn) const {
 }
 
 std::optional<uint64_t> SimDomain::pfn_of_mfn(uint64_t mfn) const {
-    auto it = std::upper_bound(by_mfn_.begin(), by_mfn_.end(), mfn, [](uint64_t m, const Extent& e) { return m < e.mfn; });
-    if (it == by_mfn_.begin()) return std::nullopt;
-    --it;
-    if (mfn - it->mfn >= it->count) return std::nullopt;
+    const auto it = util::run_holding(by_mfn_, mfn, &Extent::mfn, &Extent::count);
+    if (it == by_mfn_.end()) return std::nullopt;
     return it->pfn + (mfn - it->mfn);
 }
 
