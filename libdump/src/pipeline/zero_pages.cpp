@@ -25,7 +25,8 @@ bool is_zero_page(const std::byte* p) {
 }
 
 void classify_zero_pages(PageBatch& b) {
-    for (size_t i = 0; i < b.count; ++i) b.zero[i] = b.unreadable[i] || is_zero_page(b.page[i]);
+    for (size_t i = 0; i < b.count; ++i)
+        b.zero[i] = b.unreadable[i] || b.page[i] == zero_page() || is_zero_page(b.page[i]);
 }
 
 }  // namespace xendump::pipeline
