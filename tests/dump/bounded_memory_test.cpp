@@ -5,8 +5,9 @@
 // limited to 256 MiB that the test creates and removes; each one's peak RSS
 // (wait4's rusage) must stay under 128 MiB (the guarantee of xen-dumpd(8),
 // xen-dumpctl(1), xendump/writer.hpp and xendump/reader.hpp). The same guest's
-// compact (kdump) file, written by xen-dumpd and converted from the v1 dump
-// by xen-dump-convert, each under the limit, is opened and verified the
+// compact (kdump) file is written by xen-dumpd and converted from the v1 dump
+// by xen-dump-convert (which verifies its output before publishing it), each
+// under the limit; the first is opened and verified, the second opened, the
 // same way.
 //
 // The guest has 256 GiB (the size) by default; XENDUMP_BOUNDED_GIB
