@@ -364,6 +364,21 @@ TEST(Kdump, WithoutDigestsVerifyNeedsAllowNoDigests) {
     EXPECT_TRUE(DumpReader::verify_file(p, allow).empty());
 }
 
+// The compact file `p` of MixedSource(list) verifies, and reads back every
+// page by pfn and by gmfn.
+void expect_pages_by_pfn_and_gmfn(const fs::path& p, const std::vector<PageEntry>& list) {
+    DumpReader r = DumpReader::open(p);
+    EXPECT_TRUE(r.verify().empty());
+    std::vector<std::byte> want(4096), got(4096);
+    for (const auto& e : list) {
+        fill_mixed_page(e.pfn, want.data());
+        ASSERT_TRUE(r.read_page_by_pfn(e.pfn, got));
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), 4096)) << "pfn " << e.pfn;
+        ASSERT_TRUE(r.read_page_by_gmfn(e.gmfn, got));
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), 4096)) << "gmfn " << e.gmfn;
+    }
+}
+
 // A PV guest's pages are filed by machine frame (crash reads the file as a
 // Xen dom0's kdump file); frames that fall as the pfns rise take the
 // scattered descriptor path, and the pages still read back by pfn and gmfn.
@@ -390,17 +405,52 @@ TEST(Kdump, PvPagesAreFiledByMachineFrame) {
     std::memcpy(&last, info->desc.data() + info->desc.size() - 8, 8);
     EXPECT_EQ(last, frame_list_list);
 
+    expect_pages_by_pfn_and_gmfn(p, list);
     DumpReader r = DumpReader::open(p);
-    EXPECT_TRUE(r.verify().empty());
-    std::vector<std::byte> want(4096), got(4096);
-    for (const auto& e : list) {
-        fill_mixed_page(e.pfn, want.data());
-        ASSERT_TRUE(r.read_page_by_pfn(e.pfn, got));
-        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), 4096)) << "pfn " << e.pfn;
-        ASSERT_TRUE(r.read_page_by_gmfn(e.gmfn, got));
-        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), 4096)) << "gmfn " << e.gmfn;
-    }
+    std::vector<std::byte> got(4096);
     EXPECT_FALSE(r.read_page_by_pfn(700, got));
+}
+
+// Frames that fall as the pfns rise, spread over 24 Mi frames: the bitmaps
+// are written 1 MiB (8 Mi frames) at a time, each chunk from a pass over the
+// list, the stored one from the frames' ranks; both hold every frame.
+TEST(Kdump, PvFramesFallingAcrossBitmapChunks) {
+    std::vector<PageEntry> list;
+    for (uint64_t pfn = 0; pfn < 96; ++pfn) list.push_back({pfn, 0x1800000 - 1 - pfn * 0x40000});
+    MixedSource src(list);
+    TempDir dir;
+    const fs::path p = dir / "pv";
+    write_kdump_file(p, mixed_spec(format::GuestType::pv), src, test::kdump_options(Compression::zstd, 2));
+
+    kdump::KdumpFile k(std::make_shared<reader::DumpFile>(p.string()));
+    ASSERT_EQ(k.stored_pages(), list.size());
+    ASSERT_EQ(k.present_bitmap().count(), list.size());
+    for (uint64_t i = 0; i < list.size(); ++i) {
+        const uint64_t frame = list[list.size() - 1 - i].gmfn;  // ascending frames
+        EXPECT_EQ(k.stored_bitmap().select(i), frame);
+        EXPECT_EQ(k.present_bitmap().select(i), frame);
+    }
+    expect_pages_by_pfn_and_gmfn(p, list);
+}
+
+// Two pfns of a PV guest naming one machine frame: refused before a file
+// exists, naming both pfns and the frame.
+TEST(Kdump, PvPagesSharingAFrameAreRefused) {
+    std::vector<PageEntry> list;
+    for (uint64_t pfn = 0; pfn < 300; ++pfn) list.push_back({pfn, 0x90000 - 2 * pfn});
+    list[250].gmfn = list[10].gmfn;
+    MixedSource src(list);
+    TempDir dir;
+    const fs::path p = dir / "pv";
+    try {
+        write_kdump_file(p, mixed_spec(format::GuestType::pv), src, test::kdump_options(Compression::zstd, 1));
+        FAIL() << "written";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("pfns 10 and 250 share machine frame " + std::to_string(list[10].gmfn)),
+                  std::string::npos)
+            << e.what();
+    }
+    EXPECT_FALSE(fs::exists(p));
 }
 
 // A PV guest's table (the NT_XEN_P2M note, read where it lies) against the

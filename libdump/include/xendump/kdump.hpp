@@ -41,7 +41,9 @@ struct KdumpOptions {
 
 // Writes `path` atomically (a temporary in the same directory, fsync, then
 // published; Error if `path` exists). Pages come from `pages` in pfn order,
-// once. The result's nr_runs counts runs of consecutive pfns.
+// once. The result's nr_runs counts runs of consecutive pfns. The entries of
+// `pages` (and `present`) are read a window at a time (nr_entries(),
+// read_entries()): memory as in xendump/writer.hpp.
 WriteResult write_kdump_file(const std::filesystem::path& path, const DumpSpec& spec, PageSource& pages,
                              const KdumpOptions& options = {});
 

@@ -12,8 +12,15 @@
 // read, and 16 bytes per 256 pages of digests (16 MiB for 1 TiB, the most
 // one NT_XEN_P2M describes). The dumper's page source adds 32 bytes per
 // extent (xendump/dumper.hpp). A usual guest of any size stays under 128 MiB.
-// write_kdump_file() does not take windows yet: it holds the source's
-// entries and its table (32 bytes a page) and two bitmaps (2 bits a pfn).
+// write_kdump_file() (xendump/kdump.hpp) takes the same windows: its
+// bitmaps are written a 1 MiB chunk at a time, its descriptors a batch at a
+// time, its note area's table a window at a time; what grows is the same
+// (the digests, the unreadable pages), and for a PV guest whose machine
+// frames do not rise with its pfns, 1.125 bits per machine frame up to its
+// highest (the stored frames' bitmap, to place each descriptor). A compact
+// file of a dump level (xen-dump-convert --dump-level, xen-dumpd
+// --dump-level) still holds the list of the pages kept (16 bytes each) and,
+// classifying a live guest, its list of pages (16 bytes a page).
 #pragma once
 
 #include <atomic>

@@ -82,9 +82,7 @@ Heads heads(const DumpSpec& spec, const KdumpLayout& L, const NoteArea& notes, u
     copy_field(d.utsname.sysname, sizeof d.utsname.sysname, "Linux");
     copy_field(d.utsname.machine, sizeof d.utsname.machine, spec.guest_width == 4 ? "i686" : "x86_64");
     std::optional<kernel::Vmcoreinfo> info;
-    if (notes.vmcoreinfo_size)
-        info = kernel::Vmcoreinfo::parse(std::string_view(
-            reinterpret_cast<const char*>(notes.bytes.data() + notes.vmcoreinfo_offset), notes.vmcoreinfo_size));
+    if (notes.vmcoreinfo && !notes.vmcoreinfo->empty()) info = kernel::Vmcoreinfo::parse(*notes.vmcoreinfo);
     if (auto uts = info ? guest_utsname(*info, source) : std::nullopt)
         d.utsname = *uts;
     else if (info)
@@ -99,32 +97,33 @@ Heads heads(const DumpSpec& spec, const KdumpLayout& L, const NoteArea& notes, u
     auto& s = h.sub;
     s.phys_base = info ? info->phys_base() : 0;
     s.end_pfn = s.end_pfn_64 = s.max_mapnr_64 = L.max_mapnr;
-    if (notes.vmcoreinfo_size) {
+    if (notes.vmcoreinfo && !notes.vmcoreinfo->empty()) {
         s.offset_vmcoreinfo = note_offset + notes.vmcoreinfo_offset;
-        s.size_vmcoreinfo = notes.vmcoreinfo_size;
+        s.size_vmcoreinfo = notes.vmcoreinfo->size();
     }
     s.offset_note = note_offset;
-    s.size_note = notes.bytes.size();
+    s.size_note = notes.size;
     return h;
 }
 
 }  // namespace
 
-KdumpEncoder::KdumpEncoder(const DumpSpec& spec, std::span<const PageEntry> stored, std::span<const PageEntry> present,
+KdumpEncoder::KdumpEncoder(const DumpSpec& spec, const PageSource& stored, const PageSource* present,
                            Compression compression, bool digests, unsigned dump_level, PageSource& source,
                            std::string name)
     : spec_(spec),
       stored_(stored),
       present_(present),
+      nr_stored_(stored.nr_entries()),
       compression_(compression),
       dump_level_(dump_level),
       source_(source),
-      name_(std::move(name)) {
+      name_(std::move(name)),
+      cursor_(stored) {
     validate_spec(spec, stored);
     const Index index = spec.type == format::GuestType::pv ? Index::machine : Index::pfn;
     layout_ = plan_kdump(stored, index, present);
-    slots_ = descriptor_slots(stored, index);
-    scattered_.resize(slots_.empty() ? 0 : stored.size());
+    if (!layout_.stored_ascending) ranks_.emplace(stored, layout_.max_mapnr);
     if (digests) hash_.emplace(uint64_t{format::kDigestChunkPages} * kPage);
 }
 
@@ -156,12 +155,14 @@ void KdumpEncoder::write(pipeline::PageBatch& b, io::Sink& out) {
     const uint64_t first = next_;
     descs_.clear();
     iov_.clear();
+    slots_.clear();
     uint64_t at = out.offset();
     for (size_t i = 0; i < b.count; ++i) {
         if (!b.keep[i]) continue;
-        if (next_ >= stored_.size() || stored_[next_].pfn != b.pfn(i))
+        if (next_ >= nr_stored_ || cursor_.at(next_).pfn != b.pfn(i))
             throw Error("internal error: the pass kept pfn " + std::to_string(b.pfn(i)) +
                         ", not a page planned for the compact file", name_);
+        if (ranks_) slots_.push_back(ranks_->rank(cursor_.at(next_).gmfn));
         ++next_;
         if (hash_)
             hash_->update(b.page[i], kPage, [this](const XXH128_canonical_t& d) { chunk_digests_.push_back(d); });
@@ -180,35 +181,45 @@ void KdumpEncoder::write(pipeline::PageBatch& b, io::Sink& out) {
         at += iov_.back().iov_len;
     }
     out.writev(iov_);
-    if (slots_.empty())
+    if (!ranks_) {
         out.write_at(layout_.desc_offset + first * sizeof(PageDesc), std::as_bytes(std::span(descs_)));
-    else
-        for (size_t k = 0; k < descs_.size(); ++k) scattered_[slots_[first + k]] = descs_[k];
+        return;
+    }
+    // In slot order: one write per stretch of consecutive slots.
+    for (size_t k = 0; k < descs_.size();) {
+        size_t j = k + 1;
+        while (j < descs_.size() && slots_[j] == slots_[j - 1] + 1) ++j;
+        out.write_at(layout_.desc_offset + slots_[k] * sizeof(PageDesc),
+                     std::as_bytes(std::span(descs_).subspan(k, j - k)));
+        k = j;
+    }
 }
 
 void KdumpEncoder::finish(const pipeline::PassOutcome& pass, const pipeline::FoundNotes& found, io::Sink& out) {
-    if (next_ != stored_.size())
-        throw Error("internal error: the pass kept " + std::to_string(next_) + " of the " +
-                        std::to_string(stored_.size()) + " pages planned for the compact file",
+    if (next_ != nr_stored_)
+        throw Error("internal error: the pass kept " + std::to_string(next_) + " of the " + std::to_string(nr_stored_) +
+                        " pages planned for the compact file",
                     name_);
     if (hash_ && hash_->pending()) chunk_digests_.push_back(hash_->finish());
-    const NoteArea notes =
-        build_note_area(spec_, stored_, &found, pass.unreadable_pfns, hash_ ? &chunk_digests_ : nullptr);
     out.zeros((8 - out.offset() % 8) % 8);
     const uint64_t note_offset = out.offset();
-    out.write(notes.bytes);
+    const NoteArea notes =
+        write_note_area(out, spec_, stored_, &found, pass.unreadable_pfns, hash_ ? &chunk_digests_ : nullptr);
 
-    Heads h = heads(spec_, layout_, notes, note_offset, compression_, source_);
-    h.sub.dump_level = static_cast<int32_t>(dump_level_);
     const KdumpLayout& L = layout_;
-    std::vector<std::byte> front(L.desc_offset);
+    // The bitmaps: pages that exist, pages stored.
+    const PageSource& present = present_ ? *present_ : stored_;
+    write_key_bitmap(out, L.bitmap_offset, L, present, present_ ? L.present_ascending : L.stored_ascending);
+    if (ranks_)
+        out.write_at(L.bitmap_offset + L.bitmap_size, ranks_->bitmap());
+    else
+        write_key_bitmap(out, L.bitmap_offset + L.bitmap_size, L, stored_, true);
+
+    Heads h = heads(spec_, L, notes, note_offset, compression_, source_);
+    h.sub.dump_level = static_cast<int32_t>(dump_level_);
+    std::vector<std::byte> front(L.bitmap_offset);
     std::memcpy(front.data(), &h.header, sizeof h.header);
     std::memcpy(front.data() + L.sub_header_offset, &h.sub, sizeof h.sub);
-    if (!scattered_.empty()) out.write_at(L.desc_offset, std::as_bytes(std::span(scattered_)));
-    const auto stored = key_bitmap(L, stored_);
-    const auto present = present_.empty() ? stored : key_bitmap(L, present_);
-    std::memcpy(front.data() + L.bitmap_offset, present.data(), present.size());                // pages that exist
-    std::memcpy(front.data() + L.bitmap_offset + L.bitmap_size, stored.data(), stored.size());  // pages stored
     out.write_at(0, front);
 }
 

@@ -9,12 +9,16 @@
 //   write()    appends their stored forms in pfn order, puts the batch's
 //              descriptors in place (io::Sink::write_at) and hashes the
 //              uncompressed pages (NT_XEN_DIGEST's chunks);
-//   finish()   writes the note area after the pages, then the header, the
-//              sub header, the bitmaps (and a PV guest's descriptors when
-//              its machine frames do not rise with the pfns) at their places.
+//   finish()   writes the note area after the pages (the table a window at
+//              a time), then the bitmaps (a chunk at a time), the header and
+//              the sub header at their places.
 // The layout is planned from the pages the file stores, known before the
 // pass: every page of the source, or those a selector keeps
 // (pipeline::selected_entries), which the pass must keep exactly.
+// Memory (issue 19): the lists of pages are read in windows (nr_entries(),
+// read_entries()), never whole; nothing is held per page but the chunk
+// digests (16 bytes per 256 pages), and for a PV guest whose machine frames
+// do not rise with its pfns, its stored frames' bitmap (KeyRanks).
 #pragma once
 
 #include <xxhash.h>
@@ -37,16 +41,17 @@ namespace xendump::kdump {
 class KdumpEncoder final : public pipeline::Encoder {
 public:
     // `stored`: the pages the file stores (the 2nd bitmap), ascending pfns;
-    // `present`: every page that exists (the 1st bitmap), empty when the
-    // same. `source` re-reads the guest's utsname for the header in
-    // finish(). Validates the input (Error) before anything is written.
-    KdumpEncoder(const DumpSpec& spec, std::span<const PageEntry> stored, std::span<const PageEntry> present,
+    // `present`: every page that exists (the 1st bitmap), null when the
+    // same; both outlive the encoder. `source` re-reads the guest's utsname
+    // for the header in finish(). Validates the input (Error) before
+    // anything is written.
+    KdumpEncoder(const DumpSpec& spec, const PageSource& stored, const PageSource* present,
                  Compression compression, bool digests, unsigned dump_level, PageSource& source, std::string name);
 
     // Zero pages are stored once and shared (the pass classifies them).
     bool needs_zero_flags(const io::Sink&) const override { return true; }
     // At most: a page that does not shrink is stored raw.
-    uint64_t planned_size() const override { return layout_.data_offset + stored_.size() * format::kPageSize; }
+    uint64_t planned_size() const override { return layout_.data_offset + nr_stored_ * format::kPageSize; }
 
     void begin(io::Sink& out) override;
     void prepare(pipeline::PageBatch& batch) const override;
@@ -55,20 +60,23 @@ public:
 
 private:
     const DumpSpec& spec_;
-    std::span<const PageEntry> stored_, present_;
+    const PageSource& stored_;
+    const PageSource* present_;
+    uint64_t nr_stored_;
     Compression compression_;
     unsigned dump_level_;
     PageSource& source_;
     std::string name_;
     KdumpLayout layout_;
-    // Descriptors go in key order: in place per batch when that is pfn
-    // order (slots_ empty), else kept (24 bytes a stored page) and written
-    // in finish().
-    std::vector<uint64_t> slots_;
-    std::vector<PageDesc> scattered_;
+    EntryCursor cursor_;  // the stored pages, checked against the pass's
+    // Descriptors go in key order: that is pfn order unless a PV guest's
+    // machine frames do not rise with its pfns; then each goes to the rank
+    // of its frame (ranks_).
+    std::optional<KeyRanks> ranks_;
     std::vector<PageDesc> descs_;  // one batch's, reused
     std::vector<iovec> iov_;
     uint64_t next_ = 0;  // index in stored_ of the next kept page
+    std::vector<uint64_t> slots_;  // one batch's descriptor slots (ranks_), reused
     std::optional<ChunkedHash> hash_;
     std::vector<XXH128_canonical_t> chunk_digests_;
 };

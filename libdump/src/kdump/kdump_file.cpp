@@ -1,5 +1,6 @@
 #include "kdump/kdump_file.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kdump/codec.hpp"
@@ -98,10 +99,19 @@ PageDesc KdumpFile::descriptor(uint64_t index) const {
         throw Error("page index " + std::to_string(index) + " is past the stored pages (" +
                         std::to_string(stored_pages()) + ")",
                     file_->path());
-    PageDesc d;
-    file_->read_exact(desc_offset_ + index * sizeof d, std::as_writable_bytes(std::span(&d, 1)),
-                      "page descriptor " + std::to_string(index));
-    return d;
+    std::lock_guard lock(cache_->mutex);
+    ReadCache& c = *cache_;
+    if (index >= c.first && index - c.first < c.descs.size()) return c.descs[index - c.first];
+    // Up to 256 from `index`, those the file holds whole (a file cut short
+    // fails on the descriptor asked for, as when read alone).
+    const uint64_t at = desc_offset_ + index * sizeof(PageDesc);
+    const uint64_t in_file = at < file_->size() ? (file_->size() - at) / sizeof(PageDesc) : 0;
+    const uint64_t n = std::max<uint64_t>(1, std::min<uint64_t>({256, stored_pages() - index, in_file}));
+    c.descs.clear();
+    c.descs.resize(static_cast<size_t>(n));
+    file_->read_exact(at, std::as_writable_bytes(std::span(c.descs)), "page descriptor " + std::to_string(index));
+    c.first = index;
+    return c.descs.front();
 }
 
 std::string KdumpFile::try_read_page(uint64_t index, std::span<std::byte> out, uint64_t& where) const {
@@ -119,16 +129,28 @@ std::string KdumpFile::try_read_page(uint64_t index, std::span<std::byte> out, u
     if (!range_inside(d.offset, d.size, file_->size()))
         return what() + ": " + reader::past_end("offset", d.offset, "size", d.size, file_->size());
     where = d.offset;
+    auto same = [&d](const PageDesc& o) { return o.offset == d.offset && o.size == d.size && o.flags == d.flags; };
+    {
+        std::lock_guard lock(cache_->mutex);
+        if (cache_->have_last && same(cache_->last)) {
+            std::memcpy(out.data(), cache_->page.data(), kPage);
+            return {};
+        }
+    }
     const std::string data = "page data of descriptor " + std::to_string(index);
     if (d.flags == 0) {
         file_->read_exact(d.offset, out, data);
-        return {};
+    } else {
+        std::byte in[kPage];
+        file_->read_exact(d.offset, std::span(in, d.size), data);
+        thread_local PageDecompressor decompressor;
+        std::string e = decompressor.decompress(d.flags, std::span(in, d.size), out);
+        if (!e.empty()) return "page data of " + what() + ": " + e;
     }
-    std::byte in[kPage];
-    file_->read_exact(d.offset, std::span(in, d.size), data);
-    thread_local PageDecompressor decompressor;
-    std::string e = decompressor.decompress(d.flags, std::span(in, d.size), out);
-    if (!e.empty()) return "page data of " + what() + ": " + e;
+    std::lock_guard lock(cache_->mutex);
+    cache_->last = d;
+    cache_->have_last = true;
+    cache_->page.assign(out.begin(), out.end());
     return {};
 }
 

@@ -2,13 +2,16 @@
 // offset, size and count is checked against the file before it is used,
 // and every failure names the file and the offset of the structure. Nothing
 // that grows with the guest is held: the bitmaps stay on disk (a block
-// cache and a count of set bits per 32768 frames), the descriptors and
-// pages are read one by one, and the note area's NT_XEN_P2M descriptor (a PV
-// guest's table, 16 bytes a page) is left unread for reader::TableOnDisk.
+// cache and a count of set bits per 32768 frames), the descriptors are
+// read 256 at a time (6 KiB) and the pages one by one, the last page read
+// kept so that the pages sharing its data (the shared zero page) are not
+// read again, and the note area's NT_XEN_P2M descriptor (a PV guest's table,
+// 16 bytes a page) is left unread for reader::TableOnDisk.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -58,7 +61,19 @@ private:
     [[noreturn]] void fail(const char* check, const std::string& structure, uint64_t offset,
                            const std::string& msg) const;
 
+    // The descriptors around the last one read, and the last page read
+    // (its descriptor's offset, size and flags, and its bytes).
+    struct ReadCache {
+        std::mutex mutex;
+        uint64_t first = 0;
+        std::vector<PageDesc> descs;
+        PageDesc last{};
+        bool have_last = false;
+        std::vector<std::byte> page;
+    };
+
     std::shared_ptr<const reader::DumpFile> file_;
+    std::unique_ptr<ReadCache> cache_ = std::make_unique<ReadCache>();
     DiskDumpHeader header_{};
     KdumpSubHeader sub_{};
     uint64_t max_mapnr_ = 0;

@@ -15,7 +15,7 @@ namespace xendump::kdump {
 
 using writer::bytes_of;
 
-void validate_spec(const DumpSpec& spec, std::span<const PageEntry> entries) { writer::check_input(spec, entries); }
+void validate_spec(const DumpSpec& spec, const PageSource& entries) { writer::check_input(spec, entries); }
 
 std::optional<uint64_t> p2m_frame_list_list(const DumpSpec& spec) {
     // A 32-bit crash reads 32-bit words there: only 64-bit guests get the note.
@@ -26,25 +26,29 @@ std::optional<uint64_t> p2m_frame_list_list(const DumpSpec& spec) {
     return arch.frame_list_list;
 }
 
-XXH128_canonical_t table_digest(std::span<const PageEntry> entries, bool pv) {
-    if (pv) return writer::digest_of(std::as_bytes(entries));
-    StreamHash h;
-    constexpr size_t kPart = 4096;
-    std::vector<PageEntry> part;
-    for (size_t i = 0; i < entries.size(); i += kPart) {
-        part.clear();
-        for (size_t j = i; j < std::min(entries.size(), i + kPart); ++j) part.push_back({entries[j].pfn, entries[j].pfn});
-        h.update(part.data(), part.size() * sizeof(PageEntry));
-    }
-    return h.finish_and_reset();
-}
+namespace {
 
-NoteArea build_note_area(const DumpSpec& spec, std::span<const PageEntry> entries, const pipeline::FoundNotes* late,
-                         std::span<const uint64_t> unreadable,
+// Bytes written to the sink and hashed (the digest of the notes before NT_XEN_DIGEST).
+struct HashedOut {
+    explicit HashedOut(io::Sink& o) : out(o) {}
+    io::Sink& out;
+    StreamHash hash;
+    uint64_t size = 0;
+    void write(std::span<const std::byte> b) {
+        out.write(b);
+        hash.update(b.data(), b.size());
+        size += b.size();
+    }
+};
+
+}  // namespace
+
+NoteArea write_note_area(io::Sink& out, const DumpSpec& spec, const PageSource& entries,
+                         const pipeline::FoundNotes* late, std::span<const uint64_t> unreadable,
                          const std::vector<XXH128_canonical_t>* chunk_digests) {
     validate_spec(spec, entries);
     const bool pv = spec.type == format::GuestType::pv;
-    const uint64_t n = entries.size();
+    const uint64_t n = entries.nr_entries();
     NoteArea area;
     writer::NoteBuffer notes;
     writer::add_header_notes(notes, spec, n);
@@ -58,20 +62,37 @@ NoteArea build_note_area(const DumpSpec& spec, std::span<const PageEntry> entrie
     const std::optional<std::string>& vmcoreinfo = spec.vmcoreinfo ? spec.vmcoreinfo : late ? late->vmcoreinfo : spec.vmcoreinfo;
     if (vmcoreinfo) {
         area.vmcoreinfo_offset = notes.add(format::kNameVmcoreinfo, format::kNtVmcoreinfo, std::as_bytes(std::span(*vmcoreinfo)));
-        area.vmcoreinfo_size = vmcoreinfo->size();
+        area.vmcoreinfo = *vmcoreinfo;
     }
     for (const auto& p : spec.prstatus) notes.add(format::kNameCore, format::kNtPrstatus, p);
     notes.add(format::kNameXenCore, format::kNtXenPrstatus, writer::vcpu_slots(spec));
     if (spec.shared_info) notes.add(format::kNameXenCore, format::kNtXenSharedInfo, *spec.shared_info);
+
+    HashedOut w(out);
+    w.write(notes.bytes());
+    // NT_XEN_P2M (PV): the table as it is, a window at a time; its digest
+    // is of the table as a v1 file stores it (gmfn = pfn unless PV).
+    StreamHash table;
     if (pv) {
-        notes.add(format::kNameXenCore, format::kNtXenP2m, std::as_bytes(entries));
+        const uint64_t size = n * sizeof(PageEntry);  // 16 bytes an entry: the next note stays 8-aligned
+        if (writer::note_padded_desc_size(format::kNameXenCore, size) != size)
+            throw Error("internal error: NT_XEN_P2M would need padding");
+        w.write(writer::note_header(format::kNameXenCore, format::kNtXenP2m, size));
+    }
+    writer::for_each_table_window(entries, !pv, [&](std::span<const PageEntry> window) {
+        if (pv) w.write(std::as_bytes(window));
+        table.update(window.data(), window.size_bytes());
+    });
+
+    writer::NoteBuffer rest;
+    if (pv) {
         // crash's Xen kdump support (a dom0's kdump file): it takes the last
         // word of XEN_ELFNOTE_CRASH_INFO for the mfn of the frame-list list
         // of the p2m, the guest's own, and translates pseudo-physical
         // addresses through it into the file's machine frames.
         if (auto list = p2m_frame_list_list(spec)) {
             const uint64_t info[3] = {spec.xen_version.major_version, spec.xen_version.minor_version, *list};
-            notes.add(format::kNameXen, kXenElfnoteCrashInfo, std::as_bytes(std::span(info)));
+            rest.add(format::kNameXen, kXenElfnoteCrashInfo, std::as_bytes(std::span(info)));
         }
     }
     if (!unreadable.empty()) {
@@ -79,9 +100,10 @@ NoteArea build_note_area(const DumpSpec& spec, std::span<const PageEntry> entrie
         desc.reserve(unreadable.size() + 1);
         desc.push_back(unreadable.size());
         desc.insert(desc.end(), unreadable.begin(), unreadable.end());
-        notes.add(format::kNameXenCore, format::kNtXenUnreadable, std::as_bytes(std::span(desc)));
+        rest.add(format::kNameXenCore, format::kNtXenUnreadable, std::as_bytes(std::span(desc)));
     }
-    area.digest_note_offset = notes.size();
+    w.write(rest.bytes());
+    area.size = w.size;
     if (chunk_digests) {
         std::vector<std::byte> desc(sizeof(format::DigestDescHead));
         const format::DigestDescHead head{format::kDigestXxh3_128, format::kDigestChunkPages};
@@ -91,11 +113,13 @@ NoteArea build_note_area(const DumpSpec& spec, std::span<const PageEntry> entrie
             desc.insert(desc.end(), b.begin(), b.end());
         };
         for (const auto& d : *chunk_digests) add(d);
-        add(writer::digest_of(notes.bytes()));
-        add(table_digest(entries, pv));
-        notes.add(format::kNameXenCore, format::kNtXenDigest, desc);
+        add(w.hash.finish_and_reset());
+        add(table.finish_and_reset());
+        writer::NoteBuffer last;
+        last.add(format::kNameXenCore, format::kNtXenDigest, desc);
+        out.write(last.bytes());
+        area.size += last.size();
     }
-    area.bytes = notes.bytes();
     return area;
 }
 

@@ -17,9 +17,11 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <span>
 #include <vector>
 
+#include "io/sink.hpp"
 #include "pipeline/found_notes.hpp"
 #include "xendump/dump_spec.hpp"
 #include "xendump/page_source.hpp"
@@ -27,18 +29,23 @@
 
 namespace xendump::kdump {
 
+// What write_note_area wrote (offsets relative to its start).
 struct NoteArea {
-    std::vector<std::byte> bytes;
-    uint64_t vmcoreinfo_offset = 0, vmcoreinfo_size = 0;  // the text, relative; size 0: none
-    uint64_t digest_note_offset = 0;                       // relative; = bytes.size() without digests
+    uint64_t size = 0;
+    std::optional<std::string> vmcoreinfo;  // the VMCOREINFO note's text, if any
+    uint64_t vmcoreinfo_offset = 0;
 };
 
-// Refuses what no reader could use (no vcpu, bad context sizes).
-void validate_spec(const DumpSpec& spec, std::span<const PageEntry> entries);
+// Refuses what no reader could use (no vcpu, bad context sizes, pfns out of
+// order), reading the entries a window at a time.
+void validate_spec(const DumpSpec& spec, const PageSource& entries);
 
+// Writes the note area at out's offset, in one pass: the notes before the
+// table, NT_XEN_P2M's descriptor a window of `entries` at a time (PV), the
+// rest; the notes' and the table's digests are hashed as they go.
 // `chunk_digests` null: written without digests.
-NoteArea build_note_area(const DumpSpec& spec, std::span<const PageEntry> entries, const pipeline::FoundNotes* late,
-                         std::span<const uint64_t> unreadable,
+NoteArea write_note_area(io::Sink& out, const DumpSpec& spec, const PageSource& entries,
+                         const pipeline::FoundNotes* late, std::span<const uint64_t> unreadable,
                          const std::vector<XXH128_canonical_t>* chunk_digests);
 
 // Xen's XEN_ELFNOTE_CRASH_INFO ("Xen" note; xen/include/public/elfnote.h).
@@ -46,8 +53,5 @@ inline constexpr uint32_t kXenElfnoteCrashInfo = 0x1000001;
 
 // A PV guest's shared_info.arch.pfn_to_mfn_frame_list_list (nullopt: none).
 std::optional<uint64_t> p2m_frame_list_list(const DumpSpec& spec);
-
-// The digest of the table as a v1 file stores it (gmfn = pfn unless PV).
-XXH128_canonical_t table_digest(std::span<const PageEntry> entries, bool pv);
 
 }  // namespace xendump::kdump

@@ -13,6 +13,7 @@
 #include "pipeline/kernel_observer.hpp"
 #include "pipeline/pipeline.hpp"
 #include "writer/elf_headers.hpp"
+#include "writer/entries_only.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
 #include "xendump/reader.hpp"
@@ -22,11 +23,12 @@ namespace xendump {
 namespace {
 
 // What the file stores: `stored`, the pages of `source` that the pass keeps
-// (every page without `select`); `present` for the 1st bitmap.
+// (every page without `select`); `present` for the 1st bitmap (null: the
+// same). Both are read a window at a time.
 struct Stored {
     const pipeline::PageSelector* select = nullptr;
-    std::span<const PageEntry> pages;
-    std::span<const PageEntry> present;
+    const PageSource& pages;
+    const PageSource* present = nullptr;
     unsigned dump_level = 0;
 };
 
@@ -55,10 +57,8 @@ WriteResult write_kdump_to(int fd, const std::string& name, const DumpSpec& spec
         r.warnings.push_back(std::move(w));
     }
     r.file_size = sink.offset();
-    r.nr_pages = stored.pages.size();
-    r.nr_runs = 0;
-    for (size_t i = 0; i < stored.pages.size(); ++i)
-        if (i == 0 || stored.pages[i].pfn != stored.pages[i - 1].pfn + 1) ++r.nr_runs;
+    r.nr_pages = stored.pages.nr_entries();
+    r.nr_runs = writer::count_runs(stored.pages);
     r.unreadable_pfns = std::move(out.pass.unreadable_pfns);
     return r;
 }
@@ -83,7 +83,9 @@ WriteResult write_published(const std::filesystem::path& path, const DumpSpec& s
 
 WriteResult write_kdump_file(const std::filesystem::path& path, const DumpSpec& spec, PageSource& pages,
                              const KdumpOptions& options) {
-    return write_published(path, spec, pages, {nullptr, pages.entries(), options.present, options.dump_level}, options);
+    const writer::EntriesOnly present(options.present);
+    return write_published(path, spec, pages,
+                           {nullptr, pages, options.present.empty() ? nullptr : &present, options.dump_level}, options);
 }
 
 namespace kdump {
@@ -99,7 +101,8 @@ WriteResult write_kdump_selection(const std::filesystem::path& path, const DumpS
     // The pass keeps exactly the pages the layout was planned for.
     const pipeline::EntrySet planned(kept);
     const pipeline::PfnSetSelector exactly(planned);
-    return write_published(path, spec, source, {&exactly, kept, source.entries(), selection.level}, options);
+    const writer::EntriesOnly stored(kept);
+    return write_published(path, spec, source, {&exactly, stored, &source, selection.level}, options);
 }
 
 kernel::PageSelection zero_pages_only(std::span<const PageEntry> entries, unsigned level, const std::string& why) {

@@ -54,6 +54,15 @@ void fill_kept(PageBatch& b, PageSource& source) {
         if (b.unreadable[i]) b.page[i] = zero_page();
 }
 
+// [off, off + len) of `fd` is a hole (SEEK_DATA finds no data in it): its
+// pages are zeros without reading them (a sparse dump's zero pages; 256 GiB
+// of them would otherwise be read and scanned). Any doubt: not a hole.
+bool is_hole(int fd, uint64_t off, size_t len) {
+    const off_t data = ::lseek(fd, static_cast<off_t>(off), SEEK_DATA);
+    if (data < 0) return errno == ENXIO;  // no data from off to the end
+    return static_cast<uint64_t>(data) >= off + len;
+}
+
 }  // namespace
 
 void fill_batch(PageBatch& b, PageSource& source, bool positional, const PageSelector* select) {
@@ -79,12 +88,13 @@ void fill_batch(PageBatch& b, PageSource& source, bool positional, const PageSel
         }
     } else {
         if (b.data.size() < bytes) b.data.resize(bytes);  // only sources that do not lend need it
-        if (b.range)
+        const bool hole = b.range && is_hole(b.range->fd, b.range->offset, bytes);
+        if (b.range && !hole)
             pread_all(b.range->fd, b.range->offset, b.data.data(), bytes);
-        else
+        else if (!b.range)
             source.read_pages(b.first, b.count, std::span(b.data.data(), bytes),
                               std::span(b.unreadable.data(), b.count));
-        for (size_t i = 0; i < b.count; ++i) b.page[i] = b.data.data() + i * kPage;
+        for (size_t i = 0; i < b.count; ++i) b.page[i] = hole ? zero_page() : b.data.data() + i * kPage;
     }
     for (size_t i = 0; i < b.count; ++i)
         if (b.unreadable[i]) b.page[i] = zero_page();

@@ -25,8 +25,10 @@ bool is_zero_page(const std::byte* p) {
 }
 
 void classify_zero_pages(PageBatch& b) {
-    // A page a selector left out before it was read is not looked at.
-    for (size_t i = 0; i < b.count; ++i) b.zero[i] = b.keep[i] && (b.unreadable[i] || is_zero_page(b.page[i]));
+    // A page a selector left out before it was read is not looked at; a
+    // page read from a hole of the source is the shared zero page.
+    for (size_t i = 0; i < b.count; ++i)
+        b.zero[i] = b.keep[i] && (b.unreadable[i] || b.page[i] == zero_page() || is_zero_page(b.page[i]));
 }
 
 }  // namespace xendump::pipeline

@@ -42,6 +42,16 @@ void check_entry_count(uint64_t n) {
         throw Error("too many pages for one NT_XEN_P2M note (" + std::to_string(n) + ")");
 }
 
+void check_input(const DumpSpec& spec, const PageSource& source) {
+    check_spec(spec);
+    uint64_t before = 0;
+    for_each_entry_window(source, [&](uint64_t first, std::span<const PageEntry> window) {
+        check_entries(first, window, before);
+        before = window.back().pfn;
+    });
+    check_entry_count(source.nr_entries());
+}
+
 void check_input(const DumpSpec& spec, std::span<const PageEntry> entries) {
     check_spec(spec);
     check_entries(0, entries, 0);

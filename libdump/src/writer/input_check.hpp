@@ -20,4 +20,7 @@ void check_spec(const DumpSpec& spec);
 void check_entries(uint64_t first, std::span<const PageEntry> window, uint64_t before);
 void check_entry_count(uint64_t n);
 
+// check_input() on a list read a window at a time (nr_entries(), read_entries()).
+void check_input(const DumpSpec& spec, const PageSource& source);
+
 }  // namespace xendump::writer

@@ -72,14 +72,8 @@ uint64_t unreadable_area_size(uint64_t nr_pages) {
 bool program_headers_at_end(format::GuestType type) { return type == format::GuestType::pv; }
 
 DumpPlan plan_dump(const DumpSpec& spec, const PageSource& source, bool digests, bool kernel_room) {
-    check_spec(spec);
-    uint64_t before = 0;
-    for_each_entry_window(source, [&](uint64_t first, std::span<const PageEntry> window) {
-        check_entries(first, window, before);
-        before = window.back().pfn;
-    });
+    check_input(spec, source);
     const uint64_t n = source.nr_entries();
-    check_entry_count(n);
     DumpPlan plan;
     const bool pv = spec.type == format::GuestType::pv;
 

@@ -9,6 +9,7 @@
 #include "pipeline/kernel_observer.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/read_behind.hpp"
+#include "writer/entries_only.hpp"
 #include "writer/v1_encoder.hpp"
 #include "writer/write_v1.hpp"
 #include "xendump/error.hpp"
@@ -60,25 +61,8 @@ WriteResult writer::write_v1(int fd, bool seekable, const std::string& name, con
     return r;
 }
 
-namespace {
-
-// The entries alone, for planning.
-class EntriesOnly final : public PageSource {
-public:
-    explicit EntriesOnly(std::span<const PageEntry> entries) : entries_(entries) {}
-    std::span<const PageEntry> entries() const override { return entries_; }
-    void read_pages(size_t, size_t, std::span<std::byte>, std::span<uint8_t>) override {
-        throw Error("internal error: no pages to read when planning");
-    }
-
-private:
-    std::span<const PageEntry> entries_;
-};
-
-}  // namespace
-
 uint64_t expected_file_size(const DumpSpec& spec, std::span<const PageEntry> entries, bool digests) {
-    return writer::plan_dump(spec, EntriesOnly(entries), digests, false).file_size;
+    return writer::plan_dump(spec, writer::EntriesOnly(entries), digests, false).file_size;
 }
 
 WriteResult write_dump(int fd, bool seekable, const DumpSpec& spec, PageSource& pages,
