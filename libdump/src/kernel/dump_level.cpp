@@ -44,16 +44,12 @@ const char* page_class_name(PageClass c) {
 }
 
 bool is_zero_page(std::span<const std::byte> page) {
-    uint64_t acc = 0;
-    size_t i = 0;
-    for (; i + 8 <= page.size(); i += 8) {
-        uint64_t w;
-        std::memcpy(&w, page.data() + i, 8);
-        acc |= w;
-        if ((i & 511) == 504 && acc) return false;
-    }
-    for (; i < page.size(); ++i) acc |= std::to_integer<uint64_t>(page[i]);
-    return acc == 0;
+    if (page.size() < 8) return std::all_of(page.begin(), page.end(), [](std::byte b) { return b == std::byte{0}; });
+    uint64_t head;
+    std::memcpy(&head, page.data(), sizeof head);
+    // The first 8 bytes are zero and every byte equals the one 8 further on
+    // (memcmp is the fastest scan the C library has).
+    return head == 0 && std::memcmp(page.data(), page.data() + 8, page.size() - 8) == 0;
 }
 
 bool PageSelection::keep_page(uint64_t pfn, std::span<const std::byte> page) const {

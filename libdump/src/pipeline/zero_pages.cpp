@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "xendump/format.hpp"
+#include "xendump/kernel/dump_level.hpp"
 #include "util/util.hpp"
 
 namespace xendump::pipeline {
@@ -17,12 +18,7 @@ const std::byte* zero_page() {
     return zeros;
 }
 
-bool is_zero_page(const std::byte* p) {
-    uint64_t head;
-    std::memcpy(&head, p, sizeof head);
-    // The first 8 bytes are zero and every byte equals the one 8 further on.
-    return head == 0 && std::memcmp(p, p + 8, kPage - 8) == 0;
-}
+bool is_zero_page(const std::byte* p) { return kernel::is_zero_page(std::span(p, kPage)); }
 
 void classify_zero_pages(PageBatch& b) {
     // A page a selector left out before it was read is not looked at; a
