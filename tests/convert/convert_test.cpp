@@ -1,6 +1,8 @@
 // Conversions end to end: legacy files of every variant and width, xl's ELF
 // dump-core (generated, and the real fixture), read back through DumpReader
 // by pfn and gmfn, and by libkdumpfile in a child process.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -236,6 +238,19 @@ TEST(XlElfConversion, RealXlDumpCoreFixture) {
         ASSERT_TRUE(dst.read_page_by_gmfn(e.gmfn, b));
         ASSERT_EQ(a, b) << "gmfn " << e.gmfn;
     }
+    // The guest's zero pages are holes of the output, as in a dump: xl wrote
+    // them out, and copying the source's pages as they lie must not either.
+    uint64_t zero_pages = 0;
+    for (const auto& e : src.entries()) {
+        ASSERT_TRUE(src.read_page_by_pfn(e.pfn, a));
+        zero_pages += std::all_of(a.begin(), a.end(), [](std::byte x) { return x == std::byte{0}; });
+    }
+    ASSERT_GT(zero_pages, 1000u) << "the fixture's guest has zero pages";
+    struct stat st {};
+    ASSERT_EQ(::stat(out.c_str(), &st), 0);
+    const uint64_t allocated = static_cast<uint64_t>(st.st_blocks) * 512;
+    EXPECT_LE(allocated, static_cast<uint64_t>(st.st_size) - zero_pages * 4096 + (uint64_t{1} << 20))
+        << zero_pages << " zero pages, " << allocated << " bytes allocated of " << st.st_size;
 }
 
 TEST(Sniff, V1IsAlreadyCurrent) {

@@ -103,7 +103,12 @@ void V1Encoder::write(pipeline::PageBatch& b, io::Sink& sink) {
         chunk_digests_.insert(chunk_digests_.end(), work->digests.begin(), work->digests.end());
     }
     const size_t bytes = b.count * kPage;
-    if (b.range && sink.copy_from(b.range->fd, b.range->offset, bytes)) return;
+    // A source file's pages are copied as they lie (copy_file_range) unless
+    // some are zeros that the output keeps as holes: the copy would write
+    // them out (a converted file as large on disk as the guest).
+    const bool holes_here = sink.holes() && std::any_of(b.zero.begin(), b.zero.begin() + static_cast<std::ptrdiff_t>(b.count),
+                                                        [](auto z) { return static_cast<bool>(z); });
+    if (b.range && !holes_here && sink.copy_from(b.range->fd, b.range->offset, bytes)) return;
     if (!sink.holes()) {
         write_pages_of(sink, b, 0, b.count, iov_);
         return;
