@@ -60,16 +60,30 @@ private:
 };
 
 // Calls f(first, window) for consecutive windows of at most `window` entries
-// of `source`, in order: the whole list, `window` entries in memory at a time.
+// of `source`, in order from entry `from`, until f returns false or the list
+// ends: `window` entries in memory at a time.
 template <class F>
-void for_each_entry_window(const PageSource& source, F&& f, uint64_t window = 65536) {
+void for_each_entry_window_from(const PageSource& source, uint64_t from, F&& f, uint64_t window = 65536) {
     const uint64_t n = source.nr_entries();
-    std::vector<PageEntry> w(static_cast<size_t>(n < window ? n : window));
-    for (uint64_t at = 0; at < n; at += w.size()) {
+    if (from >= n) return;
+    std::vector<PageEntry> w(static_cast<size_t>(n - from < window ? n - from : window));
+    for (uint64_t at = from; at < n; at += w.size()) {
         const size_t k = static_cast<size_t>(n - at < w.size() ? n - at : w.size());
         source.read_entries(at, std::span(w).first(k));
-        f(at, std::span<const PageEntry>(w).first(k));
+        if (!f(at, std::span<const PageEntry>(w).first(k))) return;
     }
+}
+
+// The same over the whole list: f(first, window) returns nothing.
+template <class F>
+void for_each_entry_window(const PageSource& source, F&& f, uint64_t window = 65536) {
+    for_each_entry_window_from(
+        source, 0,
+        [&](uint64_t first, std::span<const PageEntry> w) {
+            f(first, w);
+            return true;
+        },
+        window);
 }
 
 }  // namespace xendump

@@ -15,20 +15,6 @@ constexpr uint64_t kBitmapChunk = 1u << 20;  // bitmap bytes written at a time (
 
 uint64_t blocks_for(uint64_t bytes) { return (bytes + kBlockSize - 1) / kBlockSize; }
 
-// f(index, window) for the windows of entries [from, nr_entries()) in
-// order; f returns false to stop.
-template <class F>
-void for_each_window_from(const PageSource& source, uint64_t from, F&& f) {
-    const uint64_t n = source.nr_entries();
-    if (from >= n) return;
-    std::vector<PageEntry> w(static_cast<size_t>(std::min(n - from, kWindow)));
-    for (uint64_t at = from; at < n; at += w.size()) {
-        const size_t k = static_cast<size_t>(std::min<uint64_t>(n - at, w.size()));
-        source.read_entries(at, std::span(w).first(k));
-        if (!f(at, std::span<const PageEntry>(w).first(k))) return;
-    }
-}
-
 struct KeyScan {
     uint64_t top = 0;
     bool ascending = true;
@@ -38,7 +24,7 @@ KeyScan scan_keys(const PageSource& source, Index index) {
     KeyScan s;
     bool any = false;
     uint64_t last = 0;
-    for_each_window_from(source, 0, [&](uint64_t, std::span<const PageEntry> w) {
+    for_each_entry_window_from(source, 0, [&](uint64_t, std::span<const PageEntry> w) {
         for (const auto& e : w) {
             const uint64_t k = key_of(e, index);
             if (any && k <= last) s.ascending = false;
@@ -86,7 +72,7 @@ void write_key_bitmap(io::Sink& out, uint64_t at, const KdumpLayout& layout, con
         chunk.assign(static_cast<size_t>(n), std::byte{0});
         bool any = false;
         uint64_t stop = entries.nr_entries();
-        for_each_window_from(entries, from, [&](uint64_t first, std::span<const PageEntry> w) {
+        for_each_entry_window_from(entries, from, [&](uint64_t first, std::span<const PageEntry> w) {
             for (size_t k = 0; k < w.size(); ++k) {
                 const uint64_t key = key_of(w[k], layout.index);
                 if (ascending && key >= end_key) {
@@ -105,7 +91,7 @@ void write_key_bitmap(io::Sink& out, uint64_t at, const KdumpLayout& layout, con
 }
 
 KeyRanks::KeyRanks(const PageSource& stored, uint64_t max_mapnr) : words_(static_cast<size_t>((max_mapnr + 63) / 64)) {
-    for_each_window_from(stored, 0, [&](uint64_t, std::span<const PageEntry> w) {
+    for_each_entry_window_from(stored, 0, [&](uint64_t, std::span<const PageEntry> w) {
         for (const auto& e : w) {
             if (e.gmfn >= max_mapnr) throw Error("internal error: machine frame " + std::to_string(e.gmfn) + " past the bitmap");
             uint64_t& word = words_[e.gmfn / 64];
@@ -113,7 +99,7 @@ KeyRanks::KeyRanks(const PageSource& stored, uint64_t max_mapnr) : words_(static
             if (word & bit) {
                 // The other pfn of this frame, for the message.
                 uint64_t other = 0;
-                for_each_window_from(stored, 0, [&](uint64_t, std::span<const PageEntry> v) {
+                for_each_entry_window_from(stored, 0, [&](uint64_t, std::span<const PageEntry> v) {
                     for (const auto& o : v)
                         if (o.gmfn == e.gmfn) {
                             other = o.pfn;

@@ -50,8 +50,6 @@ void fill_kept(PageBatch& b, PageSource& source) {
             for (; i < end; ++i) b.page[i] = b.data.data() + i * kPage;
         }
     }
-    for (size_t i = 0; i < b.count; ++i)
-        if (b.unreadable[i]) b.page[i] = zero_page();
 }
 
 // [off, off + len) of `fd` is a hole (SEEK_DATA finds no data in it): its
@@ -63,21 +61,10 @@ bool is_hole(int fd, uint64_t off, size_t len) {
     return static_cast<uint64_t>(data) >= off + len;
 }
 
-}  // namespace
-
-void fill_batch(PageBatch& b, PageSource& source, bool positional, const PageSelector* select) {
+// Every page of the batch: the source file's range (positional output), else
+// one loan of the source's mapping, else read_pages.
+void fill_all(PageBatch& b, PageSource& source, bool positional) {
     const size_t bytes = b.count * kPage;
-    if (b.entry_window.size() < b.count) b.entry_window.resize(b.count);
-    source.read_entries(b.first, std::span(b.entry_window).first(b.count));
-    b.entries = std::span<const PageEntry>(b.entry_window).first(b.count);
-    b.range.reset();
-    b.lent.reset();
-    std::fill_n(b.unreadable.begin(), b.count, 0);
-    std::fill_n(b.keep.begin(), b.count, 1);
-    if (select) {
-        select->select(b);
-        if (!b.all_kept()) return fill_kept(b, source);
-    }
     auto* zero_copy = dynamic_cast<ZeroCopySource*>(&source);
     if (zero_copy && positional) b.range = zero_copy->file_range(b.first, b.count);
     if (zero_copy && !b.range) b.lent = zero_copy->lend_pages(b.first, b.count);
@@ -96,6 +83,23 @@ void fill_batch(PageBatch& b, PageSource& source, bool positional, const PageSel
                               std::span(b.unreadable.data(), b.count));
         for (size_t i = 0; i < b.count; ++i) b.page[i] = hole ? zero_page() : b.data.data() + i * kPage;
     }
+}
+
+}  // namespace
+
+void fill_batch(PageBatch& b, PageSource& source, bool positional, const PageSelector* select) {
+    if (b.entry_window.size() < b.count) b.entry_window.resize(b.count);
+    source.read_entries(b.first, std::span(b.entry_window).first(b.count));
+    b.entries = std::span<const PageEntry>(b.entry_window).first(b.count);
+    b.range.reset();
+    b.lent.reset();
+    std::fill_n(b.unreadable.begin(), b.count, 0);
+    std::fill_n(b.keep.begin(), b.count, 1);
+    if (select) select->select(b);
+    if (b.all_kept())
+        fill_all(b, source, positional);
+    else
+        fill_kept(b, source);
     for (size_t i = 0; i < b.count; ++i)
         if (b.unreadable[i]) b.page[i] = zero_page();
 }
