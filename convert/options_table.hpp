@@ -25,12 +25,12 @@ inline constexpr cli::Option kConvertOptions[] = {
      "legacy page-list dumps: when the pfns cannot be\nestablished, write the best inference and record it in\nthe output (LAYOUT=)"},
     {"jobs", 'j', cli::Arg::required, "N", "convert N files at a time (default 1)"},
     {"threads", 0, cli::Arg::required, "N",
-     "threads of each conversion, 1 to 8 (default: the number\nof cores shared among the jobs, at most 8)"},
+     "threads of each conversion, 1 to 64 (default: the number\nof cores shared among the jobs, at most 64)"},
     {"dry-run", 'n', cli::Arg::none, "", "decide everything, write nothing"},
     {"json", 0, cli::Arg::none, "", "print the report as JSON instead of a table"},
     {"quiet", 'q', cli::Arg::none, "", "no table; failures are still reported on stderr"},
     {"version", 0, cli::Arg::none, "", "the version"},
 };
-static_assert(kMaxWriteThreads == 8, "--threads' help says 1 to 8");
+static_assert(kMaxWriteThreads == 64, "--threads' help says 1 to 64");
 
 }  // namespace xendump::convert

@@ -2,7 +2,7 @@
 // /run/xen-dumpd/control.sock) carrying one JSON object per line each way.
 //
 //   -> {"command":"dump","domain":"web01","live":false,"digests":true}
-//      (optional "threads":N, 1..kMaxWriteThreads: else the service's Threads=)
+//      (optional "threads":N, 1..kMaxWriteThreads (64): else the service's Threads=)
 //      (optional "format":"v1"|"kdump" with "compress":ALG and "dump_level":N
 //      for kdump: else the configuration's Format=, Compress=, DumpLevel= for
 //      the domain)

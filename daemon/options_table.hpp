@@ -27,10 +27,10 @@ inline constexpr cli::Option kDaemonOptions[] = {
     {"estimate", 0, cli::Arg::none, "", "print what each dump level would keep; write nothing"},
     {"json", 0, cli::Arg::optional, "short|pretty", "with --estimate: JSON instead of text (short: on one line)"},
     {"threads", 0, cli::Arg::required, "N",
-     "threads of each dump, 1 to 8 (default Threads=, else the\nnumber of cores, at most 8)"},
+     "threads of each dump, 1 to 64 (default Threads=, else\nthe number of cores, at most 64)"},
     {"quiet", 'q', cli::Arg::none, "", "no progress or warnings"},
     {"version", 0, cli::Arg::none, "", "the version"},
 };
-static_assert(kMaxWriteThreads == 8, "--threads' help says 1 to 8");
+static_assert(kMaxWriteThreads == 64, "--threads' help says 1 to 64");
 
 }  // namespace xendump::daemon

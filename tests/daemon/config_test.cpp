@@ -216,7 +216,7 @@ TEST(Config, OverridesWin) {
     EXPECT_EQ(Config::defaults().dump_dir_origin, DumpDirOrigin::configured);
 }
 
-TEST(Config, ThreadsFromOneToEightElseTheCores) {
+TEST(Config, ThreadsFromOneTo64ElseTheCores) {
     Config c = Config::defaults();
     EXPECT_EQ(c.threads, 0u);
     cpu_set_t set;
@@ -226,6 +226,8 @@ TEST(Config, ThreadsFromOneToEightElseTheCores) {
     EXPECT_EQ(c.write_threads(), 3u);
     apply_config_text(c, "[Dump]\nThreads=8\n", "t.conf");
     EXPECT_EQ(c.write_threads(), 8u);
+    apply_config_text(c, "[Dump]\nThreads=64\n", "t.conf");
+    EXPECT_EQ(c.write_threads(), 64u);
     ConfigOverrides o;
     o.threads = 2;  // --threads
     o.apply(c);
@@ -233,7 +235,7 @@ TEST(Config, ThreadsFromOneToEightElseTheCores) {
     apply_config_text(c, "[Dump]\nThreads=\n", "t.conf");
     EXPECT_EQ(c.threads, 0u);
     std::vector<Refused> bad;
-    for (const char* value : {"0", "9", "two", "-1", "2.5"})
+    for (const char* value : {"0", "65", "two", "-1", "2.5"})
         bad.push_back({std::string("[Dump]\nThreads=") + value + "\n", "test.conf:2: Threads="});
     expect_refused(bad);
 }

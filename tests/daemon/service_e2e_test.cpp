@@ -460,9 +460,9 @@ TEST(ServiceE2E, BadJsonOnTheSocketGetsAnErrorReply) {
     Fixture f({{7, "web01", kUuid1}});
     for (std::string bad : {"{not json\n", "[1,2]\n", "{\"command\":5}\n", "{\"command\":\"dump\",\"live\":\"yes\"}\n",
                             "\"status\"\n",
-                            // A dump's threads (xen-dumpd --domain --threads): 1 to 8.
+                            // A dump's threads (xen-dumpd --domain --threads): 1 to 64.
                             "{\"command\":\"dump\",\"domain\":\"web01\",\"threads\":0}\n",
-                            "{\"command\":\"dump\",\"domain\":\"web01\",\"threads\":9}\n",
+                            "{\"command\":\"dump\",\"domain\":\"web01\",\"threads\":65}\n",
                             "{\"command\":\"dump\",\"domain\":\"web01\",\"threads\":\"2\"}\n"}) {
         RawClient c(f.service->socket());
         ASSERT_TRUE(c.connected());

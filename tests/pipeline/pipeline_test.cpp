@@ -60,7 +60,7 @@ TEST_P(Threads, GiveByteIdenticalFilesAndStreams) {
     TempDir dir;
     Guest g(GetParam(), 5000);
     std::vector<std::byte> first;
-    for (unsigned threads : {1u, 2u, 4u}) {
+    for (unsigned threads : {1u, 2u, 4u, 64u}) {
         for (bool digests : {true, false}) {
             WriteOptions opt;
             opt.threads = threads;
@@ -78,6 +78,45 @@ TEST_P(Threads, GiveByteIdenticalFilesAndStreams) {
 
 INSTANTIATE_TEST_SUITE_P(Pipeline, Threads, testing::Values(GuestType::pv, GuestType::hvm),
                          [](const auto& i) { return std::string(format::to_string(i.param)); });
+
+// Issue 19: the pages in flight stay within the budget from 1 to 64 threads
+// (64 threads took 66 batches of 4 MiB before it), more threads get more
+// workers, and batches stay a multiple of the encoder's alignment.
+TEST(Pipeline, BatchesInFlightStayWithinTheBudgetFrom1To64Threads) {
+    EXPECT_EQ(kMaxWriteThreads, 64u);
+    for (size_t alignment : {size_t{1}, size_t{format::kDigestChunkPages}})
+        for (size_t preferred : {size_t{1}, size_t{700}, size_t{1024}, size_t{2048}, size_t{1} << 20}) {
+            unsigned last_workers = 0;
+            for (unsigned threads = 1; threads <= kMaxWriteThreads; ++threads) {
+                SCOPED_TRACE(std::to_string(threads) + " threads, batches of " + std::to_string(preferred) +
+                             " preferred, alignment " + std::to_string(alignment));
+                const pipeline::BatchPlan p = pipeline::plan_batches(preferred, alignment, threads);
+                EXPECT_LE(p.pages * p.in_flight, pipeline::kInFlightPages);
+                EXPECT_LE(p.pages, pipeline::kMaxBatchPages);
+                EXPECT_GE(p.pages, std::min(pipeline::kMinBatchPages, alignment));
+                EXPECT_EQ(p.pages % alignment, 0u);
+                if (threads == 1) {
+                    EXPECT_EQ(p.workers, 0u);
+                    EXPECT_EQ(p.in_flight, 2u);
+                } else {
+                    EXPECT_GE(p.workers, 1u);
+                    EXPECT_LE(p.workers, threads);
+                    EXPECT_EQ(p.in_flight, p.workers + 2);  // one read, one delivered
+                    EXPECT_GE(p.workers, last_workers);
+                }
+                last_workers = p.workers;
+            }
+            // Past 8 threads (the old maximum), more workers still.
+            EXPECT_GT(pipeline::plan_batches(preferred, alignment, 64).workers, 8u);
+            // Out of range: clamped.
+            EXPECT_EQ(pipeline::plan_batches(preferred, alignment, 0).workers, 0u);
+            EXPECT_EQ(pipeline::plan_batches(preferred, alignment, 1000).workers,
+                      pipeline::plan_batches(preferred, alignment, 64).workers);
+        }
+    // Two threads (this machine's cores) keep the batches of 4 MiB.
+    EXPECT_EQ(pipeline::plan_batches(1024, 1, 2).pages, 1024u);
+    EXPECT_EQ(pipeline::plan_batches(1024, 1, 2).workers, 2u);
+}
 
 // Records the pfns and first bytes of what it sees.
 class Recorder final : public pipeline::PageObserver {

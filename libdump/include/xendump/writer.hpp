@@ -6,7 +6,8 @@
 // time (PageSource::nr_entries(), read_entries(), index_of_pfn(); never
 // entries()), writes the PFN->GMFN table and .xen_pfn in windows and digests
 // the table as it goes, so what it holds does not grow with the pages:
-// batches of at most 4 MiB (threads + 2 in flight), 64Ki-entry windows (1 MiB),
+// batches of at most 4 MiB whose pages in flight stay within 32 MiB whatever
+// the threads (more threads, smaller batches), 64Ki-entry windows (1 MiB),
 // plus what grows with the guest's shape, not its size: 56 bytes per run of
 // consecutive pfns (the program headers), 8 bytes per page that could not be
 // read, and 16 bytes per 256 pages of digests (16 MiB for 1 TiB, the most
@@ -46,10 +47,12 @@ struct WriteProgress {
 
 struct VerifyOptions;  // reader.hpp
 
-// The most threads one write uses (WriteOptions::threads): beyond it, more
-// batches in flight (memory) and no speed, the reader and the ordered writes
-// being one thread each.
-inline constexpr unsigned kMaxWriteThreads = 8;
+// The most threads one write uses (WriteOptions::threads). The pages in
+// flight stay within a fixed budget whatever the number (more threads work
+// on more, smaller batches), so memory does not grow with the threads;
+// beyond 64 the one reading thread and the one writing in order would not
+// keep more busy.
+inline constexpr unsigned kMaxWriteThreads = 64;
 
 // How a dump is written, and what its caller watches: one struct, passed
 // unchanged from the service's jobs and the converter through the dumper to
@@ -62,10 +65,10 @@ struct WriteOptions {
     // VMCOREINFO note, the KERNEL=/KERNELOFFSET= keys and the kernel image
     // segment, filled on a seekable output (a pipe keeps the room as padding).
     bool guest_kernel = false;
-    // Threads that classify zero pages and hash digests, batch by batch, 1
-    // to kMaxWriteThreads (0 counts as 1, more as the maximum); the file's
-    // bytes are the same for any number (1: the pass reads on one thread and
-    // hashes and writes on the caller's).
+    // Threads that classify zero pages, hash digests and compress, batch by
+    // batch, 1 to kMaxWriteThreads (0 counts as 1, more as the maximum); the
+    // file's bytes and the pass's memory are the same for any number (1: the
+    // pass reads on one thread and hashes and writes on the caller's).
     unsigned threads = 1;
     std::function<void(const WriteProgress&)> on_progress;  // called per batch
     std::function<void(const std::string&)> on_warning;     // guest oddities, unreadable pages

@@ -5,38 +5,37 @@
 
 namespace xendump::pipeline {
 
-OrderedBatches::OrderedBatches(size_t nr_batches, unsigned workers, size_t pages_per_batch, Stage read, Stage work)
+OrderedBatches::OrderedBatches(size_t nr_batches, unsigned workers, size_t in_flight, size_t pages_per_batch,
+                               Stage read, Stage work)
     : nr_batches_(nr_batches),
       per_batch_(pages_per_batch),
       read_(std::move(read)),
       work_(std::move(work)),
-      slots_(workers + 2),
+      slots_(std::max<size_t>(in_flight, workers ? 3 : 2)),
       nr_workers_(workers) {
     for (auto& s : slots_) s.batch.reserve(per_batch_);
 }
 
 OrderedBatches::~OrderedBatches() {
-    {
-        std::lock_guard lock(m_);
-        stop_ = true;
-    }
-    cv_.notify_all();
+    stop(nullptr);
     for (auto& t : threads_) t.join();
 }
 
 template <class Pred>
-bool OrderedBatches::wait(std::unique_lock<std::mutex>& lock, Pred pred) {
-    cv_.wait(lock, [&] { return stop_ || pred(); });
+bool OrderedBatches::wait(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, Pred pred) {
+    cv.wait(lock, [&] { return stop_ || pred(); });
     return !stop_;
 }
 
-void OrderedBatches::fail(std::exception_ptr e) {
+void OrderedBatches::stop(std::exception_ptr e) {
     {
         std::lock_guard lock(m_);
-        if (!error_) error_ = e;
+        if (e && !error_) error_ = e;
         stop_ = true;
     }
-    cv_.notify_all();
+    free_.notify_all();
+    read_done_.notify_all();
+    ready_.notify_all();
 }
 
 void OrderedBatches::reader(size_t total_pages) {
@@ -45,7 +44,7 @@ void OrderedBatches::reader(size_t total_pages) {
             Slot& s = slots_[k % slots_.size()];
             {
                 std::unique_lock lock(m_);
-                if (!wait(lock, [&] { return s.state == State::free; })) return;
+                if (!wait(free_, lock, [&] { return s.state == State::free; })) return;
                 s.state = State::reading;
                 s.k = k;
             }
@@ -56,10 +55,11 @@ void OrderedBatches::reader(size_t total_pages) {
                 std::lock_guard lock(m_);
                 s.state = State::read;
             }
-            cv_.notify_all();
+            // A worker takes it, or without workers the caller.
+            (nr_workers_ ? read_done_ : ready_).notify_one();
         }
     } catch (...) {
-        fail(std::current_exception());
+        stop(std::current_exception());
     }
 }
 
@@ -67,28 +67,37 @@ void OrderedBatches::worker() {
     try {
         for (;;) {
             Slot* s = nullptr;
+            bool last = false, more = false;
             {
                 std::unique_lock lock(m_);
-                if (!wait(lock, [&] {
-                        if (next_work_ >= nr_batches_) return true;
-                        const Slot& c = slots_[next_work_ % slots_.size()];
-                        return c.state == State::read && c.k == next_work_;
-                    }))
-                    return;
+                const auto next_read = [&] {
+                    const Slot& c = slots_[next_work_ % slots_.size()];
+                    return c.state == State::read && c.k == next_work_;
+                };
+                if (!wait(read_done_, lock, [&] { return next_work_ >= nr_batches_ || next_read(); })) return;
                 if (next_work_ >= nr_batches_) return;
                 s = &slots_[next_work_ % slots_.size()];
                 s->state = State::working;
                 ++next_work_;
+                last = next_work_ == nr_batches_;
+                more = !last && next_read();
             }
+            // The others have nothing left to take: they end. Else if the
+            // next batch was read too (this worker may have taken the one
+            // whose notification woke another), one is woken for it.
+            if (last)
+                read_done_.notify_all();
+            else if (more)
+                read_done_.notify_one();
             work_(s->batch);
             {
                 std::lock_guard lock(m_);
                 s->state = State::ready;
             }
-            cv_.notify_all();
+            ready_.notify_one();  // the caller is the one waiter
         }
     } catch (...) {
-        fail(std::current_exception());
+        stop(std::current_exception());
     }
 }
 
@@ -102,7 +111,7 @@ void OrderedBatches::run(const Stage& deliver, size_t total_pages) {
             Slot& s = slots_[k % slots_.size()];
             {
                 std::unique_lock lock(m_);
-                cv_.wait(lock, [&] { return stop_ || (s.k == k && s.state == wanted); });
+                ready_.wait(lock, [&] { return stop_ || (s.k == k && s.state == wanted); });
                 if (error_) std::rethrow_exception(error_);
                 if (stop_) return;
             }
@@ -112,10 +121,10 @@ void OrderedBatches::run(const Stage& deliver, size_t total_pages) {
                 std::lock_guard lock(m_);
                 s.state = State::free;
             }
-            cv_.notify_all();
+            free_.notify_one();  // the reader is the one waiter
         }
     } catch (...) {
-        fail(std::current_exception());
+        stop(std::current_exception());
         throw;
     }
 }

@@ -1,9 +1,10 @@
 // The pass's threads, with a fixed output order. Batch k (k = 0 .. n-1) is
 // read on one reader thread in order (sources are not thread-safe), worked
 // on (classified, selected, prepared) by `workers` threads in any order, and
-// delivered to the calling thread strictly in order of k. Only workers + 2
-// batches are in flight, reused round robin: memory does not grow with the
-// guest.
+// delivered to the calling thread strictly in order of k. Only `in_flight`
+// batches exist (at most workers + 2 are of use: one read, one delivered,
+// one per worker), reused round robin: memory does not grow with the guest
+// nor with the workers (pipeline.hpp's plan_batches sizes them).
 //
 // With workers == 0 the work runs on the calling thread just before its
 // delivery: the reader fills the next batch while the caller works on and
@@ -26,7 +27,9 @@ class OrderedBatches {
 public:
     using Stage = std::function<void(PageBatch&)>;
     // read(b) gets b.first/b.count set; `pages_per_batch` sizes the batches.
-    OrderedBatches(size_t nr_batches, unsigned workers, size_t pages_per_batch, Stage read, Stage work);
+    // `in_flight`: at least 2, and 3 with workers.
+    OrderedBatches(size_t nr_batches, unsigned workers, size_t in_flight, size_t pages_per_batch, Stage read,
+                   Stage work);
     ~OrderedBatches();  // stops and joins every thread
     OrderedBatches(const OrderedBatches&) = delete;
     OrderedBatches& operator=(const OrderedBatches&) = delete;
@@ -45,16 +48,19 @@ private:
 
     void reader(size_t total_pages);
     void worker();
-    void fail(std::exception_ptr e);
     template <class Pred>
-    bool wait(std::unique_lock<std::mutex>& lock, Pred pred);  // false when stopped
+    bool wait(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, Pred pred);  // false when stopped
+    void stop(std::exception_ptr e);  // stop_ (and the first error), every waiter woken
 
     size_t nr_batches_;
     size_t per_batch_;
     Stage read_, work_;
     std::vector<Slot> slots_;
     std::mutex m_;
-    std::condition_variable cv_;
+    // One per kind of waiter, so that a change wakes only who can use it
+    // (64 workers are not all woken per batch): the reader waits for a free
+    // slot, workers for a read batch, the caller for the next batch in order.
+    std::condition_variable free_, read_done_, ready_;
     size_t next_work_ = 0;
     bool stop_ = false;
     std::exception_ptr error_;

@@ -11,21 +11,14 @@ namespace xendump::pipeline {
 
 namespace {
 
-// Small enough that a batch is still in the CPU cache when it is hashed and
-// written, and that the batches in flight stay far below the memory bound
-// (issue 7: 64 MiB + 24 B per guest page); large enough to keep syscalls
-// cheap.
-constexpr size_t kMinBatch = 256;   // 1 MiB
-constexpr size_t kMaxBatch = 1024;  // 4 MiB, threads + 2 of them in flight
-
 // The pass over `source`: batches read in order on one thread, worked on
-// (classified, selected, `prepare`) on `threads` threads, delivered in pfn
-// order on this one.
-void pass(PageSource& source, const PageSelector* select, bool classify, bool positional, size_t per_batch,
-          unsigned threads, const OrderedBatches::Stage& prepare, const OrderedBatches::Stage& deliver) {
+// (classified, selected, `prepare`) by `plan.workers` threads, delivered in
+// pfn order on this one.
+void pass(PageSource& source, const PageSelector* select, bool classify, bool positional, const BatchPlan& plan,
+          const OrderedBatches::Stage& prepare, const OrderedBatches::Stage& deliver) {
     const uint64_t n = source.nr_entries();
-    const size_t nr_batches = static_cast<size_t>((n + per_batch - 1) / per_batch);
-    const unsigned workers = threads > 1 ? threads : 0;
+    const size_t nr_batches = static_cast<size_t>((n + plan.pages - 1) / plan.pages);
+    const unsigned workers = plan.workers;
     // With one thread the reader classifies right after reading (the pages
     // are still in its cache) while the caller works and delivers; with
     // more, workers classify, select and prepare in parallel.
@@ -41,12 +34,10 @@ void pass(PageSource& source, const PageSelector* select, bool classify, bool po
         if (select && !early) select->select(b);
         if (prepare) prepare(b);
     };
-    OrderedBatches batches(nr_batches, workers, static_cast<size_t>(std::min<uint64_t>(per_batch, std::max<uint64_t>(n, 1))),
-                           read, work);
+    OrderedBatches batches(nr_batches, workers, plan.in_flight,
+                           static_cast<size_t>(std::min<uint64_t>(plan.pages, std::max<uint64_t>(n, 1))), read, work);
     batches.run(deliver, static_cast<size_t>(n));
 }
-
-unsigned pass_threads(const WriteOptions& options) { return std::clamp(options.threads, 1u, kMaxWriteThreads); }
 
 void check_cancel(const WriteOptions& options) {
     if (options.cancel && options.cancel->load()) throw Error("cancelled");
@@ -54,10 +45,18 @@ void check_cancel(const WriteOptions& options) {
 
 }  // namespace
 
-size_t batch_pages(size_t preferred, size_t alignment) {
-    size_t n = std::clamp(preferred, kMinBatch, kMaxBatch);
-    if (alignment > 1) n = std::max(alignment, n / alignment * alignment);
-    return n;
+BatchPlan plan_batches(size_t preferred, size_t alignment, unsigned threads) {
+    threads = std::clamp(threads, 1u, kMaxWriteThreads);
+    // One batch being read, one being delivered, one per worker.
+    const size_t wanted = threads > 1 ? size_t{threads} + 2 : 2;
+    BatchPlan plan;
+    plan.pages = std::min(std::clamp(preferred, kMinBatchPages, kMaxBatchPages),
+                          std::max(kMinBatchPages, kInFlightPages / wanted));
+    if (alignment > 1) plan.pages = std::max(alignment, plan.pages / alignment * alignment);
+    const size_t fewest = threads > 1 ? 3 : 2;
+    plan.in_flight = std::clamp(kInFlightPages / plan.pages, fewest, wanted);
+    if (threads > 1) plan.workers = static_cast<unsigned>(plan.in_flight - 2);
+    return plan;
 }
 
 Outcome run(const Stages& st, io::Sink& out, const WriteOptions& options) {
@@ -90,7 +89,7 @@ Outcome run(const Stages& st, io::Sink& out, const WriteOptions& options) {
 
     encoder.begin(out);
     pass(st.source, st.select, classify, out.positional(),
-         batch_pages(st.source.preferred_batch(), encoder.batch_alignment()), pass_threads(options),
+         plan_batches(st.source.preferred_batch(), encoder.batch_alignment(), options.threads),
          [&](PageBatch& b) { encoder.prepare(b); }, deliver);
     for (PageObserver* o : st.observe) o->finish(result.found);
     encoder.finish(result.pass, result.found, out);
@@ -111,11 +110,12 @@ std::vector<PageEntry> selected_entries(PageSource& source, const PageSelector& 
         for (size_t i = 0; i < b.count; ++i)
             if (b.keep[i]) kept.push_back(b.entries[i]);
     };
-    const size_t per_batch = batch_pages(source.preferred_batch(), 1);
+    const BatchPlan plan = plan_batches(source.preferred_batch(), 1, options.threads);
     if (select.needs_zero_flags()) {
-        pass(source, &select, true, false, per_batch, pass_threads(options), {}, keep);
+        pass(source, &select, true, false, plan, {}, keep);
         return kept;
     }
+    const size_t per_batch = plan.pages;
     // Decided by pfn alone: no page is read.
     const auto entries = source.entries();
     PageBatch b;

@@ -56,8 +56,28 @@ Outcome run(const Stages& stages, io::Sink& out, const WriteOptions& options);
 // then keeps them again, whatever the pages' contents by then.
 std::vector<PageEntry> selected_entries(PageSource& source, const PageSelector& select, const WriteOptions& options);
 
-// Pages per batch for a source preferring `preferred`, a multiple of
-// `alignment` (Encoder::batch_alignment).
-size_t batch_pages(size_t preferred, size_t alignment);
+// The batches of a pass (issue 19): how many pages each holds, how many are
+// in flight at once and how many worker threads work on them. Their pages
+// stay within kInFlightPages whatever the number of threads: more threads
+// get more, smaller batches (down to kMinBatchPages, or the encoder's
+// alignment), and past the budget the batches in flight (and the workers
+// that could use them) stop growing. Each batch in flight holds its pages
+// (read, or a source's mapping) and the encoder's work for them (compressed
+// pages: at most as much again), so the pass's buffers stay under twice the
+// budget, 64 MiB, from 1 to kMaxWriteThreads threads.
+inline constexpr size_t kInFlightPages = 8192;  // 32 MiB of pages
+inline constexpr size_t kMinBatchPages = 128;   // 512 KiB: a mapping call, a writev
+inline constexpr size_t kMaxBatchPages = 1024;  // 4 MiB: still in the CPU's cache
+
+struct BatchPlan {
+    size_t pages = 0;      // per batch: a multiple of the alignment
+    size_t in_flight = 0;  // batches at once: read, worked on, delivered
+    unsigned workers = 0;  // 0: the reader and the caller's thread only
+};
+
+// The plan for a source preferring batches of `preferred` pages, an encoder
+// whose batches start at multiples of `alignment` (Encoder::batch_alignment)
+// and `threads` threads (clamped to 1..kMaxWriteThreads).
+BatchPlan plan_batches(size_t preferred, size_t alignment, unsigned threads);
 
 }  // namespace xendump::pipeline
