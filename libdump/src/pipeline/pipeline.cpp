@@ -47,15 +47,23 @@ void check_cancel(const WriteOptions& options) {
 
 BatchPlan plan_batches(size_t preferred, size_t alignment, unsigned threads) {
     threads = std::clamp(threads, 1u, kMaxWriteThreads);
-    // One batch being read, one being delivered, one per worker.
-    const size_t wanted = threads > 1 ? size_t{threads} + 2 : 2;
     BatchPlan plan;
-    plan.pages = std::min(std::clamp(preferred, kMinBatchPages, kMaxBatchPages),
-                          std::max(kMinBatchPages, kInFlightPages / wanted));
+    plan.pages = std::clamp(preferred, kMinBatchPages, kMaxBatchPages);
+    if (threads == 1) {
+        // The reader fills one batch while the caller works on the other.
+        if (alignment > 1) plan.pages = std::max(alignment, plan.pages / alignment * alignment);
+        plan.in_flight = 2;
+        return plan;
+    }
+    // One batch being read, one being delivered, one per worker, and at
+    // least kLookahead in all: batches take the workers unequal times (zero
+    // pages, text, code), and a worker stops when every batch in flight
+    // waits for a slower one before it to be delivered.
+    const size_t wanted = std::max<size_t>(threads + 2, kLookahead);
+    plan.pages = std::min(plan.pages, std::max(kMinBatchPages, kInFlightPages / wanted));
     if (alignment > 1) plan.pages = std::max(alignment, plan.pages / alignment * alignment);
-    const size_t fewest = threads > 1 ? 3 : 2;
-    plan.in_flight = std::clamp(kInFlightPages / plan.pages, fewest, wanted);
-    if (threads > 1) plan.workers = static_cast<unsigned>(plan.in_flight - 2);
+    plan.in_flight = std::max<size_t>(3, kInFlightPages / plan.pages);
+    plan.workers = static_cast<unsigned>(std::min<size_t>(threads, plan.in_flight - 2));
     return plan;
 }
 

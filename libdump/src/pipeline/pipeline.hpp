@@ -58,16 +58,19 @@ std::vector<PageEntry> selected_entries(PageSource& source, const PageSelector& 
 
 // The batches of a pass (issue 19): how many pages each holds, how many are
 // in flight at once and how many worker threads work on them. Their pages
-// stay within kInFlightPages whatever the number of threads: more threads
-// get more, smaller batches (down to kMinBatchPages, or the encoder's
-// alignment), and past the budget the batches in flight (and the workers
-// that could use them) stop growing. Each batch in flight holds its pages
+// stay within kInFlightPages whatever the number of threads: with workers
+// the budget is used for batches in flight (at least kLookahead, so that a
+// slow batch does not stop the workers behind it), more threads get more,
+// smaller batches (down to kMinBatchPages, or the encoder's alignment), and
+// past the budget the batches in flight (and the workers that could use
+// them) stop growing. Each batch in flight holds its pages
 // (read, or a source's mapping) and the encoder's work for them (compressed
 // pages: at most as much again), so the pass's buffers stay under twice the
 // budget, 64 MiB, from 1 to kMaxWriteThreads threads.
 inline constexpr size_t kInFlightPages = 8192;  // 32 MiB of pages
 inline constexpr size_t kMinBatchPages = 128;   // 512 KiB: a mapping call, a writev
 inline constexpr size_t kMaxBatchPages = 1024;  // 4 MiB: still in the CPU's cache
+inline constexpr size_t kLookahead = 16;        // batches in flight with 2 threads or more
 
 struct BatchPlan {
     size_t pages = 0;      // per batch: a multiple of the alignment
