@@ -45,7 +45,7 @@ struct HashedOut {
 
 NoteArea write_note_area(io::Sink& out, const DumpSpec& spec, const PageSource& entries,
                          const pipeline::FoundNotes* late, std::span<const uint64_t> unreadable,
-                         const std::vector<XXH128_canonical_t>* chunk_digests) {
+                         writer::DigestTable* chunk_digests) {
     validate_spec(spec, entries);
     const bool pv = spec.type == format::GuestType::pv;
     const uint64_t n = entries.nr_entries();
@@ -105,20 +105,20 @@ NoteArea write_note_area(io::Sink& out, const DumpSpec& spec, const PageSource& 
     w.write(rest.bytes());
     area.size = w.size;
     if (chunk_digests) {
-        std::vector<std::byte> desc(sizeof(format::DigestDescHead));
+        // Written as it goes: the note's header, the chunk digests (from
+        // the table, a window at a time), the notes' and the table's digests.
         const format::DigestDescHead head{format::kDigestXxh3_128, format::kDigestChunkPages};
-        std::memcpy(desc.data(), &head, sizeof head);
-        auto add = [&desc](const XXH128_canonical_t& d) {
-            auto b = bytes_of(d);
-            desc.insert(desc.end(), b.begin(), b.end());
-        };
-        for (const auto& d : *chunk_digests) add(d);
-        add(w.hash.finish_and_reset());
-        add(table.finish_and_reset());
-        writer::NoteBuffer last;
-        last.add(format::kNameXenCore, format::kNtXenDigest, desc);
-        out.write(last.bytes());
-        area.size += last.size();
+        const uint64_t descsz = sizeof head + sizeof(XXH128_canonical_t) * (chunk_digests->size() + 2);
+        if (writer::note_padded_desc_size(format::kNameXenCore, descsz) != descsz)
+            throw Error("internal error: NT_XEN_DIGEST would need padding");
+        const auto header = writer::note_header(format::kNameXenCore, format::kNtXenDigest, descsz);
+        const XXH128_canonical_t notes_digest = w.hash.finish_and_reset(), table_digest = table.finish_and_reset();
+        out.write(header);
+        out.write(bytes_of(head));
+        chunk_digests->write_to(out);
+        out.write(bytes_of(notes_digest));
+        out.write(bytes_of(table_digest));
+        area.size += header.size() + descsz;
     }
     return area;
 }
