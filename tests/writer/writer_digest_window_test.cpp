@@ -169,6 +169,37 @@ TEST(DigestTable, HoldsOneWindowWhateverTheNumberOfChunks) {
     EXPECT_TRUE(std::filesystem::is_empty(spill.path()));
 }
 
+// What the placed table relies on: io::Sink writes ahead only where the
+// stream has not been, and only on a seekable output; the stream passes
+// over those bytes (skip_written) and never over bytes it was not given.
+TEST(DigestTable, TheSinkWritesAheadOnlyWhereTheStreamHasNotBeen) {
+    TempDir dir;
+    auto bytes = [](const std::string& s) { return std::as_bytes(std::span(s)); };
+    UniqueFd fd(::open((dir / "f").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    ASSERT_TRUE(fd);
+    {
+        io::Sink sink(fd.get(), true, true, "f");
+        sink.write(bytes("aaaaaaaaaa"));
+        EXPECT_THROW(sink.write_ahead(5, bytes("x")), Error);  // behind the position
+        EXPECT_THROW(sink.skip_written(1), Error);              // nothing ahead
+        sink.write_ahead(20, bytes("WX"));
+        EXPECT_THROW(sink.write_ahead(30, bytes("q")), Error);  // not after the last
+        sink.write_ahead(22, bytes("YZ"));
+        sink.write(bytes("bbbbbbbbbb"));
+        EXPECT_THROW(sink.skip_written(5), Error);  // more than was written ahead
+        sink.skip_written(4);
+        sink.write(bytes("c"));
+        sink.finish();
+    }
+    const auto got = slurp(dir / "f");
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(got.data()), got.size()), "aaaaaaaaaabbbbbbbbbbWXYZc");
+    const auto piped = through_pipe([&](int pfd) {
+        io::Sink sink(pfd, false, false, "pipe");
+        EXPECT_THROW(sink.write_ahead(0, bytes("x")), Error);
+    });
+    EXPECT_TRUE(piped.empty());
+}
+
 // A temporary directory that cannot take the spill: a clear error naming it.
 TEST(DigestTable, ASpillDirectoryThatCannotBeWrittenIsNamed) {
     TempDir dir;
