@@ -3,7 +3,9 @@
 // before the first page (plan.hpp), so a pipe and a file get the same bytes;
 // on a seekable output the guest kernel's notes found during the pass go
 // into the room the plan kept (late_notes.hpp) and the kernel image program
-// header into its reserved slot.
+// header into its reserved slot. The trailer's chunk digests are held a
+// window at a time (DigestTable): on a seekable output each window goes to
+// its planned place in the trailer at once, a pipe's to a temporary file.
 #pragma once
 
 #include <elf.h>
