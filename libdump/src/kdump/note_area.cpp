@@ -1,6 +1,5 @@
 #include "kdump/note_area.hpp"
 
-#include <cstring>
 #include <string>
 
 #include "p2m/p2m_walk.hpp"
@@ -104,22 +103,8 @@ NoteArea write_note_area(io::Sink& out, const DumpSpec& spec, const PageSource& 
     }
     w.write(rest.bytes());
     area.size = w.size;
-    if (chunk_digests) {
-        // Written as it goes: the note's header, the chunk digests (from
-        // the table, a window at a time), the notes' and the table's digests.
-        const format::DigestDescHead head{format::kDigestXxh3_128, format::kDigestChunkPages};
-        const uint64_t descsz = sizeof head + sizeof(XXH128_canonical_t) * (chunk_digests->size() + 2);
-        if (writer::note_padded_desc_size(format::kNameXenCore, descsz) != descsz)
-            throw Error("internal error: NT_XEN_DIGEST would need padding");
-        const auto header = writer::note_header(format::kNameXenCore, format::kNtXenDigest, descsz);
-        const XXH128_canonical_t notes_digest = w.hash.finish_and_reset(), table_digest = table.finish_and_reset();
-        out.write(header);
-        out.write(bytes_of(head));
-        chunk_digests->write_to(out);
-        out.write(bytes_of(notes_digest));
-        out.write(bytes_of(table_digest));
-        area.size += header.size() + descsz;
-    }
+    if (chunk_digests)
+        area.size += writer::write_digest_note(out, *chunk_digests, w.hash.finish_and_reset(), table.finish_and_reset());
     return area;
 }
 

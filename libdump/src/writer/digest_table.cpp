@@ -7,7 +7,9 @@
 #include <cstdlib>
 
 #include "util/util.hpp"
+#include "writer/notes.hpp"
 #include "xendump/error.hpp"
+#include "xendump/format.hpp"
 
 namespace xendump::writer {
 
@@ -103,6 +105,22 @@ void DigestTable::write_to(io::Sink& out) {
         }
     }
     out.write(std::as_bytes(std::span(buf_)));
+}
+
+uint64_t write_digest_note(io::Sink& out, DigestTable& chunks, const XXH128_canonical_t& notes_digest,
+                           const XXH128_canonical_t& table_digest) {
+    const format::DigestDescHead head{format::kDigestXxh3_128, format::kDigestChunkPages};
+    const uint64_t descsz = sizeof head + kDigest * (chunks.size() + 2);
+    // 8 + 16k bytes after a 24-byte header: the next note stays 8-aligned unpadded.
+    if (note_padded_desc_size(format::kNameXenCore, descsz) != descsz)
+        throw Error("internal error: NT_XEN_DIGEST would need padding");
+    const auto header = note_header(format::kNameXenCore, format::kNtXenDigest, descsz);
+    out.write(header);
+    out.write(bytes_of(head));
+    chunks.write_to(out);
+    out.write(bytes_of(notes_digest));
+    out.write(bytes_of(table_digest));
+    return header.size() + descsz;
 }
 
 }  // namespace xendump::writer

@@ -62,4 +62,11 @@ private:
     std::string spill_dir_;
 };
 
+// Writes NT_XEN_DIGEST (xen-dump-core(5) "Trailer notes") at out's
+// position: its "XEN CORE" note header, DigestDescHead, every digest of
+// `chunks` (DigestTable::write_to), then the digest of the note segment and
+// of the table. Returns the note's size.
+uint64_t write_digest_note(io::Sink& out, DigestTable& chunks, const XXH128_canonical_t& notes_digest,
+                           const XXH128_canonical_t& table_digest);
+
 }  // namespace xendump::writer

@@ -195,15 +195,8 @@ void V1Encoder::write_phdrs_at_end(const std::optional<Elf64_Phdr>& kernel, io::
 void V1Encoder::write_trailer(const pipeline::PassOutcome& pass, const XXH128_canonical_t& notes_digest,
                               io::Sink& sink) {
     using format::kNameXenCore;
-    if (digests()) {
-        const format::DigestDescHead head{format::kDigestXxh3_128, format::kDigestChunkPages};
-        const uint64_t descsz = plan_.digest_note_size - note_header_size(kNameXenCore);
-        sink.write(note_header(kNameXenCore, format::kNtXenDigest, descsz));
-        sink.write(bytes_of(head));
-        chunk_digests_.write_to(sink);
-        sink.write(bytes_of(notes_digest));
-        sink.write(bytes_of(plan_.p2m_digest));
-    }
+    if (digests() && write_digest_note(sink, chunk_digests_, notes_digest, plan_.p2m_digest) != plan_.digest_note_size)
+        throw Error("internal error: NT_XEN_DIGEST's size is not the planned one", name_);
     uint64_t used = 0;
     const auto& bad = pass.unreadable_pfns;
     if (!bad.empty()) {
