@@ -8,16 +8,21 @@
 // the table as it goes, so what it holds does not grow with the pages:
 // batches of at most 4 MiB whose pages in flight stay within 32 MiB whatever
 // the threads (more threads, smaller batches), 64Ki-entry windows (1 MiB),
-// plus what grows with the guest's shape, not its size: 56 bytes per run of
-// consecutive pfns (the program headers), 8 bytes per page that could not be
-// read, and 16 bytes per 256 pages of digests (16 MiB for 1 TiB, the most
-// one NT_XEN_P2M describes). The dumper's page source adds 32 bytes per
-// extent (xendump/dumper.hpp). A usual guest of any size stays under 128 MiB.
+// the page digests (16 bytes per 256 pages) 4096 at a time (64 KiB): a
+// seekable output gets each window in its place in the trailer at once, a
+// pipe's wait in an unnamed temporary file ($TMPDIR, else /var/tmp) until
+// the trailer is written; plus what grows with the guest's shape, not its
+// size: 56 bytes per run of consecutive pfns (the program headers) and 8
+// bytes per page that could not be read. The dumper's page source adds 32
+// bytes per extent (xendump/dumper.hpp). A usual guest of any size stays
+// under 128 MiB.
 // write_kdump_file() (xendump/kdump.hpp) takes the same windows: its
 // bitmaps are written a 1 MiB chunk at a time, its descriptors a batch at a
-// time, its note area's table a window at a time; what grows is the same
-// (the digests, the unreadable pages), and for a PV guest whose machine
-// frames do not rise with its pfns, 1.125 bits per machine frame up to its
+// time, its note area's table a window at a time, its digests a window at a
+// time through a temporary file (the note area's offset is known only after
+// the pages); what grows is the same (the unreadable pages), and for a PV
+// guest whose machine frames do not rise with its pfns, 1.125 bits per
+// machine frame up to its
 // highest (the stored frames' bitmap, to place each descriptor). A compact
 // file of a dump level (xen-dump-convert --dump-level, xen-dumpd
 // --dump-level) still holds the list of the pages kept (16 bytes each) and,

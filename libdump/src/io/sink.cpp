@@ -58,6 +58,28 @@ void Sink::write_at(uint64_t offset, std::span<const std::byte> data) {
     if (done < data.size()) throw_errno("cannot rewrite the head of the file", name_, offset + done);
 }
 
+void Sink::write_ahead(uint64_t offset, std::span<const std::byte> data) {
+    if (!seekable_) throw Error("internal error: writing ahead in a stream that cannot seek", name_, offset);
+    if (offset < pos_) throw Error("internal error: writing ahead behind the position", name_, offset);
+    if (data.empty()) return;
+    // One stretch ahead at a time, written front to back.
+    if (ahead_end_ > ahead_begin_ && offset != ahead_end_)
+        throw Error("internal error: writes ahead out of order", name_, offset);
+    const size_t done = util::pwrite_full(fd_, data.data(), data.size(), offset);
+    if (done < data.size()) throw_errno("write failed", name_, offset + done);
+    if (ahead_end_ == ahead_begin_) ahead_begin_ = offset;
+    ahead_end_ = offset + data.size();
+}
+
+void Sink::skip_written(uint64_t n) {
+    if (n == 0) return;
+    if (pos_ != ahead_begin_ || n > ahead_end_ - ahead_begin_)
+        throw Error("internal error: skipping bytes not written ahead", name_, pos_);
+    pos_ += n;
+    ahead_begin_ = pos_;
+    write_behind();
+}
+
 void Sink::write(std::span<const std::byte> data) {
     iovec iov{const_cast<std::byte*>(data.data()), data.size()};
     writev(std::span<const iovec>(&iov, 1));
@@ -101,6 +123,9 @@ bool unsupported(int e) { return e == EINVAL || e == ENOSYS || e == ESPIPE || e 
 }  // namespace
 
 void Sink::write_behind() {
+    // Every move of the position comes here: it must not have run over bytes written ahead.
+    if (ahead_end_ > ahead_begin_ && pos_ > ahead_begin_)
+        throw Error("internal error: wrote over bytes written ahead", name_, ahead_begin_);
     if (!regular_ || !seekable_ || pos_ - started_ < kWriteBehindWindow) return;
     // A filesystem that refuses these calls loses only speed. A write error
     // they report must not be lost: the kernel reports it once per open

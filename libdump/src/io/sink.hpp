@@ -32,6 +32,15 @@ public:
     // Error otherwise): what an encoder learns after the pages goes into
     // the head it wrote first. The position stays where it was.
     void write_at(uint64_t offset, std::span<const std::byte> data);
+    // Writes bytes ahead of the position, at `offset` >= offset() (a
+    // seekable output only: Error otherwise): what an encoder knows the
+    // place of before the stream reaches it (the v1 trailer's chunk
+    // digests, a window at a time) goes there at once instead of being held.
+    // The stream later passes over them with skip_written().
+    void write_ahead(uint64_t offset, std::span<const std::byte> data);
+    // The next `n` bytes were written by write_ahead(): the position moves
+    // past them without writing.
+    void skip_written(uint64_t n);
 
     // Regular files are written behind: every kWriteBehindWindow bytes the
     // kernel is told to start writing the window just filled, and what lies
@@ -64,6 +73,7 @@ private:
     bool holes_ = false;
     bool regular_ = false;
     uint64_t pos_ = 0;
+    uint64_t ahead_begin_ = 0, ahead_end_ = 0;  // the bytes write_ahead() wrote and skip_written() has not passed
     // Write-behind (regular files): [flushed_, started_) is being written to
     // disk; everything below flushed_ is on disk and dropped from the cache.
     uint64_t started_ = 0, flushed_ = 0;

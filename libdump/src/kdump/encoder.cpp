@@ -110,7 +110,7 @@ Heads heads(const DumpSpec& spec, const KdumpLayout& L, const NoteArea& notes, u
 
 KdumpEncoder::KdumpEncoder(const DumpSpec& spec, const PageSource& stored, const PageSource* present,
                            Compression compression, bool digests, unsigned dump_level, PageSource& source,
-                           std::string name)
+                           std::string name, size_t digest_window)
     : spec_(spec),
       stored_(stored),
       present_(present),
@@ -119,7 +119,8 @@ KdumpEncoder::KdumpEncoder(const DumpSpec& spec, const PageSource& stored, const
       dump_level_(dump_level),
       source_(source),
       name_(std::move(name)),
-      cursor_(stored) {
+      cursor_(stored),
+      chunk_digests_(name_, digest_window) {
     validate_spec(spec, stored);
     const Index index = spec.type == format::GuestType::pv ? Index::machine : Index::pfn;
     layout_ = plan_kdump(stored, index, present);
@@ -165,7 +166,7 @@ void KdumpEncoder::write(pipeline::PageBatch& b, io::Sink& out) {
         if (ranks_) slots_.push_back(ranks_->rank(cursor_.at(next_).gmfn));
         ++next_;
         if (hash_)
-            hash_->update(b.page[i], kPage, [this](const XXH128_canonical_t& d) { chunk_digests_.push_back(d); });
+            hash_->update(b.page[i], kPage, [this](const XXH128_canonical_t& d) { chunk_digests_.add(d); });
         if (b.zero[i]) {
             descs_.push_back({layout_.zero_page_offset, static_cast<uint32_t>(kPage), 0, 0});
             continue;
@@ -200,7 +201,7 @@ void KdumpEncoder::finish(const pipeline::PassOutcome& pass, const pipeline::Fou
         throw Error("internal error: the pass kept " + std::to_string(next_) + " of the " + std::to_string(nr_stored_) +
                         " pages planned for the compact file",
                     name_);
-    if (hash_ && hash_->pending()) chunk_digests_.push_back(hash_->finish());
+    if (hash_ && hash_->pending()) chunk_digests_.add(hash_->finish());
     out.zeros((8 - out.offset() % 8) % 8);
     const uint64_t note_offset = out.offset();
     const NoteArea notes =

@@ -16,9 +16,11 @@
 // pass: every page of the source, or those a selector keeps
 // (pipeline::selected_entries), which the pass must keep exactly.
 // Memory (issue 19): the lists of pages are read in windows (nr_entries(),
-// read_entries()), never whole; nothing is held per page but the chunk
-// digests (16 bytes per 256 pages), and for a PV guest whose machine frames
-// do not rise with its pfns, its stored frames' bitmap (KeyRanks).
+// read_entries()), never whole; the chunk digests are held a window at a
+// time and spilled to a temporary file beyond it (writer::DigestTable: the
+// note area's place is known only after the pages); nothing is held per page
+// but, for a PV guest whose machine frames do not rise with its pfns, its
+// stored frames' bitmap (KeyRanks).
 #pragma once
 
 #include <xxhash.h>
@@ -32,6 +34,7 @@
 #include "kdump/layout.hpp"
 #include "pipeline/encoder.hpp"
 #include "stream_hash.hpp"
+#include "writer/digest_table.hpp"
 #include "xendump/dump_spec.hpp"
 #include "xendump/kdump.hpp"
 #include "xendump/page_source.hpp"
@@ -44,9 +47,11 @@ public:
     // `present`: every page that exists (the 1st bitmap), null when the
     // same; both outlive the encoder. `source` re-reads the guest's utsname
     // for the header in finish(). Validates the input (Error) before
-    // anything is written.
+    // anything is written. `digest_window`: chunk digests held in memory
+    // (writer::DigestTable).
     KdumpEncoder(const DumpSpec& spec, const PageSource& stored, const PageSource* present,
-                 Compression compression, bool digests, unsigned dump_level, PageSource& source, std::string name);
+                 Compression compression, bool digests, unsigned dump_level, PageSource& source, std::string name,
+                 size_t digest_window = writer::DigestTable::kWindow);
 
     // Zero pages are stored once and shared (the pass classifies them).
     bool needs_zero_flags(const io::Sink&) const override { return true; }
@@ -57,6 +62,8 @@ public:
     void prepare(pipeline::PageBatch& batch) const override;
     void write(pipeline::PageBatch& batch, io::Sink& out) override;
     void finish(const pipeline::PassOutcome& pass, const pipeline::FoundNotes& found, io::Sink& out) override;
+
+    const writer::DigestTable& chunk_digests() const noexcept { return chunk_digests_; }
 
 private:
     const DumpSpec& spec_;
@@ -78,7 +85,7 @@ private:
     uint64_t next_ = 0;  // index in stored_ of the next kept page
     std::vector<uint64_t> slots_;  // one batch's descriptor slots (ranks_), reused
     std::optional<ChunkedHash> hash_;
-    std::vector<XXH128_canonical_t> chunk_digests_;
+    writer::DigestTable chunk_digests_;
 };
 
 }  // namespace xendump::kdump

@@ -1,6 +1,5 @@
 #include "kdump/note_area.hpp"
 
-#include <cstring>
 #include <string>
 
 #include "p2m/p2m_walk.hpp"
@@ -45,7 +44,7 @@ struct HashedOut {
 
 NoteArea write_note_area(io::Sink& out, const DumpSpec& spec, const PageSource& entries,
                          const pipeline::FoundNotes* late, std::span<const uint64_t> unreadable,
-                         const std::vector<XXH128_canonical_t>* chunk_digests) {
+                         writer::DigestTable* chunk_digests) {
     validate_spec(spec, entries);
     const bool pv = spec.type == format::GuestType::pv;
     const uint64_t n = entries.nr_entries();
@@ -104,22 +103,8 @@ NoteArea write_note_area(io::Sink& out, const DumpSpec& spec, const PageSource& 
     }
     w.write(rest.bytes());
     area.size = w.size;
-    if (chunk_digests) {
-        std::vector<std::byte> desc(sizeof(format::DigestDescHead));
-        const format::DigestDescHead head{format::kDigestXxh3_128, format::kDigestChunkPages};
-        std::memcpy(desc.data(), &head, sizeof head);
-        auto add = [&desc](const XXH128_canonical_t& d) {
-            auto b = bytes_of(d);
-            desc.insert(desc.end(), b.begin(), b.end());
-        };
-        for (const auto& d : *chunk_digests) add(d);
-        add(w.hash.finish_and_reset());
-        add(table.finish_and_reset());
-        writer::NoteBuffer last;
-        last.add(format::kNameXenCore, format::kNtXenDigest, desc);
-        out.write(last.bytes());
-        area.size += last.size();
-    }
+    if (chunk_digests)
+        area.size += writer::write_digest_note(out, *chunk_digests, w.hash.finish_and_reset(), table.finish_and_reset());
     return area;
 }
 

@@ -23,6 +23,7 @@
 
 #include "io/sink.hpp"
 #include "pipeline/found_notes.hpp"
+#include "writer/digest_table.hpp"
 #include "xendump/dump_spec.hpp"
 #include "xendump/page_source.hpp"
 #include "xendump/writer.hpp"
@@ -43,10 +44,11 @@ void validate_spec(const DumpSpec& spec, const PageSource& entries);
 // Writes the note area at out's offset, in one pass: the notes before the
 // table, NT_XEN_P2M's descriptor a window of `entries` at a time (PV), the
 // rest; the notes' and the table's digests are hashed as they go.
-// `chunk_digests` null: written without digests.
+// NT_XEN_DIGEST's chunk digests are copied from `chunk_digests` (a window
+// at a time); null: written without digests.
 NoteArea write_note_area(io::Sink& out, const DumpSpec& spec, const PageSource& entries,
                          const pipeline::FoundNotes* late, std::span<const uint64_t> unreadable,
-                         const std::vector<XXH128_canonical_t>* chunk_digests);
+                         writer::DigestTable* chunk_digests);
 
 // Xen's XEN_ELFNOTE_CRASH_INFO ("Xen" note; xen/include/public/elfnote.h).
 inline constexpr uint32_t kXenElfnoteCrashInfo = 0x1000001;

@@ -57,12 +57,24 @@ void write_pfn_array(io::Sink& sink, const PageSource& source) {
 
 }  // namespace
 
-V1Encoder::V1Encoder(const DumpSpec& spec, const PageSource& source, bool digests, bool kernel_room, std::string name)
-    : source_(source), plan_(plan_dump(spec, source, digests, kernel_room)), name_(std::move(name)) {
-    chunk_digests_.reserve(plan_.nr_chunks);
+V1Encoder::V1Encoder(const DumpSpec& spec, const PageSource& source, bool digests, bool kernel_room, std::string name,
+                     size_t digest_window)
+    : source_(source),
+      plan_(plan_dump(spec, source, digests, kernel_room)),
+      name_(std::move(name)),
+      chunk_digests_(name_, digest_window) {}
+
+// Where NT_XEN_DIGEST's chunk digests start: after its header and DigestDescHead.
+uint64_t V1Encoder::chunk_digests_offset() const {
+    return plan_.layout.trailer_offset + note_header_size(format::kNameXenCore) + sizeof(format::DigestDescHead);
 }
 
-void V1Encoder::begin(io::Sink& out) { out.write(plan_.head); }
+void V1Encoder::begin(io::Sink& out) {
+    // A seekable output gets each window of digests in its place in the
+    // trailer at once (planned); a pipe's go to a temporary file.
+    if (digests() && out.positional()) chunk_digests_.place_in(out, chunk_digests_offset());
+    out.write(plan_.head);
+}
 
 void V1Encoder::prepare(pipeline::PageBatch& b) const {
     if (!digests()) return;
@@ -100,7 +112,7 @@ void V1Encoder::write(pipeline::PageBatch& b, io::Sink& sink) {
     if (digests()) {
         const auto* work = dynamic_cast<const ChunkDigests*>(b.work.get());
         if (!work) throw Error("internal error: batch without digests", name_);
-        chunk_digests_.insert(chunk_digests_.end(), work->digests.begin(), work->digests.end());
+        chunk_digests_.add(work->digests);
     }
     const size_t bytes = b.count * kPage;
     // A source file's pages are copied as they lie (copy_file_range) unless
@@ -183,15 +195,8 @@ void V1Encoder::write_phdrs_at_end(const std::optional<Elf64_Phdr>& kernel, io::
 void V1Encoder::write_trailer(const pipeline::PassOutcome& pass, const XXH128_canonical_t& notes_digest,
                               io::Sink& sink) {
     using format::kNameXenCore;
-    if (digests()) {
-        const format::DigestDescHead head{format::kDigestXxh3_128, format::kDigestChunkPages};
-        const uint64_t descsz = plan_.digest_note_size - note_header_size(kNameXenCore);
-        sink.write(note_header(kNameXenCore, format::kNtXenDigest, descsz));
-        sink.write(bytes_of(head));
-        sink.write(std::as_bytes(std::span(chunk_digests_)));
-        sink.write(bytes_of(notes_digest));
-        sink.write(bytes_of(plan_.p2m_digest));
-    }
+    if (digests() && write_digest_note(sink, chunk_digests_, notes_digest, plan_.p2m_digest) != plan_.digest_note_size)
+        throw Error("internal error: NT_XEN_DIGEST's size is not the planned one", name_);
     uint64_t used = 0;
     const auto& bad = pass.unreadable_pfns;
     if (!bad.empty()) {

@@ -3,7 +3,9 @@
 // before the first page (plan.hpp), so a pipe and a file get the same bytes;
 // on a seekable output the guest kernel's notes found during the pass go
 // into the room the plan kept (late_notes.hpp) and the kernel image program
-// header into its reserved slot.
+// header into its reserved slot. The trailer's chunk digests are held a
+// window at a time (DigestTable): on a seekable output each window goes to
+// its planned place in the trailer at once, a pipe's to a temporary file.
 #pragma once
 
 #include <elf.h>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "pipeline/encoder.hpp"
+#include "writer/digest_table.hpp"
 #include "writer/plan.hpp"
 
 namespace xendump::writer {
@@ -26,7 +29,9 @@ public:
     // size does not depend on what is found). Validates the input (Error).
     // The entries are read from `source` a window at a time, here and in
     // finish() (the table); `source` outlives the encoder.
-    V1Encoder(const DumpSpec& spec, const PageSource& source, bool digests, bool kernel_room, std::string name);
+    // `digest_window`: chunk digests held in memory (DigestTable).
+    V1Encoder(const DumpSpec& spec, const PageSource& source, bool digests, bool kernel_room, std::string name,
+              size_t digest_window = DigestTable::kWindow);
 
     bool needs_zero_flags(const io::Sink& out) const override { return digests() || out.holes(); }
     size_t batch_alignment() const override { return format::kDigestChunkPages; }
@@ -39,9 +44,11 @@ public:
 
     const DumpPlan& plan() const noexcept { return plan_; }
     bool kernel_segment() const noexcept { return kernel_segment_; }
+    const DigestTable& chunk_digests() const noexcept { return chunk_digests_; }
 
 private:
     bool digests() const noexcept { return plan_.digest_note_size != 0; }
+    uint64_t chunk_digests_offset() const;
     XXH128_canonical_t finish_notes(const pipeline::FoundNotes& found, io::Sink& out);
     std::optional<Elf64_Phdr> kernel_phdr(const pipeline::FoundNotes& found) const;
     void write_trailer(const pipeline::PassOutcome& pass, const XXH128_canonical_t& notes_digest, io::Sink& out);
@@ -50,7 +57,7 @@ private:
     const PageSource& source_;
     DumpPlan plan_;
     std::string name_;
-    std::vector<XXH128_canonical_t> chunk_digests_;  // nr_chunks of them by the end
+    DigestTable chunk_digests_;  // nr_chunks of them by the end, a window in memory
     std::vector<iovec> iov_;
     bool kernel_segment_ = false;
 };

@@ -1,0 +1,126 @@
+#include "writer/digest_table.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "util/util.hpp"
+#include "writer/notes.hpp"
+#include "xendump/error.hpp"
+#include "xendump/format.hpp"
+
+namespace xendump::writer {
+
+namespace {
+
+constexpr uint64_t kDigest = sizeof(XXH128_canonical_t);
+
+// $TMPDIR when set, else /var/tmp (large, and private to the service:
+// PrivateTmp=).
+std::string spill_directory() {
+    const char* dir = std::getenv("TMPDIR");
+    return dir && *dir ? dir : "/var/tmp";
+}
+
+// An unlinked file in `dir`: O_TMPFILE, else a name removed at once.
+UniqueFd unnamed_file(const std::string& dir) {
+    UniqueFd fd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    if (fd) return fd;
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+        throw_errno("cannot create a temporary file for the page digests", dir);
+    std::string tmpl = dir + "/.xendump-digests.XXXXXX";
+    fd.reset(::mkostemp(tmpl.data(), O_CLOEXEC));
+    if (!fd) throw_errno("cannot create a temporary file for the page digests", tmpl);
+    ::unlink(tmpl.c_str());
+    return fd;
+}
+
+}  // namespace
+
+DigestTable::DigestTable(std::string name, size_t window) : name_(std::move(name)), window_(window) {
+    if (window_ == 0) throw Error("internal error: digest window 0", name_);
+}
+
+void DigestTable::place_in(io::Sink& out, uint64_t offset) {
+    if (size() != 0) throw Error("internal error: digest table placed after its first digest", name_);
+    place_ = &out;
+    offset_ = offset;
+}
+
+void DigestTable::add(const XXH128_canonical_t& digest) {
+    buf_.reserve(window_);  // once: the window, never more
+    buf_.push_back(digest);
+    if (buf_.size() == window_) flush();
+}
+
+void DigestTable::add(std::span<const XXH128_canonical_t> digests) {
+    buf_.reserve(window_);
+    while (!digests.empty()) {
+        const size_t take = std::min(digests.size(), window_ - buf_.size());
+        buf_.insert(buf_.end(), digests.begin(), digests.begin() + static_cast<std::ptrdiff_t>(take));
+        digests = digests.subspan(take);
+        if (buf_.size() == window_) flush();
+    }
+}
+
+void DigestTable::flush() {
+    const auto bytes = std::as_bytes(std::span(buf_));
+    if (place_) {
+        place_->write_ahead(offset_ + flushed_ * kDigest, bytes);
+    } else {
+        if (!spill_) {
+            spill_dir_ = spill_directory();
+            spill_ = unnamed_file(spill_dir_);
+        }
+        const uint64_t at = flushed_ * kDigest;
+        const size_t done = util::pwrite_full(spill_.get(), bytes.data(), bytes.size(), at);
+        if (done < bytes.size())
+            throw_errno("cannot write the page digests of " + name_ + " to a temporary file", spill_dir_, at + done);
+    }
+    flushed_ += buf_.size();
+    buf_.clear();
+}
+
+void DigestTable::write_to(io::Sink& out) {
+    if (place_) {
+        if (&out != place_ || out.offset() != offset_)
+            throw Error("internal error: digest table not at its planned offset", name_, out.offset());
+        out.skip_written(flushed_ * kDigest);
+    } else if (flushed_) {
+        // The spilled windows, one window at a time through a buffer of that size.
+        std::vector<XXH128_canonical_t> window(window_);
+        for (uint64_t k = 0; k < flushed_;) {
+            const size_t n = static_cast<size_t>(std::min<uint64_t>(window_, flushed_ - k));
+            const auto bytes = std::as_writable_bytes(std::span(window).first(n));
+            const long got = util::pread_full(spill_.get(), bytes.data(), bytes.size(), k * kDigest);
+            if (got != static_cast<long>(bytes.size())) {
+                if (got >= 0) errno = EIO;  // shorter than what was written there
+                throw_errno("cannot read back the page digests of " + name_ + " from a temporary file", spill_dir_,
+                            k * kDigest);
+            }
+            out.write(bytes);
+            k += n;
+        }
+    }
+    out.write(std::as_bytes(std::span(buf_)));
+}
+
+uint64_t write_digest_note(io::Sink& out, DigestTable& chunks, const XXH128_canonical_t& notes_digest,
+                           const XXH128_canonical_t& table_digest) {
+    const format::DigestDescHead head{format::kDigestXxh3_128, format::kDigestChunkPages};
+    const uint64_t descsz = sizeof head + kDigest * (chunks.size() + 2);
+    // 8 + 16k bytes after a 24-byte header: the next note stays 8-aligned unpadded.
+    if (note_padded_desc_size(format::kNameXenCore, descsz) != descsz)
+        throw Error("internal error: NT_XEN_DIGEST would need padding");
+    const auto header = note_header(format::kNameXenCore, format::kNtXenDigest, descsz);
+    out.write(header);
+    out.write(bytes_of(head));
+    chunks.write_to(out);
+    out.write(bytes_of(notes_digest));
+    out.write(bytes_of(table_digest));
+    return header.size() + descsz;
+}
+
+}  // namespace xendump::writer
