@@ -21,6 +21,7 @@
 #include "kdump/format.hpp"
 #include "kdump/kdump_file.hpp"
 #include "kdump/write_kdump.hpp"
+#include "reader/digest_table.hpp"
 #include "reader/dump_file.hpp"
 #include "xendump/convert.hpp"
 #include "xendump/dumper.hpp"
@@ -409,6 +410,44 @@ TEST(Kdump, PvPagesAreFiledByMachineFrame) {
     DumpReader r = DumpReader::open(p);
     std::vector<std::byte> got(4096);
     EXPECT_FALSE(r.read_page_by_pfn(700, got));
+}
+
+// Issue 19: the digest note (16 bytes a 256-page chunk, 16 MiB for a 1 TiB
+// guest) is left in the file at open, as the PV table is, and read by
+// verify through a window of stored digests that moves as it is asked.
+TEST(Kdump, DigestsStayOnDiskAndAreReadInWindows) {
+    std::vector<PageEntry> list;
+    for (uint64_t pfn = 0; pfn < 1300; ++pfn) list.push_back({pfn, pfn});
+    MixedSource src(list);
+    TempDir dir;
+    const fs::path p = dir / "hvm";
+    write_kdump_file(p, mixed_spec(format::GuestType::hvm), src, test::kdump_options(Compression::zstd, 1));
+
+    const auto file = std::make_shared<reader::DumpFile>(p.string());
+    kdump::KdumpFile k(file);
+    const reader::Note* note = k.notes().find("XEN CORE", format::kNtXenDigest);
+    ASSERT_NE(note, nullptr);
+    EXPECT_TRUE(note->desc.empty()) << "the digest note was read at open";
+    const uint64_t chunks = (list.size() + 255) / 256;  // 6, then the notes' and the table's
+    ASSERT_EQ(note->desc_size, sizeof(format::DigestDescHead) + 16 * (chunks + 2));
+
+    reader::DigestTable table(*file, *note, 3);
+    EXPECT_FALSE(table.format_problem(list.size()).has_value());
+    EXPECT_EQ(table.chunks(list.size()), chunks);
+    EXPECT_TRUE(table.format_problem(list.size() + 256).has_value());  // a chunk short
+    const std::string bytes = read_file(p);
+    auto stored = [&](uint64_t i) {
+        return bytes.substr(static_cast<size_t>(table.offset_of(i)), 16);
+    };
+    auto got = [&](uint64_t i) {
+        const auto c = table.at(i);
+        return std::string(reinterpret_cast<const char*>(&c), sizeof c);
+    };
+    // Forward, back across windows, and the last one (the table's digest).
+    for (uint64_t i : {0, 1, 2, 3, 7, 4, 0, 5, 6, 2})
+        EXPECT_EQ(got(static_cast<uint64_t>(i)), stored(static_cast<uint64_t>(i))) << "digest " << i;
+    EXPECT_THROW(table.at(chunks + 2), Error);
+    EXPECT_TRUE(DumpReader::open(p).verify().empty());
 }
 
 // Frames that fall as the pfns rise, spread over 24 Mi frames: the bitmaps

@@ -11,14 +11,15 @@
 //   ~2.5 MiB (windows, cache, read buffers) + the note segment (kilobytes)
 //   + ~100 bytes a run (PT_LOAD + PageRun)
 //   + 32 bytes a gmfn stretch (PV, after the first gmfn lookup or verify)
-//   + 8 bytes an unreadable page
-//   + 16 bytes a 256-page digest chunk (the NT_XEN_DIGEST note: 1 MiB for
-//     64 GiB of guest, 16 MiB for 1 TiB; verify compares each chunk as it
-//     is hashed and keeps nothing per chunk).
+//   + 8 bytes an unreadable page.
+// The NT_XEN_DIGEST note (16 bytes a 256-page chunk: 16 MiB for 1 TiB of
+// guest) stays on disk too: verify reads the stored digests 64 KiB at a
+// time as it hashes the chunks, and keeps nothing per chunk.
 // A compact (kdump) file adds 8 bytes per 32768 frames of its two bitmaps
-// (which stay on disk: a count of set bits per 4 KiB block) and a 32 KiB
-// block cache for each; its runs (an HVM or PVH guest's table is made from them)
-// are as many as the stretches of pfns its dump level kept.
+// (which stay on disk: a count of set bits per 4 KiB block, 64 KiB a bitmap
+// for 1 TiB of frames) and a 32 KiB block cache for each; its runs (an HVM
+// or PVH guest's table is made from them) are as many as the stretches of
+// pfns its dump level kept.
 // A usual guest has few runs and stretches: a 1 TiB guest stays well under
 // 128 MiB. Only entries() (a span) loads the whole table, on first use;
 // page_source() reads it a window at a time (PageSource::read_entries).

@@ -81,12 +81,14 @@ KdumpFile::KdumpFile(std::shared_ptr<const reader::DumpFile> file) : file_(std::
     if (!range_inside(sub_.offset_note, sub_.size_note, size))
         fail("kdump-notes", "kdump_sub_header", kBlockSize + offsetof(KdumpSubHeader, offset_note),
              reader::past_end("offset_note", sub_.offset_note, "size_note", sub_.size_note, size));
-    // Note by note: the table stays on disk; the digests and the unreadable
-    // list are at most as large as they can be for this many pages.
-    auto limit = [stored](std::string_view name, uint32_t type) -> uint64_t {
+    // Note by note: the table and the digests stay on disk (the digests
+    // bounded by what this many pages need: verify reads them in windows);
+    // the unreadable list is at most as large as it can be for this many pages.
+    auto limit = [stored](std::string_view name, uint32_t type) -> reader::DescriptorRule {
         if (name == format::kNameXenCore) {
             if (type == format::kNtXenP2m) return 0;
-            if (type == format::kNtXenDigest) return sizeof(format::DigestDescHead) + 16 * (stored + 2);
+            if (type == format::kNtXenDigest)
+                return reader::DescriptorRule::unread_up_to(sizeof(format::DigestDescHead) + 16 * (stored + 2));
             if (type == format::kNtXenUnreadable) return 8 + 8 * stored;
         }
         return kMaxNote;

@@ -6,7 +6,8 @@
 // read 256 at a time (6 KiB) and the pages one by one, the last page read
 // kept so that the pages sharing its data (the shared zero page) are not
 // read again, and the note area's NT_XEN_P2M descriptor (a PV guest's table,
-// 16 bytes a page) is left unread for reader::TableOnDisk.
+// 16 bytes a page) is left unread for reader::TableOnDisk, its NT_XEN_DIGEST
+// descriptor (16 bytes a 256-page chunk) for reader::DigestTable.
 #pragma once
 
 #include <cstdint>
@@ -45,8 +46,8 @@ public:
     // rank.
     const BitmapOnDisk& stored_bitmap() const { return bitmap2_; }
     uint64_t stored_pages() const { return bitmap2_.count(); }
-    // The notes; NT_XEN_P2M's descriptor is not read (Note::desc empty: it
-    // lies at desc_offset, end_offset - desc_offset bytes).
+    // The notes; NT_XEN_P2M's and NT_XEN_DIGEST's descriptors are not read
+    // (Note::desc empty: they lie at desc_offset, desc_size bytes).
     const reader::NoteList& notes() const { return notes_; }
 
     // Descriptor of stored page `index` (checked: inside the file).

@@ -13,6 +13,7 @@
 #include "kdump/note_area.hpp"
 #include "reader/check_error.hpp"
 #include "reader/checked.hpp"
+#include "reader/digest_table.hpp"
 #include "reader/reader_impl.hpp"
 #include "stream_hash.hpp"
 
@@ -115,48 +116,38 @@ std::vector<Finding> check_kdump(const DumpReader::Impl& d, const VerifyOptions&
 
     const bool digests = options.digests && d.digest;
     const uint64_t n = d.nr_entries();
-    const Note* note = d.digest;
-    format::DigestDescHead head{};
-    uint64_t chunks = 0;
+    std::optional<DigestTable> table;  // the stored digests, a window at a time
+    uint64_t chunks = 0, chunk_pages = 0;
     if (digests) {
-        if (note->desc.size() >= sizeof head) std::memcpy(&head, note->desc.data(), sizeof head);
-        chunks = head.chunk_pages ? (n + head.chunk_pages - 1) / head.chunk_pages : 0;
-        if (note->desc.size() < sizeof head || head.algorithm != format::kDigestXxh3_128 || head.chunk_pages == 0 ||
-            note->desc.size() != sizeof head + 16 * (chunks + 2)) {
-            out.add({"digest-format", "NT_XEN_DIGEST note", note->offset,
-                     "algorithm " + std::to_string(head.algorithm) + ", chunk_pages " + std::to_string(head.chunk_pages) +
-                         ", descsz " + std::to_string(note->desc.size()) + ": expected algorithm 1 (XXH3-128) and " +
-                         std::to_string(sizeof head + 16 * (chunks + 2)) + " bytes for " + std::to_string(n) + " pages"});
+        table.emplace(*d.file, *d.digest);
+        if (auto bad = table->format_problem(n)) {
+            out.add(std::move(*bad));
             out.finish();
             return findings;
         }
+        chunks = table->chunks(n);
+        chunk_pages = table->head().chunk_pages;
     }
-    auto stored = [&](uint64_t i) {
-        Canonical c;
-        std::memcpy(&c, note->desc.data() + sizeof head + 16 * i, sizeof c);
-        return c;
-    };
     auto mismatch = [&](const std::string& what, uint64_t offset, uint64_t i, const std::string& detail) {
         out.add({"digest-mismatch", what, offset,
-                 detail + " does not match its XXH3-128 digest (stored at " +
-                     hex(note->desc_offset + sizeof head + 16 * i) + ")"});
+                 detail + " does not match its XXH3-128 digest (stored at " + hex(table->offset_of(i)) + ")"});
     };
 
     // Every page once: it must decompress; with digests, its bytes go to its chunk.
     std::optional<ChunkedHash> hash;
-    if (digests) hash.emplace(uint64_t{head.chunk_pages} * kPage);
+    if (digests) hash.emplace(chunk_pages * kPage);
     uint64_t chunk = 0, chunk_first = 0;
     std::vector<std::byte> page(kPage);
     auto close_chunk = [&](const Canonical& c) {
-        const Canonical want = stored(chunk);
+        const Canonical want = table->at(chunk);
         if (std::memcmp(&c, &want, sizeof c) != 0) {
-            const uint64_t last = std::min(n, chunk_first + head.chunk_pages) - 1;
+            const uint64_t last = std::min(n, chunk_first + chunk_pages) - 1;
             mismatch("page chunk [" + std::to_string(chunk) + "]", k.desc_offset() + chunk_first * sizeof(kdump::PageDesc),
                      chunk, "pages " + std::to_string(chunk_first) + "-" + std::to_string(last) + " (pfns " +
                                 hex(d.pfn_of_index(chunk_first)) + "-" + hex(d.pfn_of_index(last)) + ")");
         }
         ++chunk;
-        chunk_first += head.chunk_pages;
+        chunk_first += chunk_pages;
     };
     // The table in pfn order, a window at a time: each page's descriptor.
     std::vector<PageEntry> entries(TableOnDisk::kWindow);
@@ -175,11 +166,11 @@ std::vector<Finding> check_kdump(const DumpReader::Impl& d, const VerifyOptions&
     if (hash && hash->pending()) close_chunk(hash->finish());
     if (digests) {
         // The note area up to the digest note, and the table as a v1 file stores it.
-        Canonical c = digest_of_range(*d.file, d.notes_offset, note->offset - d.notes_offset, "note area");
-        Canonical want = stored(chunks);
+        Canonical c = digest_of_range(*d.file, d.notes_offset, d.digest->offset - d.notes_offset, "note area");
+        Canonical want = table->at(chunks);
         if (std::memcmp(&c, &want, sizeof c) != 0) mismatch("note area", d.notes_offset, chunks, "the note area");
         c = digest_of_table(d);
-        want = stored(chunks + 1);
+        want = table->at(chunks + 1);
         if (std::memcmp(&c, &want, sizeof c) != 0)
             mismatch(d.table_structure, d.table_offset, chunks + 1, "the page table (bitmap and PFN->GMFN entries)");
     }

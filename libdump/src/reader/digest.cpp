@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "reader/checked.hpp"
+#include "reader/digest_table.hpp"
 #include "xendump/error.hpp"
 #include "reader/reader_impl.hpp"
 #include "stream_hash.hpp"
@@ -54,26 +55,14 @@ void hash_range(const DumpFile& f, uint64_t offset, uint64_t size, uint64_t chun
 
 std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOptions& options) {
     std::vector<Finding> out;
-    const Note& note = *d.digest;
-    const std::string st = "NT_XEN_DIGEST note";
-    format::DigestDescHead head{};
-    if (note.desc.size() >= sizeof head) std::memcpy(&head, note.desc.data(), sizeof head);
     const uint64_t pages = d.pages_size / format::kPageSize;
-    const uint64_t chunks = head.chunk_pages ? (pages + head.chunk_pages - 1) / head.chunk_pages : 0;
-    if (note.desc.size() < sizeof head || head.algorithm != format::kDigestXxh3_128 || head.chunk_pages == 0 ||
-        note.desc.size() != sizeof head + 16 * (chunks + 2)) {
-        out.push_back({"digest-format", st, note.offset,
-                       "algorithm " + std::to_string(head.algorithm) + ", chunk_pages " +
-                           std::to_string(head.chunk_pages) + ", descsz " + std::to_string(note.desc.size()) +
-                           ": expected algorithm 1 (XXH3-128) and " + std::to_string(sizeof head + 16 * (chunks + 2)) +
-                           " bytes for " + std::to_string(pages) + " pages"});
+    DigestTable table(*d.file, *d.digest);
+    if (auto bad = table.format_problem(pages)) {
+        out.push_back(std::move(*bad));
         return out;
     }
-    auto stored = [&](uint64_t k) {
-        Canonical c;
-        std::memcpy(&c, note.desc.data() + sizeof head + 16 * k, sizeof c);
-        return c;
-    };
+    const format::DigestDescHead head = table.head();
+    const uint64_t chunks = table.chunks(pages);
     const uint64_t total = d.pages_size + d.notes_size + d.table_size;
     uint64_t done = 0;
     auto progress = [&](uint64_t n) {
@@ -101,6 +90,8 @@ std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOption
         }
     };
     Mismatches half_a, half_b;
+    // The stored digests, a window at a time: one reader for each half.
+    DigestTable table_b(*d.file, *d.digest);
     uint64_t known = 0;
     if (const PagesReadBack* rb = options.pages_read_back;
         rb && rb->pages_offset == d.pages_offset && rb->pages_size == d.pages_size && rb->chunk_bytes == chunk_bytes) {
@@ -108,25 +99,26 @@ std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOption
         for (uint64_t k = 0; k < known; ++k) {
             Canonical c;
             std::memcpy(&c, rb->chunks[k].data(), sizeof c);
-            half_a.check(k, c, stored(k));
+            half_a.check(k, c, table.at(k));
         }
     }
     std::atomic<uint64_t> pages_done{std::min(d.pages_size, known * chunk_bytes)};
-    auto hash_chunks = [&](uint64_t k0, uint64_t k1, std::vector<std::byte>& b, bool report, Mismatches& m) {
+    auto hash_chunks = [&](uint64_t k0, uint64_t k1, std::vector<std::byte>& b, bool report, Mismatches& m,
+                           DigestTable& stored) {
         const uint64_t from = k0 * chunk_bytes, to = std::min(d.pages_size, k1 * chunk_bytes);
         if (from >= to) return;
         hash_range(
             *d.file, d.pages_offset + from, to - from, chunk_bytes, b, ".xen_pages", options.drop_behind,
-            [&](uint64_t k, const Canonical& c) { m.check(k0 + k, c, stored(k0 + k)); },
+            [&](uint64_t k, const Canonical& c) { m.check(k0 + k, c, stored.at(k0 + k)); },
             [&](uint64_t n) {
                 const uint64_t all = pages_done.fetch_add(n) + n;
                 if (report && options.on_progress) options.on_progress(all, total);
             });
     };
     in_two_halves(chunks - known, chunks - known >= 64, [&](uint64_t k0, uint64_t k1, bool second) {
-        if (!second) return hash_chunks(known + k0, known + k1, buf, true, half_a);
+        if (!second) return hash_chunks(known + k0, known + k1, buf, true, half_a, table);
         std::vector<std::byte> buf2(kReadSize);
-        hash_chunks(known + k0, known + k1, buf2, false, half_b);
+        hash_chunks(known + k0, known + k1, buf2, false, half_b, table_b);
     });
     done = pages_done.load();
 
@@ -140,22 +132,20 @@ std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOption
         const uint64_t last = std::min(pages, first + head.chunk_pages) - 1;
         out.push_back({"digest-mismatch", "page chunk [" + std::to_string(k) + "]", d.pages_offset + k * chunk_bytes,
                        "pages " + std::to_string(first) + "-" + std::to_string(last) +
-                           " do not match their XXH3-128 digest (stored at " +
-                           hex(note.desc_offset + sizeof head + 16 * k) + ")"});
+                           " do not match their XXH3-128 digest (stored at " + hex(table.offset_of(k)) + ")"});
     }
     if (mismatches > kMaxReported)
         out.push_back({"digest-mismatch", ".xen_pages", d.pages_offset,
                        std::to_string(mismatches - kMaxReported) + " more page chunks do not match their digests"});
 
     auto check_whole = [&](uint64_t offset, uint64_t size, uint64_t k, const std::string& what) {
-        const Canonical want = stored(k);
+        const Canonical want = table.at(k);
         hash_range(
             *d.file, offset, size, size ? size : 1, buf, what, options.drop_behind,
             [&](uint64_t, const Canonical& c) {
                 if (std::memcmp(&c, &want, sizeof c) != 0)
                     out.push_back({"digest-mismatch", what, offset,
-                                   "does not match its XXH3-128 digest (stored at " +
-                                       hex(note.desc_offset + sizeof head + 16 * k) + ")"});
+                                   "does not match its XXH3-128 digest (stored at " + hex(table.offset_of(k)) + ")"});
             },
             progress);
     };

@@ -83,13 +83,14 @@ NoteList walk_notes(uint64_t end, uint64_t file_offset, const std::string& struc
         n.offset = file_offset + pos;
         n.desc_offset = file_offset + desc_at;
         n.desc_size = descsz;
-        const uint64_t most = limits.desc ? (*limits.desc)(n.name, type) : UINT64_MAX;
+        const DescriptorRule rule = limits.desc ? (*limits.desc)(n.name, type) : DescriptorRule(UINT64_MAX);
+        const uint64_t most = rule.most;
         if (most != 0 && descsz > most) {
             fail(pos, "note at " + hex(file_offset + pos) + " (type " + std::to_string(type) + ") has a descriptor of " +
                           std::to_string(descsz) + " bytes, more than it can hold here (" + std::to_string(most) + ")");
             return out;
         }
-        if (most != 0) fetch(desc_at, descsz, n.desc);
+        if (rule.read) fetch(desc_at, descsz, n.desc);
         // The last note's descriptor padding may be cut by the end of the
         // segment only if nothing follows (pad bytes are not data).
         n.end_offset = file_offset + (next < end ? next : end);

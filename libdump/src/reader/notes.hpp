@@ -41,10 +41,24 @@ struct NoteList {
 inline constexpr size_t kMaxNotes = 65536;
 NoteList parse_notes(std::span<const std::byte> bytes, uint64_t file_offset, const std::string& structure);
 
-// The largest descriptor the caller reads for a note (name without its NUL,
-// type): 0 leaves it unread (Note::desc empty); a note whose descsz is larger
-// than a non-zero limit is a parse error.
-using DescriptorLimit = std::function<uint64_t(std::string_view name, uint32_t type)>;
+// What the caller does with a note's descriptor (name without its NUL,
+// type). A number is the largest descriptor it reads: 0 leaves it unread
+// (Note::desc empty) whatever its size; a note whose descsz is larger than a
+// non-zero limit is a parse error. unread_up_to(most) leaves it unread too,
+// but bounds it as a limit does: a descriptor that grows with the guest
+// (NT_XEN_DIGEST: 16 bytes a 256-page chunk) is read where it lies, in
+// windows, by whoever uses it (reader::DigestTable).
+struct DescriptorRule {
+    uint64_t most = 0;  // larger is a parse error (0: no bound)
+    bool read = false;  // Note::desc holds the descriptor
+    DescriptorRule(uint64_t limit) : most(limit), read(limit != 0) {}  // NOLINT: a plain limit reads
+    static DescriptorRule unread_up_to(uint64_t most) {
+        DescriptorRule r(most);
+        r.read = false;
+        return r;
+    }
+};
+using DescriptorLimit = std::function<DescriptorRule(std::string_view name, uint32_t type)>;
 
 // The notes of [offset, offset + size) read note by note from the file, so a
 // large note nobody wants (the trailer's padding) costs nothing. The file is

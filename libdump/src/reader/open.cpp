@@ -402,13 +402,16 @@ void Loader::load_vcpus_xen_elf() {
 void Loader::load_trailer() {
     const Section* s = d_.elf.find(".note.xen_trailer");
     if (!s || !s->in_file) return;
-    // Only the two notes a reader uses are read, each at most as large as it
-    // can be for this many pages; the reserved area's padding note (8 bytes a
-    // page of zeros) and anything else stay unread.
+    // Only the unreadable list is read, at most as large as it can be for
+    // this many pages; the digest note is bounded so but left where it lies
+    // (16 bytes a 256-page chunk: verify reads it in windows); the reserved
+    // area's padding note (8 bytes a page of zeros) and anything else stay
+    // unread.
     const uint64_t pages = d_.nr_entries();
-    auto limit = [pages](std::string_view name, uint32_t type) -> uint64_t {
+    auto limit = [pages](std::string_view name, uint32_t type) -> DescriptorRule {
         if (name != format::kNameXenCore) return 0;
-        if (type == format::kNtXenDigest) return sizeof(format::DigestDescHead) + 16 * (pages + 2);
+        if (type == format::kNtXenDigest)
+            return DescriptorRule::unread_up_to(sizeof(format::DigestDescHead) + 16 * (pages + 2));
         if (type == format::kNtXenUnreadable) return 8 + 8 * pages;
         return 0;
     };
