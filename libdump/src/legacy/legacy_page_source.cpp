@@ -1,5 +1,7 @@
 #include "legacy/legacy_page_source.hpp"
 
+#include <cstring>
+
 #include "util/util.hpp"
 #include "xendump/error.hpp"
 
@@ -25,10 +27,33 @@ void LegacyPageSource::read_pages(size_t first, size_t count, std::span<std::byt
     if (first > nr_entries() || nr_entries() - first < count || out.size() < count * kPage)
         throw Error("page request out of range", src_.name());
     if (count == 0) return;
-    // One pread per run of consecutive slots.
+    // One pread per run of consecutive slots, the file's holes zeroed here
+    // rather than read (a sparse source: most of it). `data` is the
+    // file's stretch of data after `known`, where offsets before data.start
+    // are a hole.
+    ByteSource::Extent data{0, 0};
+    uint64_t known = UINT64_MAX;
     layout_.table->for_each_run(first, count, [&](uint64_t at, uint64_t, uint64_t, uint64_t slot, uint64_t n) {
-        const size_t i = static_cast<size_t>(at - first);
-        src_.read(file_.page_offset(slot), out.subspan(i * kPage, static_cast<size_t>(n) * kPage), "pages");
+        uint64_t off = file_.page_offset(slot);
+        std::span<std::byte> dst = out.subspan(static_cast<size_t>(at - first) * kPage, static_cast<size_t>(n) * kPage);
+        while (!dst.empty()) {
+            if (off < known || off >= data.end) {
+                data = src_.data_from(off);
+                known = off;
+            }
+            const bool hole = off < data.start;
+            if (!hole && off >= data.end) {  // past the end of the file: read() says so
+                src_.read(off, dst, "pages");
+                break;
+            }
+            const size_t k = static_cast<size_t>(std::min<uint64_t>(dst.size(), (hole ? data.start : data.end) - off));
+            if (hole)
+                std::memset(dst.data(), 0, k);
+            else
+                src_.read(off, dst.first(k), "pages");
+            off += k;
+            dst = dst.subspan(k);
+        }
     });
     for (size_t k = 0; k < count && k < unreadable.size(); ++k) unreadable[k] = 0;
 }

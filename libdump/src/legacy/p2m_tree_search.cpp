@@ -109,11 +109,21 @@ std::vector<Candidate> classify_all(const ByteSource& src, const XcCoreFile& f, 
     in_two_halves(index.size(), index.size() >= 16 * kSlotsPerRead, [&](uint64_t from, uint64_t to, bool second) {
         PageEntries pages(src, f);
         std::vector<Candidate>& out = halves[second ? 1 : 0];
+        // Slots wholly inside a hole of the file are zero pages (no shape):
+        // not read. Data: slots [data_from, data_to).
+        uint64_t data_from = 0, data_to = 0;
         index.for_each(
             [&](uint64_t slot, uint64_t mfn) {
                 if (mfn == kInvalidEntry) return;
-                // Reads ahead within this half only.
-                const Shape s = classify(pages.load(slot, std::min<uint64_t>(kSlotsPerRead, to - slot)), slots);
+                if (slot >= data_to) {
+                    const auto d = src.data_from(f.page_offset(slot));
+                    data_from = (d.start - f.pages_offset) / kPage;
+                    data_to = (d.end - f.pages_offset + kPage - 1) / kPage;
+                }
+                if (slot < data_from) return;
+                // Reads ahead within this half and this stretch of data only.
+                const uint64_t ahead = std::clamp<uint64_t>(std::min(to, data_to) - slot, 1, kSlotsPerRead);
+                const Shape s = classify(pages.load(slot, ahead), slots);
                 if (s.any_leaf() || s.list_len) out.push_back({mfn, slot, s});
             },
             from, to);
