@@ -146,10 +146,10 @@ bool PfnCheck::add(uint64_t pfn, uint64_t mfn) {
     return true;
 }
 
-std::pair<uint64_t, uint64_t> PfnCheck::digest() const {
+std::pair<uint64_t, uint64_t> PfnCheck::digest() {
     auto* state = static_cast<XXH3_state_t*>(hash_.get());
     XXH3_128bits_update(state, pending_.data(), pending_.size() * 8);
-    const_cast<std::vector<uint64_t>&>(pending_).clear();
+    pending_.clear();
     const XXH128_hash_t h = XXH3_128bits_digest(state);
     return {h.high64, h.low64};
 }

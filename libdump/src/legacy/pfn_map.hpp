@@ -115,7 +115,8 @@ public:
     // The MFN seen twice, and the second pfn (after add returned false).
     uint64_t twice_mfn() const { return twice_mfn_; }
     uint64_t twice_pfn() const { return twice_pfn_; }
-    std::pair<uint64_t, uint64_t> digest() const;
+    // The XXH3-128 of every pair added so far (ends the hash).
+    std::pair<uint64_t, uint64_t> digest();
 
 private:
     const MfnIndex& slots_;

@@ -105,7 +105,8 @@ struct XcCoreFile {
 bool looks_like_xc_core(std::span<const std::byte> first_bytes);
 
 // Parses and checks everything but the page contents. Throws Error naming the
-// file, the field and its offset for every inconsistency.
+// file, the field and its offset for every inconsistency. The result's index
+// reads through `src`, which must outlive it.
 XcCoreFile parse_xc_core(const ByteSource& src);
 
 }  // namespace xendump::legacy
