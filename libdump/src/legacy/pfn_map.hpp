@@ -1,6 +1,8 @@
-// A recovered pfn for every page of a page-list dump, and the check that makes
-// a recovery acceptable (spec legacy-formats.md §A.1): every index MFN maps to
-// exactly one pfn and no pfn twice.
+// Recovering the pfn of every page of a page-list dump, and the check that
+// makes a recovery acceptable (spec legacy-formats.md §A.1): every index MFN
+// maps to exactly one pfn and no pfn twice. MfnSlots is the in-memory table
+// for small sets (the shape search's candidates); MfnIndex holds the whole
+// index out of core (issue 19: nothing here is kept per page in memory).
 #pragma once
 
 #include <cstdint>
@@ -15,9 +17,10 @@
 
 namespace xendump::legacy {
 
-// MFN -> slot of the index (entries of ~0 are not in it). An open-addressing
-// table (linear probing, kept at most half full): recovering a page-list
-// layout looks up millions of MFNs, each in one or two cache lines, where a
+// MFN -> slot (entries of ~0 are not in it), in memory: 32 to 64 bytes an
+// entry, so only for sets that do not grow with the guest's pages (the
+// shape search's candidates). An open-addressing table (linear probing,
+// kept at most half full): each lookup in one or two cache lines, where a
 // node-based map costs an allocation per entry and a pointer chase per lookup.
 class MfnSlots {
 public:
