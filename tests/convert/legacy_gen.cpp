@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
+
+#include <unistd.h>
 #include <random>
 #include <stdexcept>
 
@@ -19,6 +22,8 @@ constexpr uint64_t kPteAttrs = 0x67;  // present, rw, user, accessed, dirty
 void put(std::vector<std::byte>& page, size_t index, uint64_t value, unsigned width) {
     std::memcpy(page.data() + index * width, &value, width);
 }
+
+void put_at(std::byte* page, uint64_t index, uint64_t value) { std::memcpy(page + index * 8, &value, 8); }
 
 }  // namespace
 
@@ -245,6 +250,100 @@ std::string system_map_text(const Guest& g) {
                   static_cast<unsigned long long>(g.p2m_symbol_va & ~uint64_t{0xFFFFF}), g.width * 2,
                   static_cast<unsigned long long>(g.p2m_symbol_va));
     return line;
+}
+
+namespace {
+
+constexpr uint64_t kSparsePerPage = kPage / 8;
+
+struct SparseTree {
+    uint64_t n, leaves, middles;
+    explicit SparseTree(uint64_t nr_pfns)
+        : n(nr_pfns), leaves((n + kSparsePerPage - 1) / kSparsePerPage),
+          middles((leaves + kSparsePerPage - 1) / kSparsePerPage) {}
+    uint64_t leaf_pfn(uint64_t l) const { return n - 1 - l; }
+    uint64_t root_pfn() const { return n - 1 - leaves; }
+    uint64_t middle_pfn(uint64_t m) const { return n - 2 - leaves - m; }
+    uint64_t first_tree_pfn() const { return n - 1 - leaves - middles; }
+    // Slot of pfn p: the kept pfns in order, then the returned ones (p % 10 == 7) descending.
+    uint64_t slot(uint64_t p) const {
+        const uint64_t returned_below = (p + 2) / 10, returned = (n + 2) / 10;
+        if (p % 10 != 7) return p - returned_below;
+        return (n - returned) + (returned - 1 - returned_below);
+    }
+    uint64_t pfn_at(uint64_t s) const {
+        const uint64_t returned = (n + 2) / 10, kept = n - returned;
+        if (s >= kept) return 7 + 10 * (returned - 1 - (s - kept));
+        // The s-th kept pfn: 9 kept in every 10, the 8th of each ten (index 7) left out.
+        const uint64_t p = (s / 9) * 10 + s % 9;
+        return p % 10 >= 7 ? p + 1 : p;
+    }
+};
+
+}  // namespace
+
+uint64_t sparse_mfn(uint64_t pfn) { return 0x10000 + pfn + (pfn / 64) * 3; }
+
+bool sparse_page(uint64_t nr_pfns, uint64_t pfn, std::byte* page) {
+    const SparseTree t(nr_pfns);
+    auto fill = [&](uint64_t count, auto&& entry) {
+        std::fill(page, page + kPage, std::byte{0});
+        for (uint64_t i = 0; i < count; ++i) put_at(page, i, entry(i));
+        return true;
+    };
+    if (pfn >= t.first_tree_pfn()) {
+        if (pfn == t.root_pfn()) return fill(t.middles, [&](uint64_t m) { return sparse_mfn(t.middle_pfn(m)); });
+        if (pfn > t.root_pfn()) {
+            const uint64_t l = t.n - 1 - pfn;
+            return fill(kSparsePerPage, [&](uint64_t i) {
+                const uint64_t q = l * kSparsePerPage + i;
+                return q < t.n ? sparse_mfn(q) : kNoMfn;
+            });
+        }
+        const uint64_t m = t.n - 2 - t.leaves - pfn;
+        return fill(std::min(kSparsePerPage, t.leaves - m * kSparsePerPage),
+                    [&](uint64_t i) { return sparse_mfn(t.leaf_pfn(m * kSparsePerPage + i)); });
+    }
+    if (pfn % 4096 != 1) return false;
+    sim::fill_pattern_page(1, pfn, page);
+    return true;
+}
+
+void write_sparse_pv_page_list(const std::filesystem::path& path, uint64_t n) {
+    const SparseTree t(n);
+    if (n < 4096 || t.middles > kSparsePerPage) throw std::runtime_error("sparse guest size out of range");
+    const uint64_t ctx = 5168, index_off = 24 + ctx;
+    const uint64_t pages_off = (index_off + n * 8 + kPage - 1) & ~uint64_t{kPage - 1};
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) throw std::runtime_error("cannot create " + path.string());
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, &std::fclose);
+    auto at = [&](uint64_t off, const void* data, size_t size) {
+        if (std::fseek(f, static_cast<long>(off), SEEK_SET) != 0 || std::fwrite(data, 1, size, f) != size)
+            throw std::runtime_error("cannot write " + path.string());
+    };
+    const uint32_t header[6] = {0xF00FEBEDu, 1, static_cast<uint32_t>(n), 24, static_cast<uint32_t>(index_off),
+                                static_cast<uint32_t>(pages_off)};
+    at(0, header, sizeof header);
+    std::vector<std::byte> c(ctx);
+    for (size_t i = 0; i < ctx; ++i) c[i] = std::byte(static_cast<uint8_t>(i * 7));
+    const uint64_t flags = 1;  // VGCF_I387_VALID; not HVM
+    std::memcpy(c.data() + 512, &flags, 8);
+    std::memset(c.data() + 5008, 0, 8);
+    at(24, c.data(), c.size());
+    std::vector<uint64_t> entries;
+    for (uint64_t s = 0; s < n; s += entries.size()) {
+        entries.resize(static_cast<size_t>(std::min<uint64_t>(1 << 17, n - s)));
+        for (size_t k = 0; k < entries.size(); ++k) entries[k] = sparse_mfn(t.pfn_at(s + k));
+        at(index_off + s * 8, entries.data(), entries.size() * 8);
+    }
+    std::vector<std::byte> page(kPage);
+    auto write_page = [&](uint64_t pfn) {
+        if (sparse_page(n, pfn, page.data())) at(pages_off + t.slot(pfn) * kPage, page.data(), kPage);
+    };
+    for (uint64_t pfn = 1; pfn < t.first_tree_pfn(); pfn += 4096) write_page(pfn);
+    for (uint64_t pfn = t.first_tree_pfn(); pfn < n; ++pfn) write_page(pfn);
+    if (std::fflush(f) != 0 || ::ftruncate(::fileno(f), static_cast<off_t>(pages_off + n * kPage)) != 0)
+        throw std::runtime_error("cannot size " + path.string());
 }
 
 void write_bytes(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {

@@ -71,6 +71,19 @@ std::vector<std::byte> make_file(const Guest& guest, const FileSpec& spec);
 // The System.map line for the guest's phys_to_machine_mapping.
 std::string system_map_text(const Guest& guest);
 
+// A large legacy file written straight to disk, sparse (issue 19's tests
+// and benchmarks): a 64-bit PV guest of `nr_pfns` pages (at most 2^27) in
+// page-list order, tool width 8, one vcpu. Pfn p is machine frame
+// sparse_mfn(p) (extents of 64 frames, gaps of 3); every tenth pfn (p % 10 ==
+// 7) went back to Xen and sits at the end of the list, in descending pfn
+// order, the others in pfn order. The p2m frame-list tree is in the guest's
+// top pfns; pfns p % 4096 == 1 below it hold pattern pages; every other page
+// is zero and left as a hole, so a 256 GiB guest writes about 0.5 GiB.
+uint64_t sparse_mfn(uint64_t pfn);
+// Pfn `pfn`'s page of such a guest: false (and `page` untouched) for a zero page.
+bool sparse_page(uint64_t nr_pfns, uint64_t pfn, std::byte* page);
+void write_sparse_pv_page_list(const std::filesystem::path& path, uint64_t nr_pfns);
+
 void write_bytes(const std::filesystem::path& path, const std::vector<std::byte>& bytes);
 
 }  // namespace xendump::test::legacy_gen

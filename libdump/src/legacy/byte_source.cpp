@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -32,6 +33,15 @@ FileByteSource::FileByteSource(std::string path) : path_(std::move(path)) {
     if (!S_ISREG(st.st_mode)) throw Error(std::string("not a regular file: it is ") + util::file_kind(st.st_mode), path_);
     size_ = static_cast<uint64_t>(st.st_size);
     mtime_ = st.st_mtim;
+}
+
+ByteSource::Extent FileByteSource::data_from(uint64_t offset) const {
+    if (offset >= size_) return {size_, size_};
+    const off_t data = ::lseek(fd_.get(), static_cast<off_t>(offset), SEEK_DATA);
+    if (data < 0) return errno == ENXIO ? Extent{size_, size_} : Extent{offset, size_};
+    const off_t hole = ::lseek(fd_.get(), data, SEEK_HOLE);
+    const uint64_t start = std::min<uint64_t>(static_cast<uint64_t>(data), size_);
+    return {start, hole < 0 ? size_ : std::clamp<uint64_t>(static_cast<uint64_t>(hole), start, size_)};
 }
 
 void FileByteSource::read_unchecked(uint64_t offset, std::span<std::byte> out) const {

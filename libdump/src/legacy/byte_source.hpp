@@ -26,6 +26,13 @@ public:
     void read(uint64_t offset, std::span<std::byte> out, const char* what) const;
     // Where these bytes sit in a real file, for copy_file_range.
     virtual std::optional<FileRange> file_range(uint64_t /*offset*/) const { return std::nullopt; }
+    // The first stretch of data at or after `offset`, [start, end): what
+    // lies before `start` is a hole (zeros, not worth reading); start ==
+    // size() when only holes follow. Default: everything is data.
+    struct Extent {
+        uint64_t start, end;
+    };
+    virtual Extent data_from(uint64_t offset) const { return {offset, size()}; }
 
 protected:
     virtual void read_unchecked(uint64_t offset, std::span<std::byte> out) const = 0;
@@ -43,6 +50,8 @@ public:
     std::optional<FileRange> file_range(uint64_t offset) const override {
         return FileRange{fd_.get(), offset};
     }
+    // SEEK_DATA and SEEK_HOLE (everything is data where they fail).
+    Extent data_from(uint64_t offset) const override;
 
 protected:
     void read_unchecked(uint64_t offset, std::span<std::byte> out) const override;

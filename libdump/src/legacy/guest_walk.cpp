@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <vector>
 
@@ -25,7 +26,7 @@ enum class Paging { four_level, pae, two_level };
 
 class Translator {
 public:
-    Translator(const ByteSource& src, const XcCoreFile& f, const MfnSlots& slots, Paging paging, uint64_t top_mfn)
+    Translator(const ByteSource& src, const XcCoreFile& f, const MfnIndex& slots, Paging paging, uint64_t top_mfn)
         : src_(src), f_(f), slots_(slots), paging_(paging), top_(top_mfn) {}
 
     // Machine frame + offset of a virtual address, or nullopt.
@@ -96,7 +97,7 @@ private:
 
     const ByteSource& src_;
     const XcCoreFile& f_;
-    const MfnSlots& slots_;
+    const MfnIndex& slots_;
     Paging paging_;
     uint64_t top_;
 };
@@ -107,8 +108,33 @@ uint64_t read_word(std::span<const std::byte> b, size_t at, size_t width) {
     return v;
 }
 
+// Calls f(pfn, mfn) for p2m[0..] in pfn order (~0 of a 32-bit guest left
+// out), a chunk at a time (what is left of the array's page), while more(pfn)
+// holds at the start of a chunk and until f returns false. Returns the pfn
+// where it stopped; `unmapped_at` is set when a chunk was not mapped.
+template <class More, class F>
+uint64_t for_each_p2m(const Translator& t, size_t w, uint64_t array_va, More&& more, F&& f,
+                      std::optional<uint64_t>& unmapped_at) {
+    std::vector<std::byte> chunk(kPage);
+    uint64_t pfn = 0;
+    while (more(pfn)) {
+        uint64_t va = array_va + pfn * w;
+        size_t n = static_cast<size_t>(kPage - (va & 0xFFF));
+        if (!t.read_virtual(va, std::span(chunk.data(), n))) {
+            unmapped_at = va;
+            return pfn;
+        }
+        for (size_t i = 0; i + w <= n; i += w, ++pfn) {
+            uint64_t mfn = read_word(chunk, i, w);
+            if (w == 4 && mfn == 0xFFFFFFFFu) continue;
+            if (!f(pfn, mfn)) return pfn;
+        }
+    }
+    return pfn;
+}
+
 // Walks p2m[0..] until every dumped mfn has a pfn.
-std::optional<PfnRecovery> walk_p2m(const Translator& t, const XcCoreFile& f, const MfnSlots& slots,
+std::optional<PfnRecovery> walk_p2m(const Translator& t, const XcCoreFile& f, const MfnIndex& slots,
                                     uint64_t pointer_va, const char* paging_name, std::string& detail) {
     size_t w = f.guest_width;
     std::byte ptr_raw[8]{};
@@ -118,32 +144,39 @@ std::optional<PfnRecovery> walk_p2m(const Translator& t, const XcCoreFile& f, co
         return std::nullopt;
     }
     uint64_t array_va = read_word(ptr_raw, 0, w);
-    PfnCollector collect(f.index, slots);
-    std::vector<std::byte> chunk(kPage);
-    for (uint64_t pfn = 0; pfn < kMaxPfns && !collect.complete();) {
-        uint64_t va = array_va + pfn * w;
-        size_t n = static_cast<size_t>(kPage - (va & 0xFFF));
-        if (!t.read_virtual(va, std::span(chunk.data(), n))) {
-            detail = "p2m array at " + hex(array_va) + " ends (unmapped at " + hex(va) + ") after " +
-                     std::to_string(collect.found()) + " of " + std::to_string(collect.expected()) + " mfns";
-            return std::nullopt;
-        }
-        for (size_t i = 0; i + w <= n; i += w, ++pfn) {
-            uint64_t mfn = read_word(chunk, i, w);
-            if (w == 4 && mfn == 0xFFFFFFFFu) continue;
-            if (!collect.add(pfn, mfn)) {
-                detail = "p2m array at " + hex(array_va) + ": " + collect.conflict();
-                return std::nullopt;
-            }
-        }
-    }
-    if (!collect.complete()) {
-        detail = "p2m array at " + hex(array_va) + " maps only " + std::to_string(collect.found()) + " of " +
-                 std::to_string(collect.expected()) + " dumped mfns";
+    SparseBitmap seen = slots.frame_bitmap();
+    PfnCheck check(slots, seen);
+    bool ok = true;
+    std::optional<uint64_t> unmapped_at;
+    const uint64_t end = for_each_p2m(
+        t, w, array_va, [&](uint64_t pfn) { return pfn < kMaxPfns && !check.complete(); },
+        [&](uint64_t pfn, uint64_t mfn) { return ok = check.add(pfn, mfn); }, unmapped_at);
+    // The recovery walks the same chunks again, the dumped mfns only.
+    auto walk = [t, w, array_va, end, &slots](const std::function<void(uint64_t, uint64_t)>& fn) {
+        std::optional<uint64_t> unmapped;
+        for_each_p2m(
+            t, w, array_va, [&](uint64_t pfn) { return pfn < end; },
+            [&](uint64_t pfn, uint64_t mfn) {
+                if (slots.contains(mfn)) fn(pfn, mfn);
+                return true;
+            },
+            unmapped);
+    };
+    if (unmapped_at) {
+        detail = "p2m array at " + hex(array_va) + " ends (unmapped at " + hex(*unmapped_at) + ") after " +
+                 std::to_string(check.found()) + " of " + std::to_string(check.expected()) + " mfns";
         return std::nullopt;
     }
-    return PfnRecovery{collect.take(), std::string("system-map:") + paging_name + ":phys_to_machine_mapping=" +
-                                           hex(pointer_va)};
+    if (!ok) {
+        detail = "p2m array at " + hex(array_va) + ": " + conflict_text(walk, check.twice_mfn(), check.twice_pfn());
+        return std::nullopt;
+    }
+    if (!check.complete()) {
+        detail = "p2m array at " + hex(array_va) + " maps only " + std::to_string(check.found()) + " of " +
+                 std::to_string(check.expected()) + " dumped mfns";
+        return std::nullopt;
+    }
+    return PfnRecovery{walk, std::string("system-map:") + paging_name + ":phys_to_machine_mapping=" + hex(pointer_va)};
 }
 
 }  // namespace
@@ -169,7 +202,7 @@ uint64_t system_map_symbol(const std::string& path, const std::string& symbol) {
     throw Error("symbol " + symbol + " not found", path);
 }
 
-WalkResult recover_pfns_by_symbol(const ByteSource& src, const XcCoreFile& f, const MfnSlots& slots,
+WalkResult recover_pfns_by_symbol(const ByteSource& src, const XcCoreFile& f, const MfnIndex& slots,
                                   uint64_t pointer_va) {
     WalkResult r;
     const auto& ctx = f.contexts.at(0);

@@ -23,7 +23,7 @@ struct WalkResult {
     std::string detail;  // why it failed
 };
 
-WalkResult recover_pfns_by_symbol(const ByteSource& src, const XcCoreFile& file, const MfnSlots& slots,
+WalkResult recover_pfns_by_symbol(const ByteSource& src, const XcCoreFile& file, const MfnIndex& slots,
                                   uint64_t p2m_pointer_vaddr);
 
 }  // namespace xendump::legacy

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <numeric>
 
+#include "legacy/spill.hpp"
+
 #include "legacy/guest_walk.hpp"
 #include "legacy/hex.hpp"
 #include "legacy/p2m_tree_search.hpp"
@@ -22,70 +24,62 @@ constexpr uint64_t kHvmHoleSize = 0x10000;
 
 uint64_t hvm_slot_pfn(uint64_t slot) { return slot < kHvmHoleStart ? slot : slot + kHvmHoleSize; }
 
-// Slots in pfn order when the pfns are unique and dense (at most 4 pfns of
-// range per page, the usual case): each slot goes straight to its pfn's
-// place, where sorting a million slots by an indirect key costs a cache miss
-// per comparison. Empty when they are not: the caller sorts.
-std::vector<uint64_t> slots_placed_by_pfn(const std::vector<uint64_t>& pfn_of_slot, uint64_t count, uint64_t top) {
-    std::vector<uint64_t> order;
-    if (count == 0 || top / 4 >= count) return order;
-    std::vector<uint64_t> slot_at(top + 1, kInvalidEntry);
-    for (uint64_t s = 0; s < pfn_of_slot.size(); ++s) {
-        const uint64_t pfn = pfn_of_slot[s];
-        if (pfn == kInvalidEntry) continue;
-        if (slot_at[pfn] != kInvalidEntry) return order;  // a pfn twice
-        slot_at[pfn] = s;
-    }
-    order.reserve(count);
-    for (uint64_t s : slot_at)
-        if (s != kInvalidEntry) order.push_back(s);
-    return order;
-}
-
-// Builds the sorted entries from pfn-of-slot (kInvalidEntry = no page).
-LegacyLayout from_pfns(format::GuestType type, const std::vector<uint64_t>& pfn_of_slot,
-                       const std::vector<uint64_t>& gmfn_of_slot) {
+LegacyLayout make_layout(format::GuestType type, std::shared_ptr<const PageTable> table) {
     LegacyLayout l;
     l.type = type;
-    uint64_t count = 0, top = 0;
-    for (uint64_t pfn : pfn_of_slot)
-        if (pfn != kInvalidEntry) {
-            ++count;
-            top = std::max(top, pfn);
-        }
-    std::vector<uint64_t> order = slots_placed_by_pfn(pfn_of_slot, count, top);
-    if (order.size() != count) {
-        order.clear();
-        for (uint64_t s = 0; s < pfn_of_slot.size(); ++s)
-            if (pfn_of_slot[s] != kInvalidEntry) order.push_back(s);
-        std::sort(order.begin(), order.end(),
-                  [&](uint64_t a, uint64_t b) { return pfn_of_slot[a] < pfn_of_slot[b]; });
-    }
-    l.entries.reserve(count);
-    l.slots.reserve(count);
-    for (uint64_t s : order) {
-        l.entries.push_back({pfn_of_slot[s], gmfn_of_slot[s]});
-        l.slots.push_back(s);
-    }
+    l.entries.table = l.slots.table = table;
+    l.table = std::move(table);
     return l;
 }
 
-// Slot i is pfn i (or the HVM rule), holes of ~0 dropped.
+// Slot i is pfn i (or the HVM rule), holes of ~0 dropped: the index read a
+// window at a time, the entries in runs.
 LegacyLayout slot_order(const XcCoreFile& f, format::GuestType type, bool hvm_hole) {
-    uint64_t n = f.nr_pages();
-    std::vector<uint64_t> pfn(n), gmfn(n);
-    for (uint64_t s = 0; s < n; ++s) {
-        bool hole = !f.index.empty() && f.index[s] == kInvalidEntry;
-        pfn[s] = hole ? kInvalidEntry : (hvm_hole ? hvm_slot_pfn(s) : s);
-        gmfn[s] = (type == format::GuestType::pv && !f.index.empty()) ? f.index[s] : pfn[s];
+    PageTable::Builder table;
+    const bool pv = type == format::GuestType::pv;
+    auto pfn_of = [&](uint64_t s) { return hvm_hole ? hvm_slot_pfn(s) : s; };
+    if (f.index.empty()) {
+        for (uint64_t s = 0; s < f.nr_pages(); ++s) table.add(pfn_of(s), pfn_of(s), s);
+    } else {
+        f.index.for_each([&](uint64_t s, uint64_t e) {
+            if (e != kInvalidEntry) table.add(pfn_of(s), pv ? e : pfn_of(s), s);
+        });
     }
-    return from_pfns(type, pfn, gmfn);
+    return make_layout(type, table.finish());
 }
 
-bool in_slot_order(const std::vector<uint64_t>& pfn_of_slot) {
-    for (uint64_t s = 0; s < pfn_of_slot.size(); ++s)
-        if (pfn_of_slot[s] != kInvalidEntry && pfn_of_slot[s] != s) return false;
-    return true;
+// The entries of a recovered page-list layout, in pfn order with their
+// slots, out of core: the recovery's (pfn, mfn) pairs sorted by mfn, joined
+// with the index sorted by mfn, sorted back by pfn. `in_slot_order` says
+// whether every pfn is its slot.
+LegacyLayout from_recovery(const PfnRecovery& rec, const MfnIndex& slots, bool& in_slot_order) {
+    struct MfnPfn {
+        uint64_t mfn, pfn;
+    };
+    struct Placed {
+        uint64_t pfn, mfn, slot;
+    };
+    auto by_mfn = [](const MfnPfn& a, const MfnPfn& b) { return a.mfn < b.mfn; };
+    auto by_pfn = [](const Placed& a, const Placed& b) { return a.pfn < b.pfn; };
+    ExternalSorter<MfnPfn, decltype(by_mfn)> pairs(by_mfn);
+    rec.walk([&](uint64_t pfn, uint64_t mfn) { pairs.push({mfn, pfn}); });
+    ExternalSorter<Placed, decltype(by_pfn)> placed(by_pfn);
+    auto index = slots.cursor();
+    pairs.drain([&](const MfnPfn& p) {
+        while (!index.done() && index.head().mfn < p.mfn) index.next();
+        // The recovery was checked: every dumped mfn once.
+        if (index.done() || index.head().mfn != p.mfn)
+            throw Error("recovered mfn " + hex(p.mfn) + " (pfn " + hex(p.pfn) + ") is not in the index once");
+        placed.push({p.pfn, p.mfn, index.head().slot});
+        index.next();
+    });
+    PageTable::Builder table;
+    in_slot_order = true;
+    placed.drain([&](const Placed& p) {
+        in_slot_order = in_slot_order && p.pfn == p.slot;
+        table.add(p.pfn, p.mfn, p.slot);
+    });
+    return make_layout(format::GuestType::pv, table.finish());
 }
 
 Error refuse(const ByteSource& src, const std::string& what, const std::string& tried, const std::string& help) {
@@ -118,9 +112,9 @@ LegacyLayout decide_layout(const ByteSource& src, const XcCoreFile& f, const Lay
         return l;
     }
 
-    MfnSlots slots;
-    if (auto dup = build_mfn_slots(f.index, slots)) {
-        uint64_t at = uint64_t{f.header.index_offset} + dup->second_slot * f.entry_size;
+    MfnIndex slots;
+    if (auto dup = MfnIndex::build(f.index, slots)) {
+        uint64_t at = f.index.offset_of(dup->second_slot);
         throw Error("index is not a permutation of frames: entry " + std::to_string(dup->second_slot) + " repeats " +
                         hex(dup->mfn) + " of entry " + std::to_string(dup->first_slot),
                     src.name(), at);
@@ -135,30 +129,28 @@ LegacyLayout decide_layout(const ByteSource& src, const XcCoreFile& f, const Lay
                          "HVM page-list dump (magic 0xf00febee, Xen 3.0.4): the index holds machine frames in "
                          "allocation order and an HVM guest keeps no p2m, so pfns cannot be established",
                          "magic", inferred_help + " (allocation order usually follows pfn order)");
-        LegacyLayout l = slot_order(f, format::GuestType::hvm, f.nr_pages() > kHvmHoleStart);
-        for (auto& e : l.entries) e.gmfn = e.pfn;
+        LegacyLayout l = slot_order(f, format::GuestType::hvm, f.nr_pages() > kHvmHoleStart);  // gmfn = pfn
         l.layout = "hvm-page-list;decided-by=inferred:slot-order";
         l.inferred = true;
         return l;
     }
 
     std::vector<std::string> tried;
-    std::vector<uint64_t> gmfn_of_slot = f.index;
-    auto accept = [&](PfnRecovery rec) {
-        LegacyLayout l = from_pfns(format::GuestType::pv, rec.pfn_of_slot, gmfn_of_slot);
-        l.layout = std::string(in_slot_order(rec.pfn_of_slot) ? "pv-pfn-order" : "pv-page-list") +
-                   ";decided-by=" + rec.how;
+    auto accept = [&](const PfnRecovery& rec) {
+        bool in_slot_order = true;
+        LegacyLayout l = from_recovery(rec, slots, in_slot_order);
+        l.layout = std::string(in_slot_order ? "pv-pfn-order" : "pv-page-list") + ";decided-by=" + rec.how;
         return l;
     };
 
     if (!slots.empty()) {
         TreeSearchResult tree = find_p2m_tree(src, f, slots);
-        if (tree.recovery) return accept(std::move(*tree.recovery));
+        if (tree.recovery) return accept(*tree.recovery);
         tried.push_back(tree.detail);
         if (opt.system_map) {
             uint64_t va = system_map_symbol(*opt.system_map, "phys_to_machine_mapping");
             WalkResult walk = recover_pfns_by_symbol(src, f, slots, va);
-            if (walk.recovery) return accept(std::move(*walk.recovery));
+            if (walk.recovery) return accept(*walk.recovery);
             tried.push_back("System.map " + *opt.system_map + ": " + walk.detail);
         } else {
             tried.push_back("no --system-map given");

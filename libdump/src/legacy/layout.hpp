@@ -3,11 +3,13 @@
 // made from evidence and recorded in the output as LAYOUT=.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "legacy/byte_source.hpp"
+#include "legacy/page_table.hpp"
 #include "legacy/xc_core.hpp"
 #include "xendump/format.hpp"
 #include "xendump/page_source.hpp"
@@ -19,10 +21,24 @@ struct LayoutOptions {
     bool allow_inferred = false;            // write the best inference instead of refusing
 };
 
+// Read-only views of a layout's PageTable, by entry number.
+struct LayoutEntries {
+    std::shared_ptr<const PageTable> table;
+    uint64_t size() const { return table ? table->size() : 0; }
+    bool empty() const { return size() == 0; }
+    PageEntry operator[](uint64_t i) const { return table->entry(i); }
+};
+struct LayoutSlots {
+    std::shared_ptr<const PageTable> table;
+    uint64_t size() const { return table ? table->size() : 0; }
+    uint64_t operator[](uint64_t i) const { return table->slot(i); }
+};
+
 struct LegacyLayout {
     format::GuestType type = format::GuestType::pv;
-    std::vector<PageEntry> entries;  // ascending pfn
-    std::vector<uint64_t> slots;     // slots[i]: file slot of entries[i]
+    std::shared_ptr<const PageTable> table;  // ascending pfn, with each page's slot
+    LayoutEntries entries;                   // entries[i]: {pfn, gmfn} (views of `table`)
+    LayoutSlots slots;                       // slots[i]: file slot of entries[i]
     std::string layout;              // LAYOUT= value: "<variant>;decided-by=<evidence>"
     bool inferred = false;
 };

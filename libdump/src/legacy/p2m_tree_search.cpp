@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -64,7 +65,7 @@ struct Shape {
     bool any_leaf() const { return leaf || empty_leaf; }
 };
 
-Shape classify(std::span<const uint64_t> e, const MfnSlots& slots) {
+Shape classify(std::span<const uint64_t> e, const MfnIndex& slots) {
     Shape s;
     size_t i = 0;
     while (i < e.size() && e[i] != 0 && e[i] != kInvalidEntry && slots.contains(e[i])) ++i;
@@ -75,6 +76,7 @@ Shape classify(std::span<const uint64_t> e, const MfnSlots& slots) {
         if (e[i] == kInvalidEntry) continue;
         if (e[i] == 0) {
             leaf = false;
+            if (prefix == 0) break;  // neither a leaf nor a list: nothing more to learn
             continue;
         }
         tail_empty = false;
@@ -91,92 +93,136 @@ Shape classify(std::span<const uint64_t> e, const MfnSlots& slots) {
     return s;
 }
 
-// Every page's shape, in slot order. The scan reads the whole file (a 4 GiB
-// dump: 4 GiB out of the page cache), so two threads take half each.
-std::vector<Shape> classify_all(const ByteSource& src, const XcCoreFile& f, const MfnSlots& slots) {
-    const std::vector<uint64_t>& index = f.index;
-    std::vector<Shape> shape(index.size());
-    in_two_halves(index.size(), index.size() >= 16 * kSlotsPerRead, [&](uint64_t from, uint64_t to, bool) {
+// A page with a shape: the only pages the tree search looks at again.
+struct Candidate {
+    uint64_t mfn, slot;
+    Shape shape;
+};
+
+// Every page classified, in slot order; the pages with a shape kept (in a
+// real guest the p2m's own pages, about one in 512, plus pages that look
+// like them). The scan reads the whole file (a 4 GiB dump: 4 GiB out of the
+// page cache), so two threads take half each.
+std::vector<Candidate> classify_all(const ByteSource& src, const XcCoreFile& f, const MfnIndex& slots) {
+    const IndexTable& index = f.index;
+    std::vector<Candidate> halves[2];
+    in_two_halves(index.size(), index.size() >= 16 * kSlotsPerRead, [&](uint64_t from, uint64_t to, bool second) {
         PageEntries pages(src, f);
-        for (uint64_t slot = from; slot < to; ++slot)
-            if (index[slot] != kInvalidEntry)  // reads ahead within this half only
-                shape[slot] = classify(pages.load(slot, std::min<uint64_t>(kSlotsPerRead, to - slot)), slots);
+        std::vector<Candidate>& out = halves[second ? 1 : 0];
+        // Slots wholly inside a hole of the file are zero pages (no shape):
+        // not read. Data: slots [data_from, data_to).
+        uint64_t data_from = 0, data_to = 0;
+        index.for_each(
+            [&](uint64_t slot, uint64_t mfn) {
+                if (mfn == kInvalidEntry) return;
+                if (slot >= data_to) {
+                    const auto d = src.data_from(f.page_offset(slot));
+                    data_from = (d.start - f.pages_offset) / kPage;
+                    data_to = (d.end - f.pages_offset + kPage - 1) / kPage;
+                }
+                if (slot < data_from) return;
+                // Reads ahead within this half and this stretch of data only.
+                const uint64_t ahead = std::clamp<uint64_t>(std::min(to, data_to) - slot, 1, kSlotsPerRead);
+                const Shape s = classify(pages.load(slot, ahead), slots);
+                if (s.any_leaf() || s.list_len) out.push_back({mfn, slot, s});
+            },
+            from, to);
     });
-    return shape;
+    halves[0].insert(halves[0].end(), halves[1].begin(), halves[1].end());
+    return std::move(halves[0]);
 }
 
 }  // namespace
 
-TreeSearchResult find_p2m_tree(const ByteSource& src, const XcCoreFile& f, const MfnSlots& slots) {
+TreeSearchResult find_p2m_tree(const ByteSource& src, const XcCoreFile& f, const MfnIndex& slots) {
     TreeSearchResult result;
-    const std::vector<uint64_t>& index = f.index;
-    const std::vector<Shape> shape = classify_all(src, f, slots);
+    const IndexTable& index = f.index;
+    const std::vector<Candidate> cands = classify_all(src, f, slots);
+    MfnSlots cand_of;  // mfn -> position in cands
+    cand_of.reserve(cands.size());
+    for (uint64_t i = 0; i < cands.size(); ++i) cand_of.insert(cands[i].mfn, i);
     PageEntries pages(src, f);
 
-    auto shape_of = [&](uint64_t mfn) -> const Shape* {
-        const auto slot = slots.slot_of(mfn);
-        return slot ? &shape[*slot] : nullptr;
+    auto cand = [&](uint64_t mfn) -> const Candidate* {
+        const auto i = cand_of.slot_of(mfn);
+        return i ? &cands[*i] : nullptr;
     };
 
-    size_t per_page = kPage / f.guest_width;
-    size_t roots_tried = 0, consistent = 0;
+    const size_t per_page = kPage / f.guest_width;
+    size_t roots_tried = 0;
     std::string first_conflict;
-    for (uint64_t root = 0; root < index.size() && roots_tried < kMaxRootsTried; ++root) {
-        if (shape[root].list_len == 0) continue;
-        const auto root_entries = pages.load(root);
-        std::vector<uint64_t> middles(root_entries.begin(), root_entries.begin() + shape[root].list_len);
+    SparseBitmap seen = slots.frame_bitmap();
+    std::pair<uint64_t, uint64_t> accepted_digest{};
+    for (const Candidate& root : cands) {
+        if (roots_tried >= kMaxRootsTried) break;
+        if (root.shape.list_len == 0) continue;
+        const auto root_entries = pages.load(root.slot);
+        std::vector<uint64_t> middles(root_entries.begin(), root_entries.begin() + root.shape.list_len);
         // Every middle must be a list of leaves: check shapes before reading.
         bool fits = true;
         for (uint64_t m : middles) {
-            const Shape* s = shape_of(m);
-            if (!s || s->list_len == 0) {
+            const Candidate* c = cand(m);
+            if (!c || c->shape.list_len == 0) {
                 fits = false;
                 break;
             }
         }
         if (!fits) continue;
+        // Each leaf's slot, or ~0 for an empty leaf: it names no frame, but
+        // its place in the tree still counts (the pfns it covers have no
+        // page), and pvops' tree may name its one missing leaf hundreds of
+        // thousands of times.
         std::vector<uint64_t> leaves;
         for (uint64_t m : middles) {
-            const auto e = pages.load(*slots.slot_of(m));
-            for (size_t i = 0; i < shape_of(m)->list_len && fits; ++i) {
-                const Shape* s = shape_of(e[i]);
-                // An empty leaf names no frame, but its place in the tree
-                // still counts: the pfns it covers must have no page.
-                if (!s || !s->any_leaf()) fits = false;
-                leaves.push_back(e[i]);
+            const Candidate* mc = cand(m);
+            const auto e = pages.load(mc->slot);
+            for (size_t i = 0; i < mc->shape.list_len && fits; ++i) {
+                const Candidate* c = cand(e[i]);
+                if (!c || !c->shape.any_leaf()) fits = false;
+                else leaves.push_back(c->shape.empty_leaf ? kInvalidEntry : c->slot);
             }
             if (!fits) break;
         }
         if (!fits) continue;
         ++roots_tried;
-        PfnCollector collect(index, slots);
+        // f(pfn, mfn) for every dumped mfn the tree maps, in pfn order, until f returns false.
+        auto pairs = [&src, &f, &slots, per_page, leaves](auto&& fn) {
+            PageEntries leaf_pages(src, f);
+            for (size_t l = 0; l < leaves.size(); ++l) {
+                if (leaves[l] == kInvalidEntry) continue;
+                const auto e = leaf_pages.load(leaves[l]);
+                for (size_t i = 0; i < per_page; ++i)
+                    if (e[i] != kInvalidEntry && slots.contains(e[i]) && !fn(l * per_page + i, e[i])) return;
+            }
+        };
+        auto walk = [pairs](const std::function<void(uint64_t, uint64_t)>& fn) {
+            pairs([&](uint64_t pfn, uint64_t mfn) {
+                fn(pfn, mfn);
+                return true;
+            });
+        };
+        PfnCheck check(slots, seen);
         bool ok = true;
-        for (size_t l = 0; l < leaves.size() && ok; ++l) {
-            // An empty leaf adds nothing: pvops' tree may name its one
-            // missing leaf hundreds of thousands of times.
-            if (shape_of(leaves[l])->empty_leaf) continue;
-            const auto e = pages.load(*slots.slot_of(leaves[l]));  // every leaf was found above
-            for (size_t i = 0; i < per_page && ok; ++i)
-                if (e[i] != kInvalidEntry) ok = collect.add(l * per_page + i, e[i]);
-        }
-        if (!ok || !collect.complete()) {
+        pairs([&](uint64_t pfn, uint64_t mfn) { return ok = check.add(pfn, mfn); });
+        if (!ok || !check.complete()) {
             if (first_conflict.empty())
-                first_conflict = "candidate root mfn " + hex(index[root]) + ": " +
-                                 (ok ? "maps " + std::to_string(collect.found()) + " of " +
-                                           std::to_string(collect.expected()) + " dumped mfns"
-                                     : collect.conflict());
+                first_conflict = "candidate root mfn " + hex(root.mfn) + ": " +
+                                 (ok ? "maps " + std::to_string(check.found()) + " of " +
+                                           std::to_string(check.expected()) + " dumped mfns"
+                                     : conflict_text(walk, check.twice_mfn(), check.twice_pfn()));
             continue;
         }
-        ++consistent;
-        auto mapping = collect.take();
-        if (result.recovery && result.recovery->pfn_of_slot != mapping) {
+        const auto digest = check.digest();
+        if (result.recovery && digest != accepted_digest) {
             result.recovery.reset();
-            result.detail = "two p2m trees (root mfns " + hex(index[root]) +
+            result.detail = "two p2m trees (root mfns " + hex(root.mfn) +
                             " and another) give different mappings: ambiguous";
             return result;
         }
-        if (!result.recovery)
-            result.recovery = PfnRecovery{std::move(mapping), "p2m-tree:root-mfn=" + hex(index[root])};
+        if (!result.recovery) {
+            result.recovery = PfnRecovery{walk, "p2m-tree:root-mfn=" + hex(root.mfn)};
+            accepted_digest = digest;
+        }
     }
     if (!result.recovery)
         result.detail = "shape search over " + std::to_string(index.size()) + " pages found " +

@@ -22,6 +22,8 @@ struct TreeSearchResult {
     std::string detail;                   // what was examined, for messages
 };
 
-TreeSearchResult find_p2m_tree(const ByteSource& src, const XcCoreFile& file, const MfnSlots& slots);
+// Memory: the pages with a shape (24 bytes each; in a real guest about one
+// in 512, the p2m's own) and the chosen tree's leaves (8 bytes each).
+TreeSearchResult find_p2m_tree(const ByteSource& src, const XcCoreFile& file, const MfnIndex& slots);
 
 }  // namespace xendump::legacy

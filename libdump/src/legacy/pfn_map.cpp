@@ -5,6 +5,9 @@
 
 #include "legacy/hex.hpp"
 #include "legacy/xc_core.hpp"
+#include "xendump/error.hpp"
+
+#include <xxhash.h>
 
 namespace xendump::legacy {
 
@@ -67,21 +70,97 @@ std::optional<DuplicateMfn> build_mfn_slots(const std::vector<uint64_t>& index, 
     return std::nullopt;
 }
 
-PfnCollector::PfnCollector(const std::vector<uint64_t>& index, const MfnSlots& slots)
-    : slots_(slots), pfn_of_slot_(index.size(), kInvalidEntry), expected_(slots.size()) {}
+std::optional<DuplicateMfn> MfnIndex::build(const IndexTable& index, MfnIndex& out) {
+    out = MfnIndex();
+    // Machine addresses of x86 have at most 52 bits: 2^40 frames.
+    constexpr uint64_t kMaxMfn = uint64_t{1} << 40;
+    auto by_mfn = [](const Entry& a, const Entry& b) { return a.mfn != b.mfn ? a.mfn < b.mfn : a.slot < b.slot; };
+    ExternalSorter<Entry, decltype(by_mfn)> sorter(by_mfn);
+    uint64_t lowest = UINT64_MAX, highest = 0;
+    index.for_each([&](uint64_t slot, uint64_t mfn) {
+        if (mfn == kInvalidEntry) return;
+        if (mfn >= kMaxMfn)
+            throw Error("index entry " + std::to_string(slot) + ": machine frame " + hex(mfn) +
+                            " is past x86's 52-bit physical address space",
+                        index.name(), index.offset_of(slot));
+        lowest = std::min(lowest, mfn);
+        highest = std::max(highest, mfn);
+        sorter.push({mfn, slot});
+    });
+    if (lowest <= highest) out.present_ = SparseBitmap(lowest, highest - lowest + 1);
+    out.lowest_ = lowest;
+    out.highest_ = highest;
+    std::optional<DuplicateMfn> dup;
+    Entry last{kInvalidEntry, 0};
+    sorter.drain([&](const Entry& e) {
+        if (e.mfn == last.mfn) {
+            // Slots ascend within an MFN: this is a later entry repeating the MFN of `last`.
+            if (!dup || e.slot < dup->second_slot) dup = DuplicateMfn{e.mfn, last.slot, e.slot};
+            return;
+        }
+        last = e;
+        out.present_.test_and_set(e.mfn);
+        if (out.sorted_.size() % kBlock == 0) out.fences_.push_back(e.mfn);
+        out.sorted_.push(e);
+    });
+    return dup;
+}
 
-bool PfnCollector::add(uint64_t pfn, uint64_t mfn) {
-    const auto slot = slots_.slot_of(mfn);
-    if (!slot) return true;
-    uint64_t& have = pfn_of_slot_[*slot];
-    if (have != kInvalidEntry) {
-        if (have == pfn) return true;
-        conflict_ = "mfn " + hex(mfn) + " is mapped by pfn " + hex(have) + " and pfn " + hex(pfn);
+std::optional<uint64_t> MfnIndex::slot_of(uint64_t mfn) const {
+    if (!contains(mfn)) return std::nullopt;
+    const auto f = std::upper_bound(fences_.begin(), fences_.end(), mfn);
+    const uint64_t b = static_cast<uint64_t>(f - fences_.begin()) - 1;  // contains(): fences_[0] <= mfn
+    if (b != block_no_) {
+        const uint64_t first = b * kBlock;
+        block_.resize(static_cast<size_t>(std::min<uint64_t>(kBlock, sorted_.size() - first)));
+        sorted_.read(first, block_);
+        block_no_ = b;
+    }
+    const auto e = std::lower_bound(block_.begin(), block_.end(), mfn,
+                                    [](const Entry& x, uint64_t m) { return x.mfn < m; });
+    if (e == block_.end() || e->mfn != mfn) return std::nullopt;
+    return e->slot;
+}
+
+PfnCheck::PfnCheck(const MfnIndex& slots, SparseBitmap& seen)
+    : slots_(slots), seen_(seen), expected_(slots.size()),
+      hash_(XXH3_createState(), [](void* s) { XXH3_freeState(static_cast<XXH3_state_t*>(s)); }) {
+    seen_.clear();
+    XXH3_128bits_reset(static_cast<XXH3_state_t*>(hash_.get()));
+}
+
+bool PfnCheck::add(uint64_t pfn, uint64_t mfn) {
+    if (!slots_.contains(mfn)) return true;
+    if (seen_.test_and_set(mfn)) {
+        twice_mfn_ = mfn;
+        twice_pfn_ = pfn;
         return false;
     }
-    have = pfn;
     ++found_;
+    pending_.push_back(pfn);
+    pending_.push_back(mfn);
+    if (pending_.size() >= 8192) {
+        XXH3_128bits_update(static_cast<XXH3_state_t*>(hash_.get()), pending_.data(), pending_.size() * 8);
+        pending_.clear();
+    }
     return true;
+}
+
+std::pair<uint64_t, uint64_t> PfnCheck::digest() {
+    auto* state = static_cast<XXH3_state_t*>(hash_.get());
+    XXH3_128bits_update(state, pending_.data(), pending_.size() * 8);
+    pending_.clear();
+    const XXH128_hash_t h = XXH3_128bits_digest(state);
+    return {h.high64, h.low64};
+}
+
+std::string conflict_text(const std::function<void(const std::function<void(uint64_t, uint64_t)>&)>& walk,
+                          uint64_t mfn, uint64_t second_pfn) {
+    uint64_t first = kInvalidEntry;
+    walk([&](uint64_t pfn, uint64_t m) {
+        if (m == mfn && first == kInvalidEntry) first = pfn;
+    });
+    return "mfn " + hex(mfn) + " is mapped by pfn " + hex(first) + " and pfn " + hex(second_pfn);
 }
 
 }  // namespace xendump::legacy

@@ -36,6 +36,31 @@ bool looks_like_xc_core(std::span<const std::byte> first) {
     return magic == kXcCoreMagic || magic == kXcCoreMagicHvm;
 }
 
+uint64_t IndexTable::operator[](uint64_t i) const {
+    if (cache_.empty() || i < cache_first_ || i - cache_first_ >= cache_.size()) {
+        cache_first_ = i - std::min<uint64_t>(i, kWindow / 2);  // around i: reads go both ways
+        cache_.resize(static_cast<size_t>(std::min<uint64_t>(kWindow, count_ - cache_first_)));
+        read(cache_first_, cache_);
+    }
+    return cache_[static_cast<size_t>(i - cache_first_)];
+}
+
+void IndexTable::read(uint64_t first, std::span<uint64_t> out) const {
+    if (first > count_ || out.size() > count_ - first)
+        throw Error("index entries " + std::to_string(first) + "+" + std::to_string(out.size()) + " are past the " +
+                        std::to_string(count_) + " entries",
+                    src_->name(), offset_of(first));
+    src_->read(offset_of(first), std::as_writable_bytes(out).first(out.size() * entry_size_), "index");
+    if (entry_size_ == 8) return;
+    // Widen in place from the end: entry k's 4 bytes sit at 4k, its u64 at 8k.
+    const std::byte* raw = reinterpret_cast<const std::byte*>(out.data());
+    for (size_t k = out.size(); k-- > 0;) {
+        uint32_t e;
+        std::memcpy(&e, raw + k * 4, 4);
+        out[k] = e == 0xFFFFFFFFu ? kInvalidEntry : e;
+    }
+}
+
 XcCoreFile parse_xc_core(const ByteSource& src) {
     XcCoreFile f;
     if (src.size() < kXcCoreHeaderSize)
@@ -129,20 +154,7 @@ XcCoreFile parse_xc_core(const ByteSource& src) {
         src.read(f.contexts_at + uint64_t{v} * f.context_size, f.contexts[v], "vcpu context");
     }
 
-    if (f.entry_size != 0) {
-        std::vector<std::byte> raw_index(uint64_t{h.nr_pages} * f.entry_size);
-        src.read(h.index_offset, raw_index, "index");
-        f.index.resize(h.nr_pages);
-        for (uint64_t i = 0; i < h.nr_pages; ++i) {
-            if (f.entry_size == 4) {
-                uint32_t e;
-                std::memcpy(&e, raw_index.data() + i * 4, 4);
-                f.index[i] = e == 0xFFFFFFFFu ? kInvalidEntry : e;
-            } else {
-                std::memcpy(&f.index[i], raw_index.data() + i * 8, 8);
-            }
-        }
-    }
+    if (f.entry_size != 0) f.index = IndexTable(src, h.index_offset, h.nr_pages, f.entry_size);
     return f;
 }
 

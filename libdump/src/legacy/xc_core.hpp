@@ -4,9 +4,12 @@
 // which we detect from the offsets.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "legacy/byte_source.hpp"
@@ -35,6 +38,46 @@ struct XcCoreHeader {
 };
 static_assert(sizeof(XcCoreHeader) == kXcCoreHeaderSize);
 
+// The index (nr_pages entries of entry_size bytes at index_offset), read from
+// the file a window at a time, never held whole (issue 19: 8 bytes a page
+// would grow with the guest). Entries are widened to u64, ~0 at tool width
+// to kInvalidEntry. operator[] keeps one window cached: one thread at a
+// time; read() and for_each() share nothing.
+class IndexTable {
+public:
+    static constexpr size_t kWindow = 8192;  // entries per read
+
+    IndexTable() = default;
+    IndexTable(const ByteSource& src, uint64_t offset, uint64_t count, size_t entry_size)
+        : src_(&src), offset_(offset), count_(count), entry_size_(entry_size) {}
+    uint64_t size() const { return count_; }
+    bool empty() const { return count_ == 0; }
+    // File offset of entry `i`, for messages.
+    uint64_t offset_of(uint64_t i) const { return offset_ + i * entry_size_; }
+    const std::string& name() const { return src_->name(); }
+    uint64_t operator[](uint64_t i) const;
+    // Entries [first, first + out.size()).
+    void read(uint64_t first, std::span<uint64_t> out) const;
+    // f(slot, entry) for the slots [from, to) in order, a window at a time.
+    template <class F>
+    void for_each(F&& f, uint64_t from = 0, uint64_t to = UINT64_MAX) const {
+        to = std::min(to, count_);
+        std::vector<uint64_t> w;
+        for (uint64_t at = from; at < to; at += w.size()) {
+            w.resize(static_cast<size_t>(std::min<uint64_t>(kWindow, to - at)));
+            read(at, w);
+            for (size_t k = 0; k < w.size(); ++k) f(at + k, w[k]);
+        }
+    }
+
+private:
+    const ByteSource* src_ = nullptr;
+    uint64_t offset_ = 0, count_ = 0;
+    size_t entry_size_ = 0;
+    mutable std::vector<uint64_t> cache_;
+    mutable uint64_t cache_first_ = 0;
+};
+
 enum class Damage {
     none,
     // Xen's old OCaml writer: xch_ctxt_offset and xch_index_offset swapped and
@@ -50,7 +93,7 @@ struct XcCoreFile {
     Damage damage = Damage::none;
     uint64_t contexts_at = 0;  // real file offset of the contexts (differs when damaged)
     std::vector<std::vector<std::byte>> contexts;  // nr_vcpus, context_size each
-    std::vector<uint64_t> index;  // nr_pages entries widened to u64 (~0 -> kInvalidEntry); empty when damaged
+    IndexTable index;  // nr_pages entries widened to u64 (~0 -> kInvalidEntry); empty when damaged
     uint64_t pages_offset = 0;
 
     bool is_hvm_magic() const { return header.magic == kXcCoreMagicHvm; }
@@ -62,7 +105,8 @@ struct XcCoreFile {
 bool looks_like_xc_core(std::span<const std::byte> first_bytes);
 
 // Parses and checks everything but the page contents. Throws Error naming the
-// file, the field and its offset for every inconsistency.
+// file, the field and its offset for every inconsistency. The result's index
+// reads through `src`, which must outlive it.
 XcCoreFile parse_xc_core(const ByteSource& src);
 
 }  // namespace xendump::legacy

@@ -1,0 +1,80 @@
+#include "legacy/spill.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "util/util.hpp"
+#include "xendump/error.hpp"
+
+namespace xendump::legacy {
+
+TempFile::TempFile() {
+    const char* env = std::getenv("TMPDIR");
+    dir_ = env && *env ? env : "/var/tmp";
+    fd_.reset(::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    if (fd_.get() < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+        std::string name = dir_ + "/.xendump-convert.XXXXXX";
+        fd_.reset(::mkostemp(name.data(), O_CLOEXEC));
+        if (fd_.get() >= 0) ::unlink(name.c_str());
+    }
+    if (fd_.get() < 0)
+        throw Error(std::string("cannot create a temporary file for the conversion's tables: ") + std::strerror(errno) +
+                        " (set TMPDIR to a writable directory)",
+                    dir_);
+}
+
+void TempFile::write(uint64_t offset, const void* data, size_t size) const {
+    if (util::pwrite_full(fd_.get(), data, size, offset) != size)
+        throw Error(std::string("cannot write a temporary file: ") + std::strerror(errno), dir_, offset);
+}
+
+void TempFile::read(uint64_t offset, void* out, size_t size) const {
+    if (util::pread_full(fd_.get(), out, size, offset) != static_cast<long>(size))
+        throw Error(std::string("cannot read back a temporary file: ") + std::strerror(errno), dir_, offset);
+}
+
+void* map_anonymous(size_t bytes) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw Error("cannot map " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
+    return p;
+}
+
+void unmap_anonymous(void* p, size_t bytes) { ::munmap(p, bytes); }
+
+SparseBitmap::SparseBitmap(uint64_t base, uint64_t bits) : base_(base), bits_(bits) {
+    const uint64_t bytes = ((bits + 63) / 64) * 8;
+    bytes_ = static_cast<size_t>(std::max<uint64_t>(bytes, 8));
+    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        throw Error("cannot map " + std::to_string(bytes_) + " bytes of address space for a bitmap of " +
+                    std::to_string(bits) + " frames: " + std::strerror(errno));
+    words_ = static_cast<uint64_t*>(p);
+}
+
+SparseBitmap::~SparseBitmap() {
+    if (words_) ::munmap(words_, bytes_);
+}
+
+SparseBitmap& SparseBitmap::operator=(SparseBitmap&& o) noexcept {
+    if (this != &o) {
+        if (words_) ::munmap(words_, bytes_);
+        words_ = std::exchange(o.words_, nullptr);
+        base_ = std::exchange(o.base_, 0);
+        bits_ = std::exchange(o.bits_, 0);
+        bytes_ = std::exchange(o.bytes_, 0);
+    }
+    return *this;
+}
+
+void SparseBitmap::clear() {
+    // Private anonymous pages: MADV_DONTNEED drops them, and they read as zero again.
+    if (words_) ::madvise(words_, bytes_, MADV_DONTNEED);
+}
+
+}  // namespace xendump::legacy
