@@ -82,12 +82,28 @@ protected:
         converted_path_ = new std::string((*tmp_ / "big.converted.kdump").string());
         converted_ = new Limited(limited(
             {"xen-dump-convert", "--format", "kdump", "--no-digests", "--quiet", "-o", *converted_path_, *dump_}));
+        // Dump level 1 (zero pages left out; the guest has no kernel for the
+        // higher bits), from the guest and from its v1 dump: the classifier
+        // reads the list of pages in windows, and the pages kept are a bit
+        // per pfn (before, both lists were held whole: 16 bytes a page each,
+        // a GiB here).
+        leveled_path_ = new std::string((*tmp_ / "big.d1.kdump").string());
+        leveled_ = new Limited(limited({"xen-dumpd", "--domain", "big", "--host", "sim:" + (*tmp_ / "host").string(),
+                                        "-o", *leveled_path_, "--format", "kdump", "--dump-level", "1",
+                                        "--no-digests", "--quiet"}));
+        releveled_path_ = new std::string((*tmp_ / "big.converted.d1.kdump").string());
+        releveled_ = new Limited(limited({"xen-dump-convert", "--format", "kdump", "--dump-level", "1",
+                                          "--no-digests", "--quiet", "-o", *releveled_path_, *dump_}));
     }
     static void TearDownTestSuite() {
         delete dumped_;
         delete kdumped_;
         delete converted_;
         delete converted_path_;
+        delete leveled_;
+        delete leveled_path_;
+        delete releveled_;
+        delete releveled_path_;
         delete dump_;
         delete kdump_;
         delete cgroup_;
@@ -147,6 +163,10 @@ protected:
     static inline Limited* kdumped_ = nullptr;        // xen-dumpd --format kdump
     static inline std::string* converted_path_ = nullptr;
     static inline Limited* converted_ = nullptr;      // xen-dump-convert --format kdump of dump_
+    static inline std::string* leveled_path_ = nullptr;
+    static inline Limited* leveled_ = nullptr;        // xen-dumpd --format kdump --dump-level 1
+    static inline std::string* releveled_path_ = nullptr;
+    static inline Limited* releveled_ = nullptr;      // xen-dump-convert --format kdump --dump-level 1 of dump_
 };
 
 // Under the limit: xen-dumpd --domain (the p2m walked in windows and kept as
@@ -199,6 +219,20 @@ TEST_F(BoundedMemory, InfoOfLargeGuestsCompactDumpUnderLimit) {
 TEST_F(BoundedMemory, VerifyOfLargeGuestsCompactDumpUnderLimit) {
     need_kdump();
     expect_verified(*kdump_);
+}
+
+// Under the limit: a compact dump at dump level 1, written by xen-dumpd from
+// the guest and by xen-dump-convert from its v1 dump, each then verified.
+TEST_F(BoundedMemory, LeveledCompactDumpOfLargeGuestUnderLimit) {
+    ASSERT_EQ(leveled_->run.exit_code, 0) << leveled_->run.err;
+    expect_bounded(*leveled_, "xen-dumpd --format kdump --dump-level 1");
+    expect_verified(*leveled_path_);
+}
+
+TEST_F(BoundedMemory, LeveledConversionOfLargeGuestUnderLimit) {
+    ASSERT_EQ(releveled_->run.exit_code, 0) << releveled_->run.err;
+    expect_bounded(*releveled_, "xen-dump-convert --format kdump --dump-level 1");
+    expect_verified(*releveled_path_);
 }
 
 // A legacy xc_core dump (Xen <= 3.0.4) of a large PV guest in page-list

@@ -262,7 +262,7 @@ TEST(DumpLevel, PlainGuestKeepsWhatMakedumpfileKeeps) { expect_equal_to_makedump
 kernel::DumpLevelInput ram_input(RamPageSource& source, const kernel::Vmcoreinfo* info,
                                  const std::map<uint64_t, std::vector<std::byte>>* overlay = nullptr) {
     kernel::DumpLevelInput in;
-    in.present = source.entries();
+    in.present = kernel::borrowed(source);
     in.reader = ram_reader(guest_ram(), overlay);
     in.vmcoreinfo = info;
     return in;

@@ -70,7 +70,7 @@ std::vector<uint64_t> run_selected(PageSource& source, const pipeline::PageSelec
 
 kernel::PageSelection fixture_selection(PageSource& source, unsigned level) {
     kernel::DumpLevelInput in;
-    in.present = source.entries();
+    in.present = kernel::borrowed(source);
     in.reader = ram_reader(guest_ram());
     in.vmcoreinfo = &fixture_vmcoreinfo();
     kernel::PageSelection s = kernel::select_pages(in, level);

@@ -264,11 +264,11 @@ TEST(Pipeline, SelectorsDropPagesForObserversAndEncoder) {
 }
 
 // A format that lays out its pages before the first one (the compact
-// format) asks for the selection in a pass of its own: selected_entries
-// gives the pages a selector keeps, whatever the threads; an EntrySet of
+// format) asks for the selection in a pass of its own: selected_pfns
+// gives the pages a selector keeps, whatever the threads; a PfnBitmapSet of
 // them keeps exactly those in the pass that writes. Pages the selector
 // leaves out are not listed as unreadable (the file does not hold them).
-TEST(Pipeline, SelectedEntriesAreWhatThePassKeeps) {
+TEST(Pipeline, SelectedPfnsAreWhatThePassKeeps) {
     TempDir dir;
     Guest g(GuestType::pv, 3000);
     const Selectors sel;
@@ -280,11 +280,12 @@ TEST(Pipeline, SelectedEntriesAreWhatThePassKeeps) {
             SCOPED_TRACE(kind + std::to_string(threads));
             WriteOptions opt;
             opt.threads = threads;
-            const std::vector<PageEntry> kept = pipeline::selected_entries(g.source, *select, opt);
+            const kernel::PfnBitmap kept = pipeline::selected_pfns(g.source, *select, opt);
             std::vector<uint64_t> pfns;
-            for (const auto& e : kept) pfns.push_back(e.pfn);
+            for (uint64_t pfn = 0; pfn < kept.size(); ++pfn)
+                if (kept.test(pfn)) pfns.push_back(pfn);
             EXPECT_EQ(pfns, want);
-            const pipeline::EntrySet set(kept);
+            const pipeline::PfnBitmapSet set(kept);
             const pipeline::PfnSetSelector exactly(set);
             std::vector<uint64_t> seen;
             encode_list(dir / (kind + std::to_string(threads)), g.source, &exactly, threads, &seen);

@@ -86,4 +86,14 @@ void for_each_entry_window(const PageSource& source, F&& f, uint64_t window = 65
         window);
 }
 
+// One past the last present pfn (0 without pages): the size of a bitmap of
+// the source's pfns.
+inline uint64_t end_pfn(const PageSource& source) {
+    const uint64_t n = source.nr_entries();
+    if (n == 0) return 0;
+    PageEntry last{};
+    source.read_entries(n - 1, std::span(&last, 1));
+    return last.pfn + 1;
+}
+
 }  // namespace xendump

@@ -25,8 +25,10 @@
 // machine frame up to its
 // highest (the stored frames' bitmap, to place each descriptor). A compact
 // file of a dump level (xen-dump-convert --dump-level, xen-dumpd
-// --dump-level) still holds the list of the pages kept (16 bytes each) and,
-// classifying a live guest, its list of pages (16 bytes a page).
+// --dump-level) holds bitmaps of pfns up to the highest instead of lists
+// (present, protected, kept by the rules, kept in the file: about 4 bits a
+// pfn) and, for a PV guest, its frames back to pfns (24 bytes per stretch of
+// frames rising with their pfns, xendump/kernel/dump_level.hpp).
 #pragma once
 
 #include <atomic>

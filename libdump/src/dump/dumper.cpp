@@ -15,6 +15,7 @@
 #include "p2m/p2m_windows.hpp"
 #include "p2m/page_extents.hpp"
 #include "pipeline/kernel_observer.hpp"
+#include "util/runs.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/prstatus.hpp"
 #include "xendump/kernel/vmcoreinfo.hpp"
@@ -166,6 +167,35 @@ private:
     uint32_t domid_;
 };
 
+// A PV guest's machine frames back to pfns: the runs of entries whose
+// frames rise by one with their pfns, sorted by frame (24 bytes a run, not a
+// page: a guest's p2m is mostly such runs).
+kernel::FrameToPfn frame_to_pfn(const PageSource& source) {
+    struct FrameRun {
+        uint64_t frame, pfn, count;
+    };
+    auto runs = std::make_shared<std::vector<FrameRun>>();
+    for_each_entry_window(source, [&](uint64_t, std::span<const PageEntry> w) {
+        for (const PageEntry& e : w) {
+            if (!runs->empty()) {
+                FrameRun& r = runs->back();
+                if (e.gmfn == r.frame + r.count && e.pfn == r.pfn + r.count) {
+                    ++r.count;
+                    continue;
+                }
+            }
+            runs->push_back({e.gmfn, e.pfn, 1});
+        }
+    });
+    runs->shrink_to_fit();
+    std::sort(runs->begin(), runs->end(), [](const FrameRun& a, const FrameRun& b) { return a.frame < b.frame; });
+    return [runs](uint64_t frame) -> std::optional<uint64_t> {
+        auto it = util::run_holding(*runs, frame, &FrameRun::frame, &FrameRun::count);
+        if (it == runs->end()) return std::nullopt;
+        return it->pfn + (frame - it->frame);
+    };
+}
+
 // The dump-level classifier's view of the paused guest, as
 // dump_level_input() gives it for a dump file: its pages through the page
 // source, the VMCOREINFO found in them (x86_64 guests only), a PV guest's
@@ -179,7 +209,7 @@ std::unique_ptr<LiveLevelInput> live_level_input(const Prepared& p, const DumpOp
     auto live = std::make_unique<LiveLevelInput>();
     PageSource& source = *p.source;
     kernel::DumpLevelInput& in = live->input;
-    in.present = source.entries();
+    in.present = kernel::borrowed(source);
     in.reader = kernel::page_reader(source);
     in.cancel = opt.write.cancel;
     if (p.spec.guest_width == 8) {
@@ -189,17 +219,7 @@ std::unique_ptr<LiveLevelInput> live_level_input(const Prepared& p, const DumpOp
                 in.stack_pointers.push_back(kernel::XenVcpuContextX86_64::decode(v.bytes).rsp);
     }
     in.vmcoreinfo = live->vmcoreinfo ? &*live->vmcoreinfo : nullptr;
-    if (p.spec.type == GuestType::pv) {
-        auto by_gmfn = std::make_shared<std::vector<std::pair<uint64_t, uint64_t>>>();
-        by_gmfn->reserve(in.present.size());
-        for (const PageEntry& e : in.present) by_gmfn->emplace_back(e.gmfn, e.pfn);
-        std::sort(by_gmfn->begin(), by_gmfn->end());
-        in.frame_to_pfn = [by_gmfn](uint64_t frame) -> std::optional<uint64_t> {
-            auto it = std::lower_bound(by_gmfn->begin(), by_gmfn->end(), std::pair<uint64_t, uint64_t>{frame, 0});
-            if (it == by_gmfn->end() || it->first != frame) return std::nullopt;
-            return it->second;
-        };
-    }
+    if (p.spec.type == GuestType::pv) in.frame_to_pfn = frame_to_pfn(source);
     return live;
 }
 

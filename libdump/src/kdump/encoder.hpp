@@ -14,7 +14,7 @@
 //              the sub header at their places.
 // The layout is planned from the pages the file stores, known before the
 // pass: every page of the source, or those a selector keeps
-// (pipeline::selected_entries), which the pass must keep exactly.
+// (pipeline::selected_pfns), which the pass must keep exactly.
 // Memory (issue 19): the lists of pages are read in windows (nr_entries(),
 // read_entries()), never whole; the chunk digests are held a window at a
 // time and spilled to a temporary file beyond it (writer::DigestTable: the

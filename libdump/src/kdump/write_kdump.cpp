@@ -9,6 +9,7 @@
 
 #include "io/sink.hpp"
 #include "kdump/encoder.hpp"
+#include "kdump/kept_entries.hpp"
 #include "pipeline/dump_level_selector.hpp"
 #include "pipeline/kernel_observer.hpp"
 #include "pipeline/pipeline.hpp"
@@ -92,26 +93,28 @@ namespace kdump {
 
 WriteResult write_kdump_selection(const std::filesystem::path& path, const DumpSpec& spec, PageSource& source,
                                   const kernel::PageSelection& selection, const KdumpOptions& options) {
-    std::vector<PageEntry> kept;
+    kernel::PfnBitmap kept;
     try {
-        kept = pipeline::selected_entries(source, pipeline::DumpLevelSelector(selection), options.write);
+        kept = pipeline::selected_pfns(source, pipeline::DumpLevelSelector(selection), options.write);
     } catch (const Error& e) {
         throw e.with_object(path.string());
     }
     // The pass keeps exactly the pages the layout was planned for.
-    const pipeline::EntrySet planned(kept);
+    const pipeline::PfnBitmapSet planned(kept);
     const pipeline::PfnSetSelector exactly(planned);
-    const writer::EntriesOnly stored(kept);
+    const KeptEntries stored(source, kept);
     return write_published(path, spec, source, {&exactly, stored, &source, selection.level}, options);
 }
 
-kernel::PageSelection zero_pages_only(std::span<const PageEntry> entries, unsigned level, const std::string& why) {
+kernel::PageSelection zero_pages_only(const PageSource& pages, unsigned level, const std::string& why) {
     kernel::PageSelection s;
     s.requested_level = level;
     s.level = level & kernel::kExcludeZero;
     if (s.level != level) s.limits.push_back(why + ": level " + std::to_string(s.level) + " at most (zero pages)");
-    s.keep = kernel::PfnBitmap(entries.empty() ? 0 : entries.back().pfn + 1);
-    for (const auto& e : entries) s.keep.set(e.pfn);
+    s.keep = kernel::PfnBitmap(end_pfn(pages));
+    for_each_entry_window(pages, [&](uint64_t, std::span<const PageEntry> w) {
+        for (const auto& e : w) s.keep.set(e.pfn);
+    });
     return s;
 }
 

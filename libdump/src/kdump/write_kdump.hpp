@@ -17,16 +17,16 @@ namespace xendump::kdump {
 // Writes `path` (atomically, as write_kdump_file) from the pages of `source`
 // that `selection` keeps: the pfns it keeps, less (level bit 1) the pages
 // that are all zeros, found in a first pass over `source`
-// (pipeline::selected_entries) since the file's layout is planned from its
-// list of pages. The 1st bitmap names every page of `source`, the sub
+// (pipeline::selected_pfns, a bit per pfn) since the file's layout is
+// planned from its list of pages (KeptEntries reads it from `source`). The 1st bitmap names every page of `source`, the sub
 // header `selection.level`; `options.dump_level` and `options.present` are
 // not used.
 WriteResult write_kdump_selection(const std::filesystem::path& path, const DumpSpec& spec, PageSource& source,
                                   const kernel::PageSelection& selection, const KdumpOptions& options);
 
-// A selection of `entries` at `level` made without the guest kernel (an
+// A selection of the pages of `pages` at `level` made without the guest kernel (an
 // input the classifier cannot read): every page kept, bit 1 (zero pages)
 // at most, and a limit saying so.
-kernel::PageSelection zero_pages_only(std::span<const PageEntry> entries, unsigned level, const std::string& why);
+kernel::PageSelection zero_pages_only(const PageSource& pages, unsigned level, const std::string& why);
 
 }  // namespace xendump::kdump

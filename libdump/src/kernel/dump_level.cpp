@@ -361,9 +361,12 @@ public:
         : in_(in), memory_(in.reader),
           kvm_(memory_, in.vmcoreinfo ? KernelPaging::from_vmcoreinfo(*in.vmcoreinfo) : KernelPaging{},
                in.frame_to_pfn) {
-        max_pfn_ = in.present.empty() ? 0 : in.present.back().pfn + 1;
+        if (!in.present) throw Error("internal error: the dump level classifier has no list of pages");
+        max_pfn_ = end_pfn(*in.present);
         present_ = PfnBitmap(max_pfn_);
-        for (const auto& e : in.present) present_.set(e.pfn);
+        for_each_entry_window(*in.present, [&](uint64_t, std::span<const PageEntry> w) {
+            for (const auto& e : w) present_.set(e.pfn);
+        });
         if (!in.vmcoreinfo) {
             limits_.push_back("no VMCOREINFO of a Linux kernel: only zero pages can be excluded (level 1 at most)");
             return;
@@ -617,17 +620,19 @@ PageSelection select_pages(const DumpLevelInput& input, unsigned level) {
 DumpLevelEstimate estimate_dump_levels(const DumpLevelInput& input) {
     Classifier c(input);
     DumpLevelEstimate e;
-    e.total_pages = input.present.size();
+    e.total_pages = input.present->nr_entries();
     e.limits = c.limits();
     e.max_level = c.supported(kMaxDumpLevel);
     // Zero pages once (every present page read once).
     PfnBitmap zero(c.present().size());
     std::array<std::byte, kPageSize> buf;
     uint64_t n = 0;
-    for (const auto& entry : input.present) {
-        if ((++n & 4095) == 0) check_cancel(input.cancel);
-        if (input.reader(entry.pfn, PageSpan(buf)) && is_zero_page(buf)) zero.set(entry.pfn);
-    }
+    for_each_entry_window(*input.present, [&](uint64_t, std::span<const PageEntry> w) {
+        for (const auto& entry : w) {
+            if ((++n & 4095) == 0) check_cancel(input.cancel);
+            if (input.reader(entry.pfn, PageSpan(buf)) && is_zero_page(buf)) zero.set(entry.pfn);
+        }
+    });
     auto kept_nonzero = [&](const PageSelection& s, bool drop_zero) {
         if (!drop_zero) return s.keep.count();
         PfnBitmap z(zero.size());

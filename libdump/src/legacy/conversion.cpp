@@ -117,10 +117,7 @@ void common_keys(KeyValues& kv, const fs::path& input, const std::string& source
 }
 
 void set_max_pfn(KeyValues& kv, const PageSource& pages) {
-    PageEntry last{};
-    const uint64_t n = pages.nr_entries();
-    if (n) pages.read_entries(n - 1, std::span(&last, 1));
-    kv.set(keys::kMaxPfn, std::to_string(n ? last.pfn + 1 : 0));
+    kv.set(keys::kMaxPfn, std::to_string(end_pfn(pages)));
 }
 
 // Writes the v1 file. The guest kernel's notes come from the same single
@@ -137,7 +134,7 @@ kernel::PageSelection select_for_level(const fs::path& input, const DumpReader* 
                                        const ConvertOptions& opt) {
     kernel::PageSelection sel;
     if (!reader) {
-        sel = kdump::zero_pages_only(pages.entries(), opt.dump_level, "an xc_core input is not classified by its kernel");
+        sel = kdump::zero_pages_only(pages, opt.dump_level, "an xc_core input is not classified by its kernel");
     } else {
         const auto info = dump_vmcoreinfo(*reader, true);
         sel = kernel::select_pages(dump_level_input(*reader, info ? &*info : nullptr), opt.dump_level);

@@ -111,12 +111,12 @@ Outcome run(const Stages& st, io::Sink& out, const WriteOptions& options) {
     return result;
 }
 
-std::vector<PageEntry> selected_entries(PageSource& source, const PageSelector& select, const WriteOptions& options) {
-    std::vector<PageEntry> kept;
+kernel::PfnBitmap selected_pfns(PageSource& source, const PageSelector& select, const WriteOptions& options) {
+    kernel::PfnBitmap kept(end_pfn(source));
     auto keep = [&](PageBatch& b) {
         check_cancel(options);
         for (size_t i = 0; i < b.count; ++i)
-            if (b.keep[i]) kept.push_back(b.entries[i]);
+            if (b.keep[i]) kept.set(b.pfn(i));
     };
     const BatchPlan plan = plan_batches(source.preferred_batch(), 1, options.threads);
     if (select.needs_zero_flags()) {
@@ -125,16 +125,18 @@ std::vector<PageEntry> selected_entries(PageSource& source, const PageSelector& 
     }
     const size_t per_batch = plan.pages;
     // Decided by pfn alone: no page is read.
-    const auto entries = source.entries();
     PageBatch b;
     b.reserve(per_batch);
-    for (b.first = 0; b.first < entries.size(); b.first += b.count) {
-        b.count = std::min(per_batch, entries.size() - b.first);
-        b.entries = entries.subspan(b.first, b.count);
-        std::fill_n(b.keep.begin(), b.count, 1);
-        select.select(b);
-        keep(b);
-    }
+    for_each_entry_window(source, [&](uint64_t first, std::span<const PageEntry> window) {
+        for (size_t at = 0; at < window.size(); at += b.count) {
+            b.first = first + at;
+            b.count = std::min(per_batch, window.size() - at);
+            b.entries = window.subspan(at, b.count);
+            std::fill_n(b.keep.begin(), b.count, 1);
+            select.select(b);
+            keep(b);
+        }
+    });
     return kept;
 }
 

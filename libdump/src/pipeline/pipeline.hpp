@@ -48,13 +48,15 @@ struct Outcome {
 // cancel and on_progress (the rest is the encoder's and the caller's).
 Outcome run(const Stages& stages, io::Sink& out, const WriteOptions& options);
 
-// The entries of `source` that `select` keeps, in a pass of their own that
-// writes nothing (pages are read only when the selector looks at zero
-// pages): for a format that lays out its stored pages before the first one
-// is written (the compact format's descriptor table). Uses `options`'
-// threads and cancel. A pass with a PfnSetSelector of exactly these pages
-// then keeps them again, whatever the pages' contents by then.
-std::vector<PageEntry> selected_entries(PageSource& source, const PageSelector& select, const WriteOptions& options);
+// The pfns of `source` that `select` keeps, a bit per pfn up to the last
+// present one, in a pass of their own that writes nothing (pages are read
+// only when the selector looks at zero pages; the list of entries is read a
+// window at a time): for a format that lays out its stored pages before the
+// first one is written (the compact format's descriptor table). Uses
+// `options`' threads and cancel. A pass with a PfnSetSelector of exactly
+// these pages (PfnBitmapSet) then keeps them again, whatever the pages'
+// contents by then.
+kernel::PfnBitmap selected_pfns(PageSource& source, const PageSelector& select, const WriteOptions& options);
 
 // The batches of a pass (issue 19): how many pages each holds, how many are
 // in flight at once and how many worker threads work on them. Their pages

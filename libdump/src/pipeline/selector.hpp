@@ -14,6 +14,7 @@
 #include <span>
 
 #include "pipeline/page_batch.hpp"
+#include "xendump/kernel/dump_level.hpp"
 #include "xendump/page_source.hpp"
 
 namespace xendump::pipeline {
@@ -46,15 +47,14 @@ public:
     virtual bool contains(uint64_t pfn) const = 0;  // called from several threads
 };
 
-// The pfns of a list of entries in ascending pfn order (not copied: the
-// list must outlive the set), looked up by binary search.
-class EntrySet final : public PfnSet {
+// The pfns of a bitmap (not copied: it must outlive the set).
+class PfnBitmapSet final : public PfnSet {
 public:
-    explicit EntrySet(std::span<const PageEntry> sorted) : entries_(sorted) {}
-    bool contains(uint64_t pfn) const override;
+    explicit PfnBitmapSet(const kernel::PfnBitmap& pfns) : pfns_(pfns) {}
+    bool contains(uint64_t pfn) const override { return pfns_.test(pfn); }
 
 private:
-    std::span<const PageEntry> entries_;
+    const kernel::PfnBitmap& pfns_;
 };
 
 // Keeps the pages whose pfn is in the set.

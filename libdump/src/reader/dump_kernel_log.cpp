@@ -25,7 +25,7 @@ kernel::FrameToPfn dump_frame_to_pfn(const DumpReader& reader) {
 
 kernel::DumpLevelInput dump_level_input(const DumpReader& reader, const kernel::Vmcoreinfo* info) {
     kernel::DumpLevelInput in;
-    in.present = reader.entries();
+    in.present = reader.page_source();
     in.reader = dump_page_reader(reader);
     in.vmcoreinfo = reader.guest_width() == 8 ? info : nullptr;  // x86_64 kernels only
     in.frame_to_pfn = dump_frame_to_pfn(reader);

@@ -46,6 +46,7 @@
 
 #include <array>
 #include <atomic>
+#include <memory>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -92,10 +93,12 @@ enum class PageClass : uint8_t { zero, cache, cache_private, user, free, hwpoiso
 inline constexpr size_t kPageClasses = 7;
 const char* page_class_name(PageClass c);  // "zero", "cache", "cache_private", ...
 
-// What the classifier reads. `present` (ascending pfns, the dump's pages) and
-// `reader` are required; the rest refines.
+// What the classifier reads. `present` (the dump's pages, ascending pfns,
+// read a window at a time: the classifier holds a bit per pfn, not the
+// list; owned or not, see borrowed()) and `reader` are required; the rest
+// refines.
 struct DumpLevelInput {
-    std::span<const PageEntry> present;
+    std::shared_ptr<const PageSource> present;
     PageReader reader;
     const Vmcoreinfo* vmcoreinfo = nullptr;  // null: level 1 at most
     FrameToPfn frame_to_pfn;                 // PV: machine frame -> pfn; empty: identity
@@ -122,6 +125,11 @@ struct PageSelection {
 };
 
 bool is_zero_page(std::span<const std::byte> page);
+
+// A page source the caller keeps alive, as DumpLevelInput::present.
+inline std::shared_ptr<const PageSource> borrowed(const PageSource& source) {
+    return std::shared_ptr<const PageSource>(std::shared_ptr<const void>(), &source);
+}
 
 // Classifies every present pfn for `level` (0..31; Error beyond). Error when
 // `cancel` is set; a guest whose VMCOREINFO lacks what a bit needs gets that
