@@ -1,32 +1,22 @@
 #include "legacy/spill.hpp"
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <utility>
 
+#include "io/temp_file.hpp"
 #include "util/util.hpp"
 #include "xendump/error.hpp"
 
 namespace xendump::legacy {
 
 TempFile::TempFile() {
-    const char* env = std::getenv("TMPDIR");
-    dir_ = env && *env ? env : "/var/tmp";
-    fd_.reset(::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
-    if (fd_.get() < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
-        std::string name = dir_ + "/.xendump-convert.XXXXXX";
-        fd_.reset(::mkostemp(name.data(), O_CLOEXEC));
-        if (fd_.get() >= 0) ::unlink(name.c_str());
-    }
-    if (fd_.get() < 0)
-        throw Error(std::string("cannot create a temporary file for the conversion's tables: ") + std::strerror(errno) +
-                        " (set TMPDIR to a writable directory)",
-                    dir_);
+    io::UnnamedTempFile f = io::unnamed_temp_file("the conversion's tables");
+    fd_ = std::move(f.fd);
+    dir_ = std::move(f.dir);
 }
 
 void TempFile::write(uint64_t offset, const void* data, size_t size) const {

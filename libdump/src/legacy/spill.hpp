@@ -20,9 +20,8 @@
 
 namespace xendump::legacy {
 
-// An unnamed temporary file (O_TMPFILE, or a name unlinked at once where the
-// filesystem lacks it) in $TMPDIR, else /var/tmp: it goes with its fd, even
-// on a crash. Throws Error naming the directory when none can be made.
+// io::unnamed_temp_file with positional reads and writes that throw Error
+// naming the directory and offset.
 class TempFile {
 public:
     TempFile();

@@ -1,11 +1,8 @@
 #include "writer/digest_table.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
-#include <cstdlib>
 
+#include "io/temp_file.hpp"
 #include "util/util.hpp"
 #include "writer/notes.hpp"
 #include "xendump/error.hpp"
@@ -16,26 +13,6 @@ namespace xendump::writer {
 namespace {
 
 constexpr uint64_t kDigest = sizeof(XXH128_canonical_t);
-
-// $TMPDIR when set, else /var/tmp (large, and private to the service:
-// PrivateTmp=).
-std::string spill_directory() {
-    const char* dir = std::getenv("TMPDIR");
-    return dir && *dir ? dir : "/var/tmp";
-}
-
-// An unlinked file in `dir`: O_TMPFILE, else a name removed at once.
-UniqueFd unnamed_file(const std::string& dir) {
-    UniqueFd fd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
-    if (fd) return fd;
-    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
-        throw_errno("cannot create a temporary file for the page digests", dir);
-    std::string tmpl = dir + "/.xendump-digests.XXXXXX";
-    fd.reset(::mkostemp(tmpl.data(), O_CLOEXEC));
-    if (!fd) throw_errno("cannot create a temporary file for the page digests", tmpl);
-    ::unlink(tmpl.c_str());
-    return fd;
-}
 
 }  // namespace
 
@@ -71,8 +48,9 @@ void DigestTable::flush() {
         place_->write_ahead(offset_ + flushed_ * kDigest, bytes);
     } else {
         if (!spill_) {
-            spill_dir_ = spill_directory();
-            spill_ = unnamed_file(spill_dir_);
+            io::UnnamedTempFile f = io::unnamed_temp_file("the page digests");
+            spill_ = std::move(f.fd);
+            spill_dir_ = std::move(f.dir);
         }
         const uint64_t at = flushed_ * kDigest;
         const size_t done = util::pwrite_full(spill_.get(), bytes.data(), bytes.size(), at);
