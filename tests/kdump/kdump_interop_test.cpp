@@ -165,10 +165,10 @@ TEST(KdumpInterop, MakedumpfileDmesgEqualsXenDumpctlDmesg) {
 
 // makedumpfile -c -d 31 (zlib, page by page) against our level 31 with zstd
 // from the same v1 dump: the compact file must be smaller by a clear margin
-// (0.920x here; 1.004x when every page was compressed at zstd level 1 only,
-// which is what the second, thorough step for compressible pages changed —
-// see kdump/codec.cpp). On the Xen lab's 1 GiB guest the same is 0.874x
-// (BENCHMARKS.md #13s).
+// (0.930x here with deflate as the second step on pages of code, 0.920x with
+// zstd's optimal parser there, in 3.5 times its CPU; 1.004x when every page
+// was compressed at zstd level 1 only — see kdump/codec.cpp). On the Xen
+// lab's 1 GiB guest the same is 0.895x (BENCHMARKS.md #13s).
 TEST(KdumpInterop, ZstdAtLevel31IsSmallerThanMakedumpfilesZlib) {
     if (!have("makedumpfile")) GTEST_SKIP() << "makedumpfile is not installed";
     TempDir dir;
@@ -180,7 +180,7 @@ TEST(KdumpInterop, ZstdAtLevel31IsSmallerThanMakedumpfilesZlib) {
                        ours.string(), v1.string()});
     ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
     const double ratio = static_cast<double>(fs::file_size(ours)) / static_cast<double>(fs::file_size(theirs));
-    EXPECT_LE(ratio, 0.93) << fs::file_size(ours) << " bytes against makedumpfile's " << fs::file_size(theirs);
+    EXPECT_LE(ratio, 0.94) << fs::file_size(ours) << " bytes against makedumpfile's " << fs::file_size(theirs);
 }
 
 TEST(KdumpInterop, XenDumpctlInfoAndVerify) {

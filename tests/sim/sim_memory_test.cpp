@@ -48,6 +48,32 @@ TEST(SimMemory, ImageFillAndZeroRanges) {
     EXPECT_EQ(p6.bytes, std::vector<std::byte>(4096, std::byte{0}));
 }
 
+// A page held whole in the memory image is mapped in place, as Xen maps a
+// guest's frame without copying it: two mappings of it show the same
+// memory, and a change to the image is seen through a mapping made before
+// it. A page only partly in the image is copied (and zero-filled).
+TEST(SimMemory, ImagePagesAreMappedInPlace) {
+    TempDir img_dir;
+    const auto path = img_dir / "mem.img";
+    std::vector<char> img(2 * 4096 + 100, 'a');
+    std::ofstream(path, std::ios::binary).write(img.data(), static_cast<std::streamsize>(img.size()));
+    Host h(json{{"domains",
+             {{{"domid", 4}, {"type", "hvm"}, {"extents", {{0, 0x9000, 4}}}, {"memory", {{"image", path.string()}}}}}}});
+    const std::vector<uint64_t> gfns{0, 1, 2};
+    auto a = h.hv->map_foreign(4, gfns);
+    auto b = h.hv->map_foreign(4, gfns);
+    EXPECT_EQ(a->page(1), b->page(1));  // in place
+    EXPECT_NE(a->page(2), b->page(2));  // 100 bytes of image: copied
+    EXPECT_EQ(a->page(2)[100], std::byte{0});
+    {
+        std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+        f.seekp(4096 + 10);
+        f.put('z');
+    }
+    EXPECT_EQ(a->page(1)[10], std::byte{'z'});
+    EXPECT_EQ(a->page(0)[10], std::byte{'a'});
+}
+
 TEST(SimMemory, RelativeImagePathIsRelativeToSpec) {
     TempDir t;
     std::vector<char> img(4096, 'x');

@@ -28,6 +28,13 @@ size_t compress_bound(Compression c, size_t page_size);
 // few (see codec.cpp).
 bool looks_incompressible(std::span<const std::byte> page);
 
+// A compressed page: `size` bytes of the output, to be stored with the
+// PageDesc flag `flag`; size 0: store the page raw (flag 0).
+struct CompressedPage {
+    size_t size = 0;
+    uint32_t flag = 0;
+};
+
 class PageCompressor {
 public:
     explicit PageCompressor(Compression c);
@@ -36,9 +43,12 @@ public:
     PageCompressor& operator=(const PageCompressor&) = delete;
 
     // Compresses `page` into `out` (at least compress_bound() bytes).
-    // Returns the compressed size, or 0 when it is not smaller than the page
-    // or looks_incompressible() (the page is then stored raw).
-    size_t compress(std::span<const std::byte> page, std::span<std::byte> out);
+    // Returns the compressed size and its flag: flag_of() the algorithm, but
+    // for zstd a page of code or text may come out in zlib's format where
+    // deflate does better (kFlagZlib; codec.cpp says which pages). Size 0
+    // when it is not smaller than the page or looks_incompressible() (the
+    // page is then stored raw).
+    CompressedPage compress(std::span<const std::byte> page, std::span<std::byte> out);
 
 private:
     struct State;

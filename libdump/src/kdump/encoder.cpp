@@ -28,6 +28,7 @@ public:
     std::vector<std::byte> bytes;  // the compressed pages, one after the other
     std::vector<uint64_t> at;      // page i's offset in `bytes`
     std::vector<uint32_t> size;    // its compressed size; 0: stored raw (or a zero page)
+    std::vector<uint32_t> flag;    // its PageDesc flag
 };
 
 void copy_field(char* field, size_t size, std::string_view value) {
@@ -139,20 +140,21 @@ void KdumpEncoder::prepare(pipeline::PageBatch& b) const {
     const size_t bound = compress_bound(compression_, kPage);
     c.at.assign(b.count, 0);
     c.size.assign(b.count, 0);
+    c.flag.assign(b.count, 0);
     uint64_t at = 0;
     for (size_t i = 0; i < b.count; ++i) {
         if (!b.keep[i] || b.zero[i]) continue;
         if (c.bytes.size() < at + bound) c.bytes.resize(std::max<uint64_t>(at + bound, 2 * c.bytes.size()));
-        const size_t n = c.compressor.compress(std::span(b.page[i], kPage), std::span(c.bytes.data() + at, bound));
+        const CompressedPage p = c.compressor.compress(std::span(b.page[i], kPage), std::span(c.bytes.data() + at, bound));
         c.at[i] = at;
-        c.size[i] = static_cast<uint32_t>(n);
-        at += n;
+        c.size[i] = static_cast<uint32_t>(p.size);
+        c.flag[i] = p.flag;
+        at += p.size;
     }
 }
 
 void KdumpEncoder::write(pipeline::PageBatch& b, io::Sink& out) {
     const auto* c = compression_ == Compression::none ? nullptr : static_cast<const Compressed*>(b.work.get());
-    const uint32_t flag = flag_of(compression_);
     const uint64_t first = next_;
     descs_.clear();
     iov_.clear();
@@ -173,7 +175,7 @@ void KdumpEncoder::write(pipeline::PageBatch& b, io::Sink& out) {
         }
         const uint32_t size = c ? c->size[i] : 0;
         if (size) {
-            descs_.push_back({at, size, flag, 0});
+            descs_.push_back({at, size, c->flag[i], 0});
             iov_.push_back({const_cast<std::byte*>(c->bytes.data() + c->at[i]), size});
         } else {
             descs_.push_back({at, static_cast<uint32_t>(kPage), 0, 0});

@@ -98,6 +98,13 @@ bool SimDomain::reads_as_zero(uint64_t pfn) const {
     return (!spec_.zero_ranges.empty() && in_zero_range(pfn)) || spec_.fill == FillKind::zero;
 }
 
+const std::byte* SimDomain::page_in_place(uint64_t pfn) const {
+    if (spec_.fill != FillKind::image || pfn >= image_.size() / kPageSize) return nullptr;
+    if (!derived_.p2m_pfns.empty() && holds_p2m_structure(pfn)) return nullptr;
+    if (reads_as_zero(pfn)) return nullptr;
+    return image_.data() + pfn * kPageSize;
+}
+
 void SimDomain::read_page(uint64_t pfn, std::byte* out) const {
     if (!derived_.p2m_pfns.empty() && holds_p2m_structure(pfn)) {
         overlay_.copy_out(overlay_offset(pfn), kPageSize, out);

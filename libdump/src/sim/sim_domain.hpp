@@ -47,6 +47,11 @@ public:
     // True when read_page(pfn) gives zeros without reading anything (a zero
     // range, or zero fill outside the p2m's own pages): computed, not stored.
     bool reads_as_zero(uint64_t pfn) const;
+    // Where read_page(pfn) would copy from when the page lies whole in the
+    // domain's memory image (and is not zero, nor one of the p2m's own
+    // pages): mapped there without a copy, as Xen maps a guest's frame into
+    // the caller's address space. Null otherwise. Valid while this lives.
+    const std::byte* page_in_place(uint64_t pfn) const;
     const std::vector<std::byte>& shared_info_page() const { return shared_info_; }
     // PV: pfn of the page holding p2m entry `pfn`, and the entry's byte offset there.
     std::pair<uint64_t, uint64_t> p2m_entry_location(uint64_t pfn) const;

@@ -65,25 +65,37 @@ const std::byte* zero_region() {
     return region;
 }
 
+// A page is in one of three places: the mapping's own buffer (a page the
+// simulator computes or copies), the zero region, or in place in the
+// domain's memory image (SimDomain::page_in_place), mapped without a copy.
+// The buffer is taken from the pool only when a page needs it.
 class SimMapping : public ForeignMapping {
 public:
     SimMapping(std::shared_ptr<BufferPool> pool, size_t count)
-        : pool_(std::move(pool)), pages_(pool_->take(count * kPageSize)), errors_(count, 0), zero_(count, 0) {}
-    ~SimMapping() override { pool_->give(std::move(pages_)); }
-    size_t count() const override { return errors_.size(); }
-    const std::byte* page(size_t i) const override {
-        return zero_[i] ? zero_region() + (i % kZeroPages) * kPageSize : pages_.data() + i * kPageSize;
+        : pool_(std::move(pool)), at_(count, nullptr), errors_(count, 0) {}
+    ~SimMapping() override {
+        if (!pages_.empty()) pool_->give(std::move(pages_));
     }
+    size_t count() const override { return errors_.size(); }
+    const std::byte* page(size_t i) const override { return at_[i] ? at_[i] : pages_.data() + i * kPageSize; }
     int error(size_t i) const override { return errors_[i]; }
-    std::byte* page_for_write(size_t i) { return pages_.data() + i * kPageSize; }
-    void fail(size_t i, int err) { errors_[i] = err; }
-    void map_zero(size_t i) { zero_[i] = 1; }
+    std::byte* page_for_write(size_t i) {
+        if (pages_.empty()) pages_ = pool_->take(count() * kPageSize);
+        at_[i] = nullptr;
+        return pages_.data() + i * kPageSize;
+    }
+    void fail(size_t i, int err) {  // its page reads as zeros
+        errors_[i] = err;
+        map_zero(i);
+    }
+    void map_zero(size_t i) { at_[i] = zero_region() + (i % kZeroPages) * kPageSize; }
+    void map_in_place(size_t i, const std::byte* page) { at_[i] = page; }
 
 private:
     std::shared_ptr<BufferPool> pool_;
     std::vector<std::byte> pages_;
+    std::vector<const std::byte*> at_;  // page i, when not in pages_
     std::vector<int> errors_;
-    std::vector<uint8_t> zero_;  // page i is in the zero region
 };
 
 // Readable when DIR/events grew: a domain shut down, crashed or was destroyed.
@@ -152,13 +164,20 @@ public:
         auto state = host_.state(domid);
         const sim::DomainSpec& spec = d.spec();
         auto mapping = std::make_unique<SimMapping>(pool_, frames.size());
+        auto map_pfn = [&](size_t i, uint64_t pfn) {
+            if (d.reads_as_zero(pfn))
+                mapping->map_zero(i);
+            else if (const std::byte* in_place = d.page_in_place(pfn))
+                mapping->map_in_place(i, in_place);
+            else
+                d.read_page(pfn, mapping->page_for_write(i));
+        };
         for (size_t i = 0; i < frames.size(); ++i) {
             const uint64_t frame = frames[i];
-            std::byte* out = mapping->page_for_write(i);
             if (spec.is_pv()) {
                 // PV guests are mapped by mfn; the frame must be the domain's own.
                 if (frame == d.derived().shared_info_mfn) {
-                    std::memcpy(out, d.shared_info_page().data(), kPageSize);
+                    std::memcpy(mapping->page_for_write(i), d.shared_info_page().data(), kPageSize);
                     continue;
                 }
                 auto pfn = d.pfn_of_mfn(frame);
@@ -166,20 +185,14 @@ public:
                     mapping->fail(i, EPERM);
                     continue;
                 }
-                if (d.reads_as_zero(*pfn))
-                    mapping->map_zero(i);
-                else
-                    d.read_page(*pfn, out);
+                map_pfn(i, *pfn);
             } else {
                 // HVM/PVH are mapped by gfn; an unpopulated gfn fails.
                 if (frame >= spec.p2m_size || !spec.extent_of_pfn(frame) || state->is_ballooned(frame)) {
                     mapping->fail(i, EINVAL);
                     continue;
                 }
-                if (d.reads_as_zero(frame))
-                    mapping->map_zero(i);
-                else
-                    d.read_page(frame, out);
+                map_pfn(i, frame);
             }
         }
         sim::wait_map_cost(spec.per_call_us, spec.per_page_ns, frames.size());
