@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "kernel/pfn_runs.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/kallsyms.hpp"
 #include "xendump/kernel/printk_log.hpp"
@@ -353,7 +354,7 @@ public:
         max_pfn_ = end_pfn(*in.present);
         present_ = PfnBitmap(max_pfn_);
         for_each_entry_window(*in.present, [&](uint64_t, std::span<const PageEntry> w) {
-            for (const auto& e : w) present_.set(e.pfn);
+            set_pfns(present_, w);
         });
         if (!in.vmcoreinfo) {
             limits_.push_back("no VMCOREINFO of a Linux kernel: only zero pages can be excluded (level 1 at most)");

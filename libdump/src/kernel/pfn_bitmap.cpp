@@ -213,8 +213,11 @@ PfnBitmap& PfnBitmap::operator=(const PfnBitmap& other) {
 
 uint64_t PfnBitmap::size() const { return impl_ ? impl_->size : 0; }
 
+// The members below read impl_->size, not size(): an exported function is
+// not inlined within the shared library (it could be interposed), and test()
+// runs once per page.
 bool PfnBitmap::test(uint64_t pfn) const {
-    if (pfn >= size()) return false;
+    if (!impl_ || pfn >= impl_->size) return false;
     Impl& m = *impl_;
     const uint64_t b = pfn / kBlockBits, i = pfn % kBlockBits;
     if (m.zero(b)) return false;
@@ -224,11 +227,11 @@ bool PfnBitmap::test(uint64_t pfn) const {
 }
 
 void PfnBitmap::set(uint64_t pfn) {
-    if (pfn < size()) impl_->assign(pfn, true);
+    if (impl_ && pfn < impl_->size) impl_->assign(pfn, true);
 }
 
 void PfnBitmap::reset(uint64_t pfn) {
-    if (pfn < size()) impl_->assign(pfn, false);
+    if (impl_ && pfn < impl_->size) impl_->assign(pfn, false);
 }
 
 void PfnBitmap::set_range(uint64_t first, uint64_t end) {
@@ -243,13 +246,21 @@ void PfnBitmap::set_range(uint64_t first, uint64_t end) {
             m->fill_block(b);
             continue;
         }
-        m->modify(b, [&](uint64_t* w) {
-            for (uint64_t i = from; i < to;) {
-                const uint64_t n = std::min<uint64_t>(64 - i % 64, to - i);
-                w[i / 64] |= (n == 64 ? ~uint64_t{0} : ((uint64_t{1} << n) - 1)) << (i % 64);
-                i += n;
-            }
-        });
+        // Only the words of the range are counted again (a run may be one pfn).
+        uint64_t* w = m->load(b);
+        uint32_t ones = m->blocks[b].ones;
+        for (uint64_t i = from; i < to;) {
+            const uint64_t n = std::min<uint64_t>(64 - i % 64, to - i);
+            uint64_t& word = w[i / 64];
+            const uint64_t before = word;
+            word |= (n == 64 ? ~uint64_t{0} : ((uint64_t{1} << n) - 1)) << (i % 64);
+            ones += static_cast<uint32_t>(std::popcount(word) - std::popcount(before));
+            i += n;
+        }
+        if (ones != m->blocks[b].ones) {
+            m->blocks[b].ones = ones;
+            m->slots[static_cast<size_t>(m->blocks[b].slot)].dirty = true;
+        }
     }
 }
 
