@@ -26,9 +26,11 @@
 // highest (the stored frames' bitmap, to place each descriptor). A compact
 // file of a dump level (xen-dump-convert --dump-level, xen-dumpd
 // --dump-level) holds bitmaps of pfns up to the highest instead of lists
-// (present, protected, kept by the rules, kept in the file: about 4 bits a
-// pfn) and, for a PV guest, its frames back to pfns (24 bytes per stretch of
-// frames rising with their pfns, xendump/kernel/dump_level.hpp).
+// (present, protected, kept by the rules, kept in the file), each at most
+// 256 KiB in memory and the rest in a temporary file (kernel::PfnBitmap:
+// 32 KiB of bookkeeping per TiB of guest), and, for a PV guest, its frames
+// back to pfns (24 bytes per stretch of frames rising with their pfns,
+// xendump/kernel/dump_level.hpp).
 #pragma once
 
 #include <atomic>

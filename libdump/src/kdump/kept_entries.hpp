@@ -2,8 +2,7 @@
 // without pages: the compact writer's list of stored pages for a dump level
 // (write_kdump_selection), read a window at a time from the source it
 // filters. It holds a mark every few thousand entries (24 bytes each), not
-// the list: a bit per pfn (the bitmap, the caller's) is what grows with the
-// guest.
+// the list; the bitmap (the caller's) keeps most of its bits in a file.
 #pragma once
 
 #include <optional>

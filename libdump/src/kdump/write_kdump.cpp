@@ -10,6 +10,7 @@
 #include "io/sink.hpp"
 #include "kdump/encoder.hpp"
 #include "kdump/kept_entries.hpp"
+#include "kernel/pfn_runs.hpp"
 #include "pipeline/dump_level_selector.hpp"
 #include "pipeline/kernel_observer.hpp"
 #include "pipeline/pipeline.hpp"
@@ -113,7 +114,7 @@ kernel::PageSelection zero_pages_only(const PageSource& pages, unsigned level, c
     if (s.level != level) s.limits.push_back(why + ": level " + std::to_string(s.level) + " at most (zero pages)");
     s.keep = kernel::PfnBitmap(end_pfn(pages));
     for_each_entry_window(pages, [&](uint64_t, std::span<const PageEntry> w) {
-        for (const auto& e : w) s.keep.set(e.pfn);
+        kernel::set_pfns(s.keep, w);
     });
     return s;
 }

@@ -17,7 +17,7 @@ namespace xendump::kdump {
 // Writes `path` (atomically, as write_kdump_file) from the pages of `source`
 // that `selection` keeps: the pfns it keeps, less (level bit 1) the pages
 // that are all zeros, found in a first pass over `source`
-// (pipeline::selected_pfns, a bit per pfn) since the file's layout is
+// (pipeline::selected_pfns, a kernel::PfnBitmap) since the file's layout is
 // planned from its list of pages (KeptEntries reads it from `source`). The 1st bitmap names every page of `source`, the sub
 // header `selection.level`; `options.dump_level` and `options.present` are
 // not used.

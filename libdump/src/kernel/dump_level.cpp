@@ -9,26 +9,15 @@
 #include "xendump/kernel/dump_level.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cstdio>
 #include <cstring>
 
+#include "kernel/pfn_runs.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/kallsyms.hpp"
 #include "xendump/kernel/printk_log.hpp"
 
 namespace xendump::kernel {
-
-uint64_t PfnBitmap::count() const {
-    uint64_t n = 0;
-    for (uint64_t w : words_) n += static_cast<uint64_t>(std::popcount(w));
-    return n;
-}
-
-void PfnBitmap::merge_masked(const PfnBitmap& other, const PfnBitmap& mask) {
-    for (size_t i = 0; i < words_.size() && i < other.words_.size() && i < mask.words_.size(); ++i)
-        words_[i] |= other.words_[i] & mask.words_[i];
-}
 
 const char* page_class_name(PageClass c) {
     switch (c) {
@@ -365,7 +354,7 @@ public:
         max_pfn_ = end_pfn(*in.present);
         present_ = PfnBitmap(max_pfn_);
         for_each_entry_window(*in.present, [&](uint64_t, std::span<const PageEntry> w) {
-            for (const auto& e : w) present_.set(e.pfn);
+            set_pfns(present_, w);
         });
         if (!in.vmcoreinfo) {
             limits_.push_back("no VMCOREINFO of a Linux kernel: only zero pages can be excluded (level 1 at most)");
@@ -450,7 +439,7 @@ private:
             if (!is_kernel_image_address(from) || to < from || to - from > (uint64_t{2} << 30)) return;
             const uint64_t first = kernel_virt_to_phys(from, phys_base) / kPageSize;
             const uint64_t last = (kernel_virt_to_phys(to, phys_base) + kPageSize - 1) / kPageSize;
-            for (uint64_t p = first; p < last && p < protect_.size(); ++p) protect_.set(p);
+            protect_.set_range(first, last);
         };
         for (const auto& [name, address] : v.symbols()) protect_range(address, address + 1);
         std::optional<Kallsyms> k;
@@ -487,7 +476,7 @@ private:
         uint64_t window = ~uint64_t{0};
         for (uint64_t pfn = sec.first_pfn; pfn < sec.end_pfn;) {
             if (!present_.test(pfn)) {
-                ++pfn;
+                pfn = present_.next_set(pfn);
                 continue;
             }
             const uint64_t index = pfn % kPgmmCached;

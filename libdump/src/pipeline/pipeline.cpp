@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernel/pfn_runs.hpp"
 #include "pipeline/batch_source.hpp"
 #include "pipeline/ordered_batches.hpp"
 #include "pipeline/zero_pages.hpp"
@@ -115,8 +116,7 @@ kernel::PfnBitmap selected_pfns(PageSource& source, const PageSelector& select, 
     kernel::PfnBitmap kept(end_pfn(source));
     auto keep = [&](PageBatch& b) {
         check_cancel(options);
-        for (size_t i = 0; i < b.count; ++i)
-            if (b.keep[i]) kept.set(b.pfn(i));
+        kernel::set_runs(kept, b.count, [&](size_t i) { return b.pfn(i); }, [&](size_t i) { return b.keep[i] != 0; });
     };
     const BatchPlan plan = plan_batches(source.preferred_batch(), 1, options.threads);
     if (select.needs_zero_flags()) {

@@ -49,7 +49,7 @@ struct Outcome {
 Outcome run(const Stages& stages, io::Sink& out, const WriteOptions& options);
 
 // The pfns of `source` that `select` keeps, a bit per pfn up to the last
-// present one, in a pass of their own that writes nothing (pages are read
+// present one (a kernel::PfnBitmap: its memory does not grow with them), in a pass of their own that writes nothing (pages are read
 // only when the selector looks at zero pages; the list of entries is read a
 // window at a time): for a format that lays out its stored pages before the
 // first one is written (the compact format's descriptor table). Uses

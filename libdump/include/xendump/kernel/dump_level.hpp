@@ -40,8 +40,11 @@
 // order is bounds-checked, a page is examined at most once per pass, ranges
 // are clipped to the dump's pfns, compound orders above 18 (1 GiB) are
 // invalid, the page-table walk visits each table page once. Memory: the
-// result is one bit per pfn; while classifying, four (present, protected,
-// struct-page pages, result; five during the table walk).
+// result is a PfnBitmap (a bit per pfn, of which at most 256 KiB in memory,
+// the rest in a temporary file; all-zero and all-one blocks of 64 Ki pfns
+// take only 8 bytes of bookkeeping, 32 KiB per TiB of guest); while
+// classifying, four of them (present, protected, struct-page pages, result;
+// five during the table walk): about 1 MiB whatever the guest's size.
 #pragma once
 
 #include <array>
@@ -65,27 +68,48 @@ inline constexpr unsigned kExcludeZero = 1, kExcludeCache = 2, kExcludeCachePriv
                           kExcludeFree = 16;
 inline constexpr unsigned kMaxDumpLevel = 31;
 
-// One bit per pfn in [0, size).
+// One bit per pfn in [0, size), in memory that does not grow with `size`
+// (issue 19): blocks of kBlockBits bits, at most kCachedBlocks of them in
+// memory (256 KiB), the others in an unnamed temporary file (TMPDIR, else
+// /var/tmp; see io/temp_file.hpp), written back when evicted. A block whose
+// bits are all zero or all one has no storage at all, so a bitmap of a
+// guest's present pfns, or of its kept ones, is mostly bookkeeping: 8 bytes
+// per block (256 MiB of guest), 32 KiB per TiB.
+//
+// Const members (test, count, next_set, and reading `other` and `mask` in
+// merge_masked) may be called from several threads at once: the cache has a
+// mutex. The others need the bitmap to themselves, as a std::vector would.
 class PfnBitmap {
 public:
-    PfnBitmap() = default;
-    explicit PfnBitmap(uint64_t size) : size_(size), words_((size + 63) / 64) {}
-    uint64_t size() const { return size_; }
-    bool test(uint64_t pfn) const { return pfn < size_ && (words_[pfn / 64] >> (pfn % 64) & 1); }
-    void set(uint64_t pfn) {
-        if (pfn < size_) words_[pfn / 64] |= uint64_t{1} << (pfn % 64);
-    }
-    void reset(uint64_t pfn) {
-        if (pfn < size_) words_[pfn / 64] &= ~(uint64_t{1} << (pfn % 64));
-    }
+    static constexpr uint64_t kBlockBits = uint64_t{1} << 16;  // 8 KiB of bits
+    static constexpr size_t kCachedBlocks = 32;
+
+    PfnBitmap() noexcept;
+    explicit PfnBitmap(uint64_t size);
+    PfnBitmap(const PfnBitmap& other);
+    PfnBitmap(PfnBitmap&& other) noexcept;
+    PfnBitmap& operator=(const PfnBitmap& other);
+    PfnBitmap& operator=(PfnBitmap&& other) noexcept;
+    ~PfnBitmap();
+
+    uint64_t size() const;
+    bool test(uint64_t pfn) const;
+    void set(uint64_t pfn);
+    void reset(uint64_t pfn);
+    // Sets the bits of [first, end) (clipped to size()).
+    void set_range(uint64_t first, uint64_t end);
     uint64_t count() const;
+    // The first set bit at or after `pfn`; size() when there is none.
+    uint64_t next_set(uint64_t pfn) const;
     // this |= other & mask (all three the same size).
     void merge_masked(const PfnBitmap& other, const PfnBitmap& mask);
-    size_t bytes() const { return words_.size() * sizeof(uint64_t); }
+    // What the bitmap holds in memory now: its cached blocks and its
+    // bookkeeping (the bits of the other blocks are in its file, or none).
+    size_t bytes() const;
 
 private:
-    uint64_t size_ = 0;
-    std::vector<uint64_t> words_;
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
 };
 
 // Why a page is left out (the first rule that matched, in makedumpfile's order).
@@ -94,7 +118,7 @@ inline constexpr size_t kPageClasses = 7;
 const char* page_class_name(PageClass c);  // "zero", "cache", "cache_private", ...
 
 // What the classifier reads. `present` (the dump's pages, ascending pfns,
-// read a window at a time: the classifier holds a bit per pfn, not the
+// read a window at a time: the classifier holds a PfnBitmap, not the
 // list; owned or not, see borrowed()) and `reader` are required; the rest
 // refines.
 struct DumpLevelInput {
