@@ -21,15 +21,38 @@ public:
         XXH3_128bits_reset(state_.get());
     }
     void update(const void* p, size_t n) { XXH3_128bits_update(state_.get(), p, n); }
-    XXH128_canonical_t finish_and_reset() {
+    // The digest of the bytes so far; more may follow.
+    XXH128_canonical_t digest() const {
         XXH128_canonical_t c;
         XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state_.get()));
+        return c;
+    }
+    XXH128_canonical_t finish_and_reset() {
+        const XXH128_canonical_t c = digest();
         XXH3_128bits_reset(state_.get());
         return c;
     }
 
 private:
     std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state_;
+};
+
+// Chunk digests (canonical XXH3-128) folded, in order, into one XXH3-128
+// of them all, and counted: what the read-back behind the writer keeps of
+// the chunks it hashed, and what the check folds the stored digests into
+// to compare (xendump/pages_read_back.hpp).
+class DigestFold {
+public:
+    void add(const XXH128_canonical_t& d) {
+        hash_.update(&d, sizeof d);
+        ++count_;
+    }
+    uint64_t count() const noexcept { return count_; }
+    XXH128_canonical_t digest() const { return hash_.digest(); }
+
+private:
+    StreamHash hash_;
+    uint64_t count_ = 0;
 };
 
 // Bytes fed in order and cut into chunks of `chunk` bytes, a digest each.

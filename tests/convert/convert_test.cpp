@@ -316,11 +316,11 @@ TEST(LegacyConversion, LargeOutputIsCheckedFromItsReadBack) {
     auto in = dir / "big.core";
     gen::write_bytes(in, gen::make_file(g, {.variant = gen::Variant::pv_page_list, .allocation_order = true}));
     auto out = dir / "big.v1.core";
-    size_t read_back_chunks = 0;
+    uint64_t read_back_chunks = 0;
     std::vector<Finding> at_check;
     ConvertOptions co;
     co.write.check_before_publish = [&](const fs::path& unpublished, const VerifyOptions& vo) {
-        read_back_chunks = vo.pages_read_back->chunks.size();
+        read_back_chunks = vo.pages_read_back->chunks;
         at_check = DumpReader::open(unpublished).verify(vo);
     };
     convert_file(in, out, co);

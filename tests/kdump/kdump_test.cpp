@@ -502,24 +502,59 @@ TEST(Kdump, PvFramesFallingAcrossBitmapChunks) {
     expect_pages_by_pfn_and_gmfn(p, list);
 }
 
-// Two pfns of a PV guest naming one machine frame: refused before a file
-// exists, naming both pfns and the frame.
-TEST(Kdump, PvPagesSharingAFrameAreRefused) {
+// Frames in runs that rise or fall by one, the runs scattered over 2^22
+// frames (many blocks of the frames' bitmap): each descriptor's slot comes
+// from the run's neighbour or from the bitmap in its temporary file, and
+// every page reads back by pfn and by gmfn.
+TEST(Kdump, PvFramesInShuffledRunsBothWays) {
     std::vector<PageEntry> list;
-    for (uint64_t pfn = 0; pfn < 300; ++pfn) list.push_back({pfn, 0x90000 - 2 * pfn});
-    list[250].gmfn = list[10].gmfn;
+    constexpr uint64_t kRuns = 32, kRun = 100;
+    for (uint64_t r = 0; r < kRuns; ++r) {
+        const uint64_t base = (r * 13 % kRuns) * (uint64_t{1} << 17) + 5000;  // 13 is odd: a permutation
+        for (uint64_t i = 0; i < kRun; ++i)
+            list.push_back({r * kRun + i, r % 2 ? base + kRun - 1 - i : base + i});
+    }
     MixedSource src(list);
     TempDir dir;
     const fs::path p = dir / "pv";
-    try {
-        write_kdump_file(p, mixed_spec(format::GuestType::pv), src, test::kdump_options(Compression::zstd, 1));
-        FAIL() << "written";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("pfns 10 and 250 share machine frame " + std::to_string(list[10].gmfn)),
-                  std::string::npos)
-            << e.what();
+    write_kdump_file(p, mixed_spec(format::GuestType::pv), src, test::kdump_options(Compression::zstd, 2));
+
+    kdump::KdumpFile k(std::make_shared<reader::DumpFile>(p.string()));
+    ASSERT_EQ(k.stored_pages(), list.size());
+    std::vector<uint64_t> frames;
+    for (const auto& e : list) frames.push_back(e.gmfn);
+    std::sort(frames.begin(), frames.end());
+    for (uint64_t i = 0; i < frames.size(); i += 37) {
+        EXPECT_EQ(k.stored_bitmap().select(i), frames[i]) << i;
+        EXPECT_EQ(k.present_bitmap().select(i), frames[i]) << i;
     }
-    EXPECT_FALSE(fs::exists(p));
+    expect_pages_by_pfn_and_gmfn(p, list);
+    EXPECT_TRUE(DumpReader::open(p).verify().empty());
+}
+
+// Two pfns of a PV guest naming one machine frame: refused before a file
+// exists, naming both pfns and the frame; also when the frames span several
+// chunks of the bitmap (made a chunk at a time) and the shared one is in
+// the last of ten.
+TEST(Kdump, PvPagesSharingAFrameAreRefused) {
+    for (const uint64_t step : {uint64_t{2}, uint64_t{0x40000}}) {
+        std::vector<PageEntry> list;
+        for (uint64_t pfn = 0; pfn < 300; ++pfn) list.push_back({pfn, 0x4b00000 - step * pfn});
+        list[250].gmfn = list[10].gmfn;
+        MixedSource src(list);
+        TempDir dir;
+        const fs::path p = dir / "pv";
+        try {
+            write_kdump_file(p, mixed_spec(format::GuestType::pv), src, test::kdump_options(Compression::zstd, 1));
+            ADD_FAILURE() << "written, frames " << step << " apart";
+        } catch (const Error& e) {
+            EXPECT_NE(
+                std::string(e.what()).find("pfns 10 and 250 share machine frame " + std::to_string(list[10].gmfn)),
+                std::string::npos)
+                << e.what();
+        }
+        EXPECT_FALSE(fs::exists(p));
+    }
 }
 
 // A PV guest's table (the NT_XEN_P2M note, read where it lies) against the

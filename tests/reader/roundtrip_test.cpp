@@ -8,6 +8,7 @@
 
 #include "findings.hpp"
 #include "hand_built_dump.hpp"
+#include "pipeline/read_behind.hpp"
 #include "test_support.hpp"
 #include "xendump/fd.hpp"
 #include "xendump/reader.hpp"
@@ -209,40 +210,86 @@ TEST(RoundTrip, PagesReadBackBehindTheWriterAreUsedByTheCheck) {
     const uint64_t chunks = (r.nr_pages() * 4096 + kChunk - 1) / kChunk;
     EXPECT_EQ(rb.pages_offset, r.pages_offset());
     EXPECT_EQ(rb.chunk_bytes, kChunk);
-    ASSERT_GT(rb.chunks.size(), 8u);
-    EXPECT_LT(rb.chunks.size(), chunks);  // the last windows were never dropped
+    ASSERT_GT(rb.chunks, 8u);
+    EXPECT_LT(rb.chunks, chunks);  // the last windows were never dropped
 
-    // Chunks taken from the read-back are not read again (when the
-    // filesystem drops pages at all); the others are read from the file.
+    // Which of the read-back chunks the last verify read from the file
+    // (when the filesystem drops pages at all). Not chunk 0, nor the last
+    // read-back chunk: within the kernel's read-ahead of the headers and of
+    // the first chunk read.
     bool drops = false;
-    {
+    auto drop = [&] {
         UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
         ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
         drops = cached_pages(path, r.pages_offset(), r.nr_pages() * 4096) == 0;
-    }
+    };
+    auto chunks_read = [&] {
+        uint64_t n = 0;
+        for (uint64_t k = 1; k + 1 < rb.chunks; ++k) n += cached_pages(path, r.pages_offset() + k * kChunk, kChunk) > 0;
+        return n;
+    };
+
+    // Chunks taken from the read-back are not read again; the others are
+    // read from the file.
     VerifyOptions vo;
     vo.pages_read_back = &rb;
+    drop();
     EXPECT_TRUE(r.verify(vo).empty());
     if (drops) {
-        // Not chunk 0, nor the last read-back chunk: within the kernel's
-        // read-ahead of the headers and of the first chunk read.
-        for (uint64_t k = 1; k + 1 < rb.chunks.size(); ++k)
-            EXPECT_EQ(cached_pages(path, r.pages_offset() + k * kChunk, kChunk), 0u) << k;
+        EXPECT_EQ(chunks_read(), 0u);
     }
 
-    // They are compared all the same: a wrong one is found, named by chunk.
-    PagesReadBack bad = rb;
-    bad.chunks[3][0] ^= std::byte{1};
-    vo.pages_read_back = &bad;
+    // A read-back that does not fold to the stored digests is not trusted:
+    // every chunk is read.
+    PagesReadBack wrong = rb;
+    wrong.digest_of_chunks[0] ^= std::byte{1};
+    vo.pages_read_back = &wrong;
+    drop();
+    EXPECT_TRUE(r.verify(vo).empty());
+    if (drops) {
+        EXPECT_EQ(chunks_read(), rb.chunks - 2);
+    }
+    wrong = rb;
+    --wrong.chunks;  // fewer chunks, the same fold
+    vo.pages_read_back = &wrong;
+    drop();
+    EXPECT_TRUE(r.verify(vo).empty());
+    if (drops) {
+        EXPECT_EQ(chunks_read(), rb.chunks - 2);
+    }
+
+    // Chunk 3 of the file no longer matches its stored digest (as if the
+    // kernel had written out other bytes than those hashed): read back from
+    // the file, it does not fold to the stored digests, and the chunk is
+    // found, named.
+    {
+        std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(static_cast<std::streamoff>(r.pages_offset() + 3 * kChunk + 100));
+        f.put('\x5a');
+    }
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    pipeline::ReadBehind behind(fd.get(), rb.pages_offset, rb.pages_size, kChunk, "rb.core");
+    behind.take(0, rb.pages_offset + rb.chunks * kChunk);
+    const PagesReadBack of_changed = behind.result();
+    EXPECT_EQ(of_changed.chunks, rb.chunks);
+    vo.pages_read_back = &of_changed;
     auto findings = r.verify(vo);
     ASSERT_EQ(findings.size(), 1u) << describe(findings);
     EXPECT_EQ(findings[0].check, "digest-mismatch");
     EXPECT_EQ(findings[0].structure, "page chunk [3]");
 
-    // Read back at another offset (another file): ignored, every chunk read.
-    bad.pages_offset += 4096;
-    vo.pages_read_back = &bad;
+    // What the writer read back (the bytes as they were) proves those
+    // chunks: they are not read again, and what changed since is not seen.
+    vo.pages_read_back = &rb;
     EXPECT_TRUE(r.verify(vo).empty());
+
+    // Read back at another offset (another file): ignored, every chunk read.
+    PagesReadBack moved = rb;
+    moved.pages_offset += 4096;
+    vo.pages_read_back = &moved;
+    findings = r.verify(vo);
+    ASSERT_EQ(findings.size(), 1u) << describe(findings);
+    EXPECT_EQ(findings[0].structure, "page chunk [3]");
 }
 
 // A run of zero pages longer than the write-behind's depth is a hole past
@@ -255,7 +302,7 @@ TEST(RoundTrip, ReadBackOfALongRunOfZeroPagesLeftAsAHole) {
     const auto path = dir / "z.core";
     const auto [rb, at_check] = write_checked_from_read_back(path, src);  // the zero run is a hole
     EXPECT_TRUE(at_check.empty()) << describe(at_check);
-    EXPECT_GT(rb.chunks.size() * 256, 1000u + 2 * 256);  // read back well into the zero run
+    EXPECT_GT(rb.chunks * 256, 1000u + 2 * 256);  // read back well into the zero run
     EXPECT_TRUE(DumpReader::open(path).verify().empty());
 }
 

@@ -1,6 +1,9 @@
 // The encoders' heap over a large guest (issue 19): the chunk digests of
 // NT_XEN_DIGEST are held a window at a time (writer/digest_table.hpp), not
-// 16 bytes per 256 pages for the whole guest.
+// 16 bytes per 256 pages for the whole guest; the read-back behind the
+// writer folds its chunks' digests into one; a PV guest's machine frames
+// that do not rise with its pfns are ranked through a bitmap in a
+// temporary file (kdump::KeyRanks), not one in memory.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <malloc.h>
@@ -16,6 +19,7 @@
 #include "io/sink.hpp"
 #include "kdump/encoder.hpp"
 #include "pipeline/page_batch.hpp"
+#include "pipeline/read_behind.hpp"
 #include "writer/v1_encoder.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
@@ -26,15 +30,22 @@ namespace {
 
 using format::GuestType;
 
-// An HVM guest of `n` pages, pfns 0..n-1, every page zeros, computed as
-// asked: nothing held per page.
+// A guest of `n` pages, pfns 0..n-1, every page zeros, computed as asked:
+// nothing held per page. The frames are the pfns, or with `frame_bits` (a
+// PV guest, n a power of two) the pfns shuffled and spread over frames
+// [0, 2^frame_bits), the highest close to the top.
 class LargeZeroGuest final : public PageSource {
 public:
-    explicit LargeZeroGuest(uint64_t n) : n_(n) {}
+    explicit LargeZeroGuest(uint64_t n, unsigned frame_bits = 0) : n_(n), frame_bits_(frame_bits) {}
     std::span<const PageEntry> entries() const override { throw Error("test: entries() of a large guest"); }
     uint64_t nr_entries() const override { return n_; }
     void read_entries(uint64_t first, std::span<PageEntry> out) const override {
-        for (uint64_t i = 0; i < out.size(); ++i) out[i] = {first + i, first + i};
+        for (uint64_t i = 0; i < out.size(); ++i) out[i] = {first + i, frame(first + i)};
+    }
+    uint64_t frame(uint64_t pfn) const {
+        if (frame_bits_ == 0) return pfn;
+        // An odd multiplier permutes [0, n); the stride spreads them.
+        return (pfn * 0x9e3779b1u) % n_ * ((uint64_t{1} << frame_bits_) / n_) + 7;
     }
     std::optional<uint64_t> index_of_pfn(uint64_t pfn) const override {
         return pfn < n_ ? std::optional<uint64_t>(pfn) : std::nullopt;
@@ -46,7 +57,15 @@ public:
 
 private:
     uint64_t n_;
+    unsigned frame_bits_;
 };
+
+// Bytes malloc has handed out and not had back: in its arenas and mapped
+// on their own (large blocks).
+size_t heap_in_use() {
+    const struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+}
 
 // What an encoder made by `make` holds on the heap once batches of `n`
 // zero pages have gone through it (prepare, write) as the pass sends them,
@@ -68,7 +87,7 @@ size_t heap_after_pages(LargeZeroGuest& guest, uint64_t n, Make make) {
     b.unreadable.assign(kBatch, 0);
     b.entry_window.resize(kBatch);
 
-    const size_t before = mallinfo2().uordblks;
+    const size_t before = heap_in_use();
     auto encoder = make();
     encoder->begin(sink);
     for (uint64_t first = 0; first < n; first += kBatch) {
@@ -79,7 +98,7 @@ size_t heap_after_pages(LargeZeroGuest& guest, uint64_t n, Make make) {
         encoder->prepare(b);
         encoder->write(b, sink);
     }
-    const size_t after = mallinfo2().uordblks;
+    const size_t after = heap_in_use();
     return after - std::min(after, before);
 }
 
@@ -110,6 +129,51 @@ TEST(DigestWindows, CompactEncoderHeapStaysFlatOverALargeGuest) {
     expect_flat(16, [&](LargeZeroGuest& g) {
         return std::make_unique<kdump::KdumpEncoder>(spec, g, nullptr, Compression::none, true, 0, g, "d");
     });
+}
+
+// A PV guest's compact file when its machine frames do not rise with its
+// pfns: the descriptors' slots (ranks of the frames) come from the frames'
+// bitmap in a temporary file, not from one in memory (1.125 bits a frame up
+// to the highest: 288 MiB for frames up to 2^31, 8 TiB of host memory).
+// What the encoder holds is the same for frames up to 2^24 and 2^31 but for
+// the count of set bits per 32768 frames (512 KiB at 2^31).
+TEST(DigestWindows, CompactEncoderHeapDoesNotGrowWithAPvGuestsFrames) {
+    const DumpSpec spec = make_spec(GuestType::pv, 8, 1);
+    constexpr uint64_t n = 4096;
+    LargeZeroGuest low(n, 24), high(n, 31);
+    ASSERT_GT(high.frame(1), high.frame(2));  // the frames do not rise
+    auto make = [&](LargeZeroGuest& g) {
+        return [&] { return std::make_unique<kdump::KdumpEncoder>(spec, g, nullptr, Compression::none, true, 0, g, "d"); };
+    };
+    const size_t held_low = heap_after_pages(low, n, make(low));
+    const size_t held_high = heap_after_pages(high, n, make(high));
+    EXPECT_LT(held_high, held_low + (size_t{1} << 20)) << "holds " << held_low << " bytes for frames up to 2^24, "
+                                                       << held_high << " for frames up to 2^31";
+}
+
+// What the read-back behind the writer holds once it has hashed `bytes` of
+// .xen_pages (a hole past the end of an empty file: zeros, nothing read).
+size_t read_back_heap(uint64_t bytes) {
+    TempDir dir;
+    UniqueFd fd(::open((dir / "d").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!fd) throw Error("test: cannot create the file");
+    constexpr uint64_t kPagesAt = 8192, kChunk = 1u << 20, kRange = 8u << 20;
+    const size_t before = heap_in_use();
+    pipeline::ReadBehind behind(fd.get(), kPagesAt, bytes, kChunk, "d");
+    for (uint64_t at = 0; at < kPagesAt + bytes; at += kRange) behind.take(at, std::min(kRange, kPagesAt + bytes - at));
+    const PagesReadBack rb = behind.result();
+    EXPECT_EQ(rb.chunks, bytes / kChunk);
+    const size_t after = heap_in_use();
+    return after - std::min(after, before);
+}
+
+// 256 MiB and 16 GiB of pages read back (16 bytes a chunk would be 256 KiB
+// more).
+TEST(DigestWindows, ReadBackHeapStaysFlatOverALargeGuest) {
+    const size_t held_small = read_back_heap(uint64_t{256} << 20);
+    const size_t held_large = read_back_heap(uint64_t{16} << 30);
+    EXPECT_LT(held_large, held_small + (size_t{48} << 10))
+        << "holds " << held_small << " bytes after 256 chunks, " << held_large << " after 16384";
 }
 
 }  // namespace

@@ -89,9 +89,11 @@ struct VerifyOptions {
     // host's own files.
     bool drop_behind = false;
     // Page chunks already read back from this very file (the writer's
-    // read-behind, see pages_read_back.hpp): used in place of reading those
-    // chunks again when .xen_pages' offset and size and the chunk size match
-    // this file's, compared with the stored digests all the same.
+    // read-behind, see pages_read_back.hpp), taken when .xen_pages' offset
+    // and size and the chunk size match this file's: the stored digests of
+    // those chunks are folded as the read-back folded its own; equal, the
+    // chunks are not read again; different, they are all read and compared
+    // as without a read-back (a bad chunk is named all the same).
     const PagesReadBack* pages_read_back = nullptr;
     std::function<void(uint64_t done, uint64_t total)> on_progress;
 };

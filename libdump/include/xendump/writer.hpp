@@ -20,10 +20,13 @@
 // bitmaps are written a 1 MiB chunk at a time, its descriptors a batch at a
 // time, its note area's table a window at a time, its digests a window at a
 // time through a temporary file (the note area's offset is known only after
-// the pages); what grows is the same (the unreadable pages), and for a PV
-// guest whose machine frames do not rise with its pfns, 1.125 bits per
-// machine frame up to its
-// highest (the stored frames' bitmap, to place each descriptor). A compact
+// the pages); what grows is the same (the unreadable pages). A PV guest
+// whose machine frames do not rise with its pfns has the bitmap of its
+// stored frames (1 bit per machine frame up to its highest, to place each
+// descriptor) made in a temporary file, with only 8 bytes per 32768 frames
+// in memory (2 MiB at most). The check before publication
+// (check_before_publish) takes what was read back behind the writer as one
+// digest of its chunks' digests, nothing per page. A compact
 // file of a dump level (xen-dump-convert --dump-level, xen-dumpd
 // --dump-level) holds bitmaps of pfns up to the highest instead of lists
 // (present, protected, kept by the rules, kept in the file), each at most

@@ -125,7 +125,7 @@ KdumpEncoder::KdumpEncoder(const DumpSpec& spec, const PageSource& stored, const
     validate_spec(spec, stored);
     const Index index = spec.type == format::GuestType::pv ? Index::machine : Index::pfn;
     layout_ = plan_kdump(stored, index, present);
-    if (!layout_.stored_ascending) ranks_.emplace(stored, layout_.max_mapnr);
+    if (!layout_.stored_ascending) ranks_.emplace(stored, layout_);
     if (digests) hash_.emplace(uint64_t{format::kDigestChunkPages} * kPage);
 }
 
@@ -210,11 +210,16 @@ void KdumpEncoder::finish(const pipeline::PassOutcome& pass, const pipeline::Fou
         write_note_area(out, spec_, stored_, &found, pass.unreadable_pfns, hash_ ? &chunk_digests_ : nullptr);
 
     const KdumpLayout& L = layout_;
-    // The bitmaps: pages that exist, pages stored.
-    const PageSource& present = present_ ? *present_ : stored_;
-    write_key_bitmap(out, L.bitmap_offset, L, present, present_ ? L.present_ascending : L.stored_ascending);
+    // The bitmaps: pages that exist, pages stored (the frames' bitmap
+    // already made for the ranks, when there are ranks).
+    if (present_)
+        write_key_bitmap(out, L.bitmap_offset, L, *present_, L.present_ascending);
+    else if (ranks_)
+        ranks_->write_to(out, L.bitmap_offset);
+    else
+        write_key_bitmap(out, L.bitmap_offset, L, stored_, L.stored_ascending);
     if (ranks_)
-        out.write_at(L.bitmap_offset + L.bitmap_size, ranks_->bitmap());
+        ranks_->write_to(out, L.bitmap_offset + L.bitmap_size);
     else
         write_key_bitmap(out, L.bitmap_offset + L.bitmap_size, L, stored_, true);
 

@@ -18,9 +18,10 @@
 // Memory (issue 19): the lists of pages are read in windows (nr_entries(),
 // read_entries()), never whole; the chunk digests are held a window at a
 // time and spilled to a temporary file beyond it (writer::DigestTable: the
-// note area's place is known only after the pages); nothing is held per page
-// but, for a PV guest whose machine frames do not rise with its pfns, its
-// stored frames' bitmap (KeyRanks).
+// note area's place is known only after the pages); nothing is held per page.
+// A PV guest whose machine frames do not rise with its pfns has its stored
+// frames' bitmap in a temporary file (KeyRanks), with a count of set bits
+// per 32768 frames in memory.
 #pragma once
 
 #include <xxhash.h>

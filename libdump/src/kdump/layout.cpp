@@ -1,9 +1,14 @@
 #include "kdump/layout.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <string>
 
+#include "io/temp_file.hpp"
+#include "reader/dump_file.hpp"
+#include "util/util.hpp"
 #include "xendump/error.hpp"
 
 namespace xendump::kdump {
@@ -62,10 +67,11 @@ KdumpLayout plan_kdump(const PageSource& stored, Index index, const PageSource* 
     return L;
 }
 
-void write_key_bitmap(io::Sink& out, uint64_t at, const KdumpLayout& layout, const PageSource& entries,
-                      bool ascending) {
+void for_each_bitmap_chunk(const KdumpLayout& layout, const PageSource& entries, bool ascending,
+                           const std::function<void(uint64_t lo, std::span<const std::byte> chunk)>& put,
+                           const std::function<void(const PageEntry&)>& twice) {
     std::vector<std::byte> chunk;
-    uint64_t from = 0;  // ascending: the first entry past the chunks written
+    uint64_t from = 0;  // ascending: the first entry past the chunks made
     for (uint64_t lo = 0; lo < layout.bitmap_size; lo += kBitmapChunk) {
         const uint64_t n = std::min(kBitmapChunk, layout.bitmap_size - lo);
         const uint64_t first_key = lo * 8, end_key = (lo + n) * 8;
@@ -80,54 +86,84 @@ void write_key_bitmap(io::Sink& out, uint64_t at, const KdumpLayout& layout, con
                     return false;
                 }
                 if (key < first_key || key >= end_key) continue;
+                if (twice && test_bit(chunk.data(), key - first_key)) twice(w[k]);
                 set_bit(chunk.data(), key - first_key);
                 any = true;
             }
             return true;
         });
         if (ascending) from = stop;
-        if (any) out.write_at(at + lo, chunk);
+        if (any) put(lo, chunk);
     }
 }
 
-KeyRanks::KeyRanks(const PageSource& stored, uint64_t max_mapnr) : words_(static_cast<size_t>((max_mapnr + 63) / 64)) {
-    for_each_entry_window_from(stored, 0, [&](uint64_t, std::span<const PageEntry> w) {
-        for (const auto& e : w) {
-            if (e.gmfn >= max_mapnr) throw Error("internal error: machine frame " + std::to_string(e.gmfn) + " past the bitmap");
-            uint64_t& word = words_[e.gmfn / 64];
-            const uint64_t bit = uint64_t{1} << (e.gmfn % 64);
-            if (word & bit) {
-                // The other pfn of this frame, for the message.
-                uint64_t other = 0;
-                for_each_entry_window_from(stored, 0, [&](uint64_t, std::span<const PageEntry> v) {
-                    for (const auto& o : v)
-                        if (o.gmfn == e.gmfn) {
-                            other = o.pfn;
-                            return false;
-                        }
-                    return true;
-                });
-                throw Error("pfns " + std::to_string(other) + " and " + std::to_string(e.pfn) +
-                            " share machine frame " + std::to_string(e.gmfn));
-            }
-            word |= bit;
-        }
-        return true;
-    });
-    before_.reserve(words_.size() / 8 + 1);
-    uint64_t count = 0;
-    for (size_t w = 0; w < words_.size(); ++w) {
-        if (w % 8 == 0) before_.push_back(count);
-        count += static_cast<uint64_t>(std::popcount(words_[w]));
-    }
+void write_key_bitmap(io::Sink& out, uint64_t at, const KdumpLayout& layout, const PageSource& entries,
+                      bool ascending) {
+    for_each_bitmap_chunk(layout, entries, ascending,
+                          [&](uint64_t lo, std::span<const std::byte> chunk) { out.write_at(at + lo, chunk); });
 }
 
-uint64_t KeyRanks::rank(uint64_t gmfn) const {
-    const uint64_t w = gmfn / 64;
-    if (w >= words_.size()) throw Error("internal error: machine frame " + std::to_string(gmfn) + " past the bitmap");
-    uint64_t r = before_[w / 8];
-    for (uint64_t i = w / 8 * 8; i < w; ++i) r += static_cast<uint64_t>(std::popcount(words_[i]));
-    return r + static_cast<uint64_t>(std::popcount(words_[w] & ((uint64_t{1} << (gmfn % 64)) - 1)));
+namespace {
+
+// The bitmap of `stored`'s machine frames in an unnamed temporary file,
+// refusing two pfns that share a frame.
+BitmapOnDisk frames_on_disk(const PageSource& stored, const KdumpLayout& layout) {
+    if (layout.index != Index::machine) throw Error("internal error: descriptor ranks of pfns");
+    io::UnnamedTempFile f = io::unnamed_temp_file("a bitmap of the machine frames");
+    const std::string name = "temporary file in " + f.dir;
+    if (::ftruncate(f.fd.get(), static_cast<off_t>(layout.bitmap_size)) != 0)
+        throw_errno("cannot size a bitmap of the machine frames", name);
+    for_each_bitmap_chunk(
+        layout, stored, false,
+        [&](uint64_t lo, std::span<const std::byte> chunk) {
+            if (util::pwrite_full(f.fd.get(), chunk.data(), chunk.size(), lo) != chunk.size())
+                throw_errno("cannot write a bitmap of the machine frames", name, lo);
+        },
+        [&](const PageEntry& e) {
+            // The other pfn of this frame (the first), for the message.
+            uint64_t other = 0;
+            for_each_entry_window_from(stored, 0, [&](uint64_t, std::span<const PageEntry> v) {
+                for (const auto& o : v)
+                    if (o.gmfn == e.gmfn) {
+                        other = o.pfn;
+                        return false;
+                    }
+                return true;
+            });
+            throw Error("pfns " + std::to_string(other) + " and " + std::to_string(e.pfn) + " share machine frame " +
+                        std::to_string(e.gmfn));
+        });
+    return BitmapOnDisk(std::make_shared<const reader::DumpFile>(std::move(f.fd), name), 0, layout.bitmap_size,
+                        layout.max_mapnr, "bitmap of the machine frames");
+}
+
+}  // namespace
+
+KeyRanks::KeyRanks(const PageSource& stored, const KdumpLayout& layout) : bitmap_(frames_on_disk(stored, layout)) {}
+
+uint64_t KeyRanks::rank(uint64_t gmfn) {
+    if (gmfn >= bitmap_.frames())
+        throw Error("internal error: machine frame " + std::to_string(gmfn) + " past the bitmap");
+    // Both frames stored: the one above the other is its next.
+    if (last_ != ~uint64_t{0} && gmfn == last_ + 1)
+        last_rank_ += 1;
+    else if (last_ != ~uint64_t{0} && gmfn + 1 == last_)
+        last_rank_ -= 1;
+    else
+        last_rank_ = bitmap_.rank(gmfn);
+    last_ = gmfn;
+    return last_rank_;
+}
+
+void KeyRanks::write_to(io::Sink& out, uint64_t at) const {
+    std::vector<std::byte> chunk;
+    for (uint64_t lo = 0; lo < bitmap_.bytes(); lo += kBitmapChunk) {
+        const uint64_t n = std::min(kBitmapChunk, bitmap_.bytes() - lo);
+        if (bitmap_.rank(lo * 8) == bitmap_.rank((lo + n) * 8)) continue;  // no frame there
+        chunk.resize(static_cast<size_t>(n));
+        bitmap_.read(lo, chunk);
+        out.write_at(at + lo, chunk);
+    }
 }
 
 const PageEntry& EntryCursor::at(uint64_t i) {

@@ -5,16 +5,19 @@
 //
 // Memory (issue 19): the lists are read a window at a time
 // (PageSource::nr_entries(), read_entries()), the bitmaps written a chunk
-// at a time; only a PV guest whose machine frames do not rise with its pfns
-// holds its stored frames' bitmap (KeyRanks: 1.125 bits a machine frame up
-// to the highest) to put each descriptor in its slot.
+// at a time; a PV guest whose machine frames do not rise with its pfns has
+// its stored frames' bitmap made in a temporary file (KeyRanks), to put
+// each descriptor in its slot, and keeps in memory only a count of set bits
+// per 32768 frames (2 MiB at most).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
 #include "io/sink.hpp"
+#include "kdump/bitmap_on_disk.hpp"
 #include "kdump/format.hpp"
 #include "xendump/page_source.hpp"
 
@@ -48,26 +51,41 @@ struct KdumpLayout {
 // windows; their pfns must already be checked ascending.
 KdumpLayout plan_kdump(const PageSource& stored, Index index, const PageSource* present = nullptr);
 
-// Writes the bitmap of `entries`' keys (layout.bitmap_size bytes) at `at`
-// in `out`, a chunk at a time: one pass over the entries when their keys
-// rise (`ascending`), else one per 1 MiB chunk. All-zero chunks are left
-// as they are (zeros already).
+// The bitmap of `entries`' keys (layout.bitmap_size bytes) made a chunk at
+// a time: put(lo, chunk) for every chunk (bytes [lo, lo + chunk.size()) of
+// the bitmap) with a bit set, in order; one pass over the entries when
+// their keys rise (`ascending`), else one per 1 MiB chunk. `twice`, when
+// given, is called with an entry whose key an earlier entry set already.
+void for_each_bitmap_chunk(const KdumpLayout& layout, const PageSource& entries, bool ascending,
+                           const std::function<void(uint64_t lo, std::span<const std::byte> chunk)>& put,
+                           const std::function<void(const PageEntry&)>& twice = {});
+
+// Writes that bitmap at `at` in `out`. All-zero chunks are left as they
+// are (zeros already).
 void write_key_bitmap(io::Sink& out, uint64_t at, const KdumpLayout& layout, const PageSource& entries,
                       bool ascending);
 
 // A PV guest's stored machine frames when they do not rise with the pfns:
-// their bitmap in memory with the count of set bits before every 512, so
-// that a page's descriptor slot (the rank of its frame) is known as it is
-// written. Throws Error when two pfns share a frame.
+// their bitmap, made a chunk at a time into an unnamed temporary file
+// (io::unnamed_temp_file) and read there through a small block cache with
+// the count of set bits before every block of 32768 frames in memory
+// (BitmapOnDisk): a page's descriptor slot (the rank of its frame) is known
+// as it is written, and memory does not grow with the frames but for that
+// count (8 bytes a block: 2 MiB at most, for the 2^33 frames a kdump bitmap
+// can hold). Throws Error when two pfns share a frame.
 class KeyRanks {
 public:
-    KeyRanks(const PageSource& stored, uint64_t max_mapnr);
-    uint64_t rank(uint64_t gmfn) const;  // stored frames below gmfn
-    std::span<const std::byte> bitmap() const { return std::as_bytes(std::span(words_)); }
+    KeyRanks(const PageSource& stored, const KdumpLayout& layout);
+    // Stored frames below `gmfn`, a stored frame. A frame next to the one
+    // asked before (a run of frames, rising or falling) costs no look-up.
+    uint64_t rank(uint64_t gmfn);
+    // Writes the bitmap (layout.bitmap_size bytes) at `at` in `out`; as
+    // write_key_bitmap, the chunks without a frame are left as they are.
+    void write_to(io::Sink& out, uint64_t at) const;
 
 private:
-    std::vector<uint64_t> words_;   // bit k of word w: frame 64w + k
-    std::vector<uint64_t> before_;  // set bits before word 8b
+    BitmapOnDisk bitmap_;
+    uint64_t last_ = ~uint64_t{0}, last_rank_ = 0;  // the frame asked before, and its rank
 };
 
 // Entries of `source` read a window at a time as they are asked for, in

@@ -16,24 +16,36 @@ constexpr size_t kReadSize = 256u << 10;  // still in the CPU cache when hashed
 }
 
 ReadBehind::ReadBehind(int fd, uint64_t pages_offset, uint64_t pages_size, uint64_t chunk_bytes, std::string name)
-    : fd_(fd), pages_end_(pages_offset + pages_size), name_(std::move(name)), hash_(chunk_bytes), buf_(kReadSize) {
+    : fd_(fd),
+      pages_end_(pages_offset + pages_size),
+      name_(std::move(name)),
+      pages_offset_(pages_offset),
+      pages_size_(pages_size),
+      chunk_bytes_(chunk_bytes),
+      hash_(chunk_bytes),
+      buf_(kReadSize) {
     if (chunk_bytes == 0) throw Error("internal error: read-back chunk size 0", name_);
-    result_.pages_offset = pages_offset;
-    result_.pages_size = pages_size;
-    result_.chunk_bytes = chunk_bytes;
+}
+
+PagesReadBack ReadBehind::result() const {
+    PagesReadBack r;
+    r.pages_offset = pages_offset_;
+    r.pages_size = pages_size_;
+    r.chunk_bytes = chunk_bytes_;
+    r.chunks = fold_.count();
+    const XXH128_canonical_t d = fold_.digest();
+    std::memcpy(r.digest_of_chunks.data(), &d, sizeof d);
+    return r;
 }
 
 void ReadBehind::hash(const std::byte* p, uint64_t n) {
-    hash_.update(p, n, [this](const XXH128_canonical_t& c) {
-        auto& out = result_.chunks.emplace_back();
-        std::memcpy(out.data(), &c, out.size());
-    });
+    hash_.update(p, n, [this](const XXH128_canonical_t& c) { fold_.add(c); });
 }
 
 void ReadBehind::take(uint64_t offset, uint64_t size) {
     if (offset != next_) throw Error("internal error: read-back range out of order", name_, offset);
     next_ = offset + size;
-    uint64_t pos = std::max(offset, result_.pages_offset);
+    uint64_t pos = std::max(offset, pages_offset_);
     const uint64_t end = std::min(next_, pages_end_);
     while (pos < end) {
         const size_t want = static_cast<size_t>(std::min<uint64_t>(buf_.size(), end - pos));

@@ -1,7 +1,8 @@
 // The sink stage's read-back behind the writer (pages_read_back.hpp): the Sink hands over
 // each range of the file the disk has acknowledged, just before dropping it
 // from the page cache; the part inside .xen_pages is read back from the file
-// (from the page cache, no disk read) and hashed in digest chunks.
+// (from the page cache, no disk read) and hashed in digest chunks, whose
+// digests are folded into one (DigestFold): nothing is held per chunk.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +20,8 @@ public:
 
     // [offset, offset + size) of the file; ranges follow each other.
     void take(uint64_t offset, uint64_t size);
-    const PagesReadBack& result() const noexcept { return result_; }
+    // The chunks hashed so far (every one complete), and their fold.
+    PagesReadBack result() const;
 
 private:
     void hash(const std::byte* p, uint64_t n);
@@ -28,9 +30,10 @@ private:
     uint64_t pages_end_;
     std::string name_;
     uint64_t next_ = 0;  // the next file offset expected
+    uint64_t pages_offset_, pages_size_, chunk_bytes_;
     ChunkedHash hash_;
+    DigestFold fold_;
     std::vector<std::byte> buf_;
-    PagesReadBack result_;
 };
 
 }  // namespace xendump::pipeline

@@ -76,7 +76,7 @@ std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOption
     // The page chunks: split at a chunk boundary between two threads; the
     // second reports no progress of its own, the first reports both. Chunks
     // read back from this file by its writer (same offset and chunk size)
-    // are taken from there.
+    // are not read again when they prove right (below).
     const uint64_t chunk_bytes = uint64_t{head.chunk_pages} * format::kPageSize;
     // Each chunk is compared as soon as it is hashed: only the mismatching
     // chunks' numbers are kept (the first kMaxReported of each half, and a
@@ -92,15 +92,18 @@ std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOption
     Mismatches half_a, half_b;
     // The stored digests, a window at a time: one reader for each half.
     DigestTable table_b(*d.file, *d.digest);
+    // Chunks [0, known) are proven by the read-back: the stored digests of
+    // its chunks, folded as it folded its own, give its fold. Else (another
+    // file, more chunks than this one, or a different fold) every chunk is
+    // read, as without a read-back.
     uint64_t known = 0;
     if (const PagesReadBack* rb = options.pages_read_back;
-        rb && rb->pages_offset == d.pages_offset && rb->pages_size == d.pages_size && rb->chunk_bytes == chunk_bytes) {
-        known = std::min<uint64_t>(rb->chunks.size(), chunks);
-        for (uint64_t k = 0; k < known; ++k) {
-            Canonical c;
-            std::memcpy(&c, rb->chunks[k].data(), sizeof c);
-            half_a.check(k, c, table.at(k));
-        }
+        rb && rb->pages_offset == d.pages_offset && rb->pages_size == d.pages_size && rb->chunk_bytes == chunk_bytes &&
+        rb->chunks <= chunks) {
+        DigestFold stored;
+        for (uint64_t k = 0; k < rb->chunks; ++k) stored.add(table.at(k));
+        const Canonical fold = stored.digest();
+        if (std::memcmp(&fold, rb->digest_of_chunks.data(), sizeof fold) == 0) known = rb->chunks;
     }
     std::atomic<uint64_t> pages_done{std::min(d.pages_size, known * chunk_bytes)};
     auto hash_chunks = [&](uint64_t k0, uint64_t k1, std::vector<std::byte>& b, bool report, Mismatches& m,

@@ -17,6 +17,14 @@ namespace xendump::reader {
 DumpFile::DumpFile(std::string path) : path_(std::move(path)) {
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd_ < 0) throw_errno("cannot open", path_);
+    take_size();
+    // Regular files never block; clear the flag all the same for the reads.
+    if (int fl = ::fcntl(fd_, F_GETFL); fl >= 0) ::fcntl(fd_, F_SETFL, fl & ~O_NONBLOCK);
+}
+
+DumpFile::DumpFile(UniqueFd fd, std::string name) : path_(std::move(name)), fd_(fd.release()) { take_size(); }
+
+void DumpFile::take_size() {
     struct stat st{};
     if (fstat(fd_, &st) != 0) {
         int e = errno;
@@ -28,8 +36,6 @@ DumpFile::DumpFile(std::string path) : path_(std::move(path)) {
         throw Error(std::string("not a regular file (") + util::file_kind(st.st_mode) + "): a dump is read from a file",
                     path_);
     }
-    // Regular files never block; clear the flag all the same for the reads.
-    if (int fl = ::fcntl(fd_, F_GETFL); fl >= 0) ::fcntl(fd_, F_SETFL, fl & ~O_NONBLOCK);
     size_ = static_cast<uint64_t>(st.st_size);
 }
 

@@ -8,11 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "xendump/fd.hpp"
+
 namespace xendump::reader {
 
 class DumpFile {
 public:
     explicit DumpFile(std::string path);
+    // A regular file already open for reading (its fd now owned), named
+    // `name` in errors: a file the library wrote itself (a temporary one).
+    DumpFile(UniqueFd fd, std::string name);
     ~DumpFile();
     DumpFile(const DumpFile&) = delete;
     DumpFile& operator=(const DumpFile&) = delete;
@@ -27,6 +32,8 @@ public:
     std::vector<std::byte> read_bytes(uint64_t offset, uint64_t size, const std::string& structure) const;
 
 private:
+    void take_size();  // closes fd_ and throws unless it is a regular file
+
     std::string path_;
     int fd_ = -1;
     uint64_t size_ = 0;
