@@ -17,7 +17,6 @@ constexpr size_t kReadSize = 256u << 10;  // still in the CPU cache when hashed
 
 ReadBehind::ReadBehind(int fd, uint64_t pages_offset, uint64_t pages_size, uint64_t chunk_bytes, std::string name)
     : fd_(fd),
-      pages_end_(pages_offset + pages_size),
       name_(std::move(name)),
       pages_offset_(pages_offset),
       pages_size_(pages_size),
@@ -46,7 +45,7 @@ void ReadBehind::take(uint64_t offset, uint64_t size) {
     if (offset != next_) throw Error("internal error: read-back range out of order", name_, offset);
     next_ = offset + size;
     uint64_t pos = std::max(offset, pages_offset_);
-    const uint64_t end = std::min(next_, pages_end_);
+    const uint64_t end = std::min(next_, pages_offset_ + pages_size_);
     while (pos < end) {
         const size_t want = static_cast<size_t>(std::min<uint64_t>(buf_.size(), end - pos));
         const ssize_t n = util::retry_eintr([&] { return ::pread(fd_, buf_.data(), want, static_cast<off_t>(pos)); });

@@ -27,7 +27,6 @@ private:
     void hash(const std::byte* p, uint64_t n);
 
     int fd_;
-    uint64_t pages_end_;
     std::string name_;
     uint64_t next_ = 0;  // the next file offset expected
     uint64_t pages_offset_, pages_size_, chunk_bytes_;
