@@ -1,5 +1,6 @@
 // Guest memory of the simulated host: fills, zero ranges, the PV p2m decoded
 // from guest memory exactly as a dump tool walks it, overrides, map errors.
+#include <algorithm>
 #include <fstream>
 
 #include "sim_test_util.hpp"
@@ -46,6 +47,22 @@ TEST(SimMemory, ImageFillAndZeroRanges) {
     EXPECT_EQ(p3.bytes[100], std::byte{0});
     Frame p6 = read_frame(*h.hv, 4, 6);  // beyond the image
     EXPECT_EQ(p6.bytes, std::vector<std::byte>(4096, std::byte{0}));
+}
+
+// Zero ranges may overlap, nest, touch or stand alone: a page reads as zero
+// exactly when some range holds it (pattern pages elsewhere).
+TEST(SimMemory, OverlappingZeroRangesReadAsTheirUnion) {
+    const std::vector<std::pair<uint64_t, uint64_t>> ranges{{2, 10}, {4, 2}, {8, 6}, {14, 2}, {20, 1}, {30, 5}};
+    json zr = json::array();
+    for (auto [pfn, count] : ranges) zr.push_back({pfn, count});
+    Host h(json{{"domains", {{{"domid", 5}, {"type", "hvm"}, {"extents", {{0, 0x7000, 40}}}, {"zero_ranges", zr}}}}});
+    for (uint64_t pfn = 0; pfn < 40; ++pfn) {
+        const bool zero = std::any_of(ranges.begin(), ranges.end(),
+                                      [&](auto r) { return pfn >= r.first && pfn < r.first + r.second; });
+        Frame f = read_frame(*h.hv, 5, pfn);
+        ASSERT_EQ(f.error, 0);
+        EXPECT_EQ(f.bytes == std::vector<std::byte>(4096, std::byte{0}), zero) << "pfn " << pfn;
+    }
 }
 
 // A page held whole in the memory image is mapped in place, as Xen maps a

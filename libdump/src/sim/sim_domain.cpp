@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 
 #include "sim/guest_abi.hpp"
 #include "sim/json_file.hpp"
@@ -27,6 +28,25 @@ json domain_record(const DomainSpec& spec, const DomainDerived& d) {
     return j;
 }
 
+namespace {
+
+// The spec's ranges (sorted by start; they may overlap) as disjoint runs, so
+// that a page is looked up in one binary search.
+std::vector<PfnRange> merged_ranges(const std::vector<PfnRange>& ranges) {
+    std::vector<PfnRange> out;
+    for (const PfnRange& r : ranges) {
+        const uint64_t end = r.count > UINT64_MAX - r.pfn ? UINT64_MAX : r.pfn + r.count;
+        if (!out.empty() && r.pfn - out.back().pfn <= out.back().count) {
+            out.back().count = std::max(out.back().count, end - out.back().pfn);
+            continue;
+        }
+        out.push_back({r.pfn, end - r.pfn});
+    }
+    return out;
+}
+
+}  // namespace
+
 SimDomain::SimDomain(const HostPaths& paths, uint32_t domid) {
     const auto path = paths.domain_json(domid);
     use_json_file(path, "cannot open the domain description", "corrupt domain description", [&](const json& j) {
@@ -41,6 +61,7 @@ SimDomain::SimDomain(const HostPaths& paths, uint32_t domid) {
         derived_.shared_info_arch = j.at("shared_info_arch");
         return 0;
     });
+    zero_runs_ = merged_ranges(spec_.zero_ranges);
     by_mfn_ = spec_.extents;
     std::sort(by_mfn_.begin(), by_mfn_.end(), [](auto& a, auto& b) { return a.mfn < b.mfn; });
     overlay_ = MappedFile(paths.overlay(domid));
@@ -77,14 +98,9 @@ std::optional<uint64_t> SimDomain::pfn_of_mfn(uint64_t mfn) const {
 }
 
 bool SimDomain::in_zero_range(uint64_t pfn) const {
-    const auto& z = spec_.zero_ranges;
+    const auto& z = zero_runs_;
     auto it = std::upper_bound(z.begin(), z.end(), pfn, [](uint64_t p, const PfnRange& r) { return p < r.pfn; });
-    // Ranges may overlap: look back over every range starting at or before pfn.
-    while (it != z.begin()) {
-        --it;
-        if (pfn - it->pfn < it->count) return true;
-    }
-    return false;
+    return it != z.begin() && pfn - std::prev(it)->pfn < std::prev(it)->count;
 }
 
 std::pair<uint64_t, uint64_t> SimDomain::p2m_entry_location(uint64_t pfn) const {
