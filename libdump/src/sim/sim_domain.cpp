@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 
 #include "sim/guest_abi.hpp"
 #include "sim/json_file.hpp"
@@ -30,12 +29,12 @@ json domain_record(const DomainSpec& spec, const DomainDerived& d) {
 
 namespace {
 
-// The spec's ranges (sorted by start; they may overlap) as disjoint runs, so
-// that a page is looked up in one binary search.
+// The spec's ranges (sorted by start, within p2m_size; they may overlap) as
+// disjoint runs, so that a page is looked up by util::run_holding.
 std::vector<PfnRange> merged_ranges(const std::vector<PfnRange>& ranges) {
     std::vector<PfnRange> out;
     for (const PfnRange& r : ranges) {
-        const uint64_t end = r.count > UINT64_MAX - r.pfn ? UINT64_MAX : r.pfn + r.count;
+        const uint64_t end = r.pfn + r.count;
         if (!out.empty() && r.pfn - out.back().pfn <= out.back().count) {
             out.back().count = std::max(out.back().count, end - out.back().pfn);
             continue;
@@ -98,9 +97,7 @@ std::optional<uint64_t> SimDomain::pfn_of_mfn(uint64_t mfn) const {
 }
 
 bool SimDomain::in_zero_range(uint64_t pfn) const {
-    const auto& z = zero_runs_;
-    auto it = std::upper_bound(z.begin(), z.end(), pfn, [](uint64_t p, const PfnRange& r) { return p < r.pfn; });
-    return it != z.begin() && pfn - std::prev(it)->pfn < std::prev(it)->count;
+    return util::run_holding(zero_runs_, pfn, &PfnRange::pfn, &PfnRange::count) != zero_runs_.end();
 }
 
 std::pair<uint64_t, uint64_t> SimDomain::p2m_entry_location(uint64_t pfn) const {

@@ -64,7 +64,7 @@ private:
     DomainDerived derived_;
     std::vector<Extent> by_mfn_;
     std::vector<uint64_t> p2m_page_pfns_;
-    // The spec's zero_ranges merged: sorted, disjoint, not adjacent.
+    // The spec's zero_ranges merged: sorted, disjoint, not adjacent (runs for util::run_holding).
     std::vector<PfnRange> zero_runs_;
     std::vector<std::byte> shared_info_;
     MappedFile overlay_;
