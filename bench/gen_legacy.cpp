@@ -1,5 +1,5 @@
 // bench-gen-legacy FILE NR_PAGES [allocation|shuffled|sparse]: a legacy xc_core
-// file of a 64-bit PV guest in page-list order (spec legacy-formats.md §A.1,
+// file of a 64-bit PV guest in page-list order (doc/legacy-formats.md 1.1,
 // the p2m frame-list tree inside the guest's memory), the input of benchmark
 // #6: "allocation" (the default) is the order Xen's page list has (see
 // legacy_gen::FileSpec::allocation_order), "shuffled" a random order, the

@@ -1,5 +1,5 @@
 // Synthetic guests and the legacy xc_core files Xen <= 3.0.4 would have
-// written for them, in every variant of spec legacy-formats.md §A and for both
+// written for them, in every variant of doc/legacy-formats.md 1 and for both
 // tool widths. A guest has pfn->mfn extents, pattern pages, and optionally its
 // own p2m frame-list tree and page tables inside its memory, so the converter
 // has to recover the pfns the way it would from a real dump.
@@ -43,10 +43,10 @@ struct Guest {
 Guest make_guest(const GuestSpec& spec);
 
 enum class Variant {
-    pv_page_list,   // §A.1: MFNs in shuffled (allocation) order
-    hvm_pfn_order,  // §A.2: magic 0xf00febed, VGCF_HVM_GUEST, slot i = pfn i (hole rule), ~0 = not populated
-    hvm_page_list,  // §A.3: magic 0xf00febee
-    pv_pfn_order,   // §A.4: slot i = pfn i, index = MFN, ~0 = hole
+    pv_page_list,   // 1.1: MFNs in shuffled (allocation) order
+    hvm_pfn_order,  // 1.2: magic 0xf00febed, VGCF_HVM_GUEST, slot i = pfn i (hole rule), ~0 = not populated
+    hvm_page_list,  // 1.3: magic 0xf00febee
+    pv_pfn_order,   // 1.4: slot i = pfn i, index = MFN, ~0 = hole
     ocaml_damaged,  // offsets swapped, no index, pages in pfn order
 };
 const char* to_string(Variant v);

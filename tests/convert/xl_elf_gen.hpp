@@ -1,5 +1,5 @@
-// A section-only ELF dump-core as `xl dump-core` writes it (spec
-// legacy-formats.md §B): .note.Xen, .xen_prstatus, .xen_pages, .xen_p2m (PV)
+// A section-only ELF dump-core as `xl dump-core` writes it (see
+// doc/legacy-formats.md 2): .note.Xen, .xen_prstatus, .xen_pages, .xen_p2m (PV)
 // or .xen_pfn (HVM), .shstrtab; entries of ~0 with zero pages trailing.
 #pragma once
 

@@ -1,5 +1,5 @@
 // A v1 dump built byte by byte from <elf.h> structs, straight from the spec
-// (xen-core-format.md), without the library's writer: an independent
+// (xen-dump-core(5)), without the library's writer: an independent
 // generator, and a map of where every structure landed so tests can corrupt
 // exactly one thing and expect the verifier to name that offset.
 #pragma once

@@ -1,5 +1,5 @@
-// The xen-dump-core v1 file format as types (spec: shared/spec/xen-core-format.md,
-// man page xen-dump-core(5)). Everything here is plain data: no I/O.
+// The xen-dump-core v1 file format as types; its normative specification is
+// the man page xen-dump-core(5) (man/xen-dump-core.5). Plain data: no I/O.
 #pragma once
 
 #include <array>

@@ -45,7 +45,7 @@ InputFormat sniff_format(const fs::path& path) {
     if (n >= 8 && std::memcmp(head, "KDUMP   ", 8) == 0) return InputFormat::kdump;
     if (n >= EI_NIDENT && std::memcmp(head, ELFMAG, SELFMAG) == 0) {
         // Xen's own dump-core has sections only; v1 adds program headers
-        // (spec xen-core-format.md xen-dump-core(5) "ELF header"-2). e_phnum sits at the same offset
+        // (xen-dump-core(5), "ELF header"). e_phnum sits at the same offset
         // for both ELF classes' headers only in ELF64, the only class used.
         if (n < sizeof(Elf64_Ehdr)) return InputFormat::unknown;
         Elf64_Ehdr eh;
@@ -62,7 +62,7 @@ namespace xendump::legacy {
 namespace {
 
 // Drops the entries of ~0 that Xen's writer leaves at the end of .xen_p2m /
-// .xen_pfn (spec legacy-formats.md §B), passing everything else through.
+// .xen_pfn (doc/legacy-formats.md 2), passing everything else through.
 class TrimmedSource : public ZeroCopySource {
 public:
     // Reads the table's end backwards, a window at a time.

@@ -16,7 +16,7 @@ using util::kPage;
 constexpr uint64_t kPresent = 0x1;
 constexpr uint64_t kLarge = 0x80;  // PSE
 constexpr uint64_t kAddrMask = 0x000FFFFFFFFFF000ull;
-// ctrlreg[3] inside vcpu_guest_context (spec legacy-formats.md §C).
+// ctrlreg[3] inside vcpu_guest_context (doc/legacy-formats.md 3).
 constexpr size_t kCr3At64 = 5008;
 constexpr size_t kCr3At32 = 2728;
 // A p2m larger than this many entries is not a plausible guest (64 GiB of 4 KiB).

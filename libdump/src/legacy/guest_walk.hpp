@@ -1,5 +1,5 @@
-// Recovering pfns with the guest kernel's symbols (spec legacy-formats.md
-// §A.1, second way): `phys_to_machine_mapping` from System.map gives the
+// Recovering pfns with the guest kernel's symbols (doc/legacy-formats.md
+// 1.1, second way): `phys_to_machine_mapping` from System.map gives the
 // virtual address of the pointer to the p2m array; vcpu 0's ctrlreg[3] gives
 // the page tables, which in a PV guest hold machine frames, so a walk needs
 // only the dump's MFN index.

@@ -18,7 +18,7 @@ namespace {
 constexpr size_t kFlagsAt = 512;  // vcpu_guest_context: fpu_ctxt[512], then flags
 constexpr uint64_t kVgcfHvmGuest = 1u << 1;
 // Xen 3.0.3 HVM dumps skipped the MMIO hole below 4 GiB: slot i >= 0xF0000
-// holds pfn i + 0x10000 (spec §A.2).
+// holds pfn i + 0x10000 (doc/legacy-formats.md 1.2).
 constexpr uint64_t kHvmHoleStart = 0xF0000;
 constexpr uint64_t kHvmHoleSize = 0x10000;
 
@@ -123,7 +123,7 @@ LegacyLayout decide_layout(const ByteSource& src, const XcCoreFile& f, const Lay
 
     if (f.is_hvm_magic()) {
         // Xen 3.0.4 HVM: MFNs in the hypervisor's allocation order and no
-        // guest p2m exists; nothing in the file gives the pfns (spec §A.3).
+        // guest p2m exists; nothing in the file gives the pfns (doc/legacy-formats.md 1.3).
         if (!opt.allow_inferred)
             throw refuse(src,
                          "HVM page-list dump (magic 0xf00febee, Xen 3.0.4): the index holds machine frames in "
@@ -158,14 +158,14 @@ LegacyLayout decide_layout(const ByteSource& src, const XcCoreFile& f, const Lay
     }
 
     // No guest p2m. Xen 3.0.3 wrote HVM guests in pfn order under the PV
-    // magic; their vcpu context carries VGCF_HVM_GUEST (spec §A.2).
+    // magic; their vcpu context carries VGCF_HVM_GUEST (doc/legacy-formats.md 1.2).
     if (context_says_hvm(f)) {
         LegacyLayout l = slot_order(f, format::GuestType::hvm, true);
         l.layout = "hvm-pfn-order;decided-by=vcpu0-hvm-flag";
         return l;
     }
     // Holes (~0) cannot occur in a page list: the index is in pfn order
-    // (vendor pfn-ordered PV, spec §A.4), slot i is pfn i and holds index[i].
+    // (vendor pfn-ordered PV, doc/legacy-formats.md 1.4), slot i is pfn i and holds index[i].
     if (has_holes) {
         LegacyLayout l = slot_order(f, format::GuestType::pv, false);
         l.layout = "pv-pfn-order;decided-by=index-holes";

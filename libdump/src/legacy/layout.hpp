@@ -1,5 +1,5 @@
-// Which pfn each page of a legacy xc_core file holds (spec legacy-formats.md
-// §A, "What the index means"). There is no flag that says, so the decision is
+// Which pfn each page of a legacy xc_core file holds (doc/legacy-formats.md
+// 1.1 to 1.4). There is no flag that says, so the decision is
 // made from evidence and recorded in the output as LAYOUT=.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Finding a PV guest's p2m frame-list tree among the pages of a page-list
-// dump by its shape (spec legacy-formats.md §A.1), the way memory analysers
+// dump by its shape (doc/legacy-formats.md 1.1), the way memory analysers
 // find kernel tables: a root page whose entries are MFNs of dumped pages,
 // whose entries are MFNs of dumped pages ("frame lists"), whose entries are
 // the guest's MFNs or ~0 (the p2m array itself). A leaf of nothing but ~0 is

@@ -1,5 +1,5 @@
 // Recovering the pfn of every page of a page-list dump, and the check that
-// makes a recovery acceptable (spec legacy-formats.md §A.1): every index MFN
+// makes a recovery acceptable (doc/legacy-formats.md 1.1): every index MFN
 // maps to exactly one pfn and no pfn twice. MfnSlots is the in-memory table
 // for small sets (the shape search's candidates); MfnIndex holds the whole
 // index out of core (issue 19: nothing here is kept per page in memory).

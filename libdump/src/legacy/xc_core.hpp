@@ -1,4 +1,4 @@
-// The legacy `xc_core` file of Xen <= 3.0.4 (spec legacy-formats.md §A): a
+// The legacy `xc_core` file of Xen <= 3.0.4 (doc/legacy-formats.md 1): a
 // 24-byte header of six u32, the vcpu contexts, an index of nr_pages entries
 // and the pages. Everything is in the width of the dom0 tools that wrote it,
 // which we detect from the offsets.

@@ -304,7 +304,7 @@ void Loader::load_v1_table() {
     d_.table = TableOnDisk(d_.file, d_.table_offset, d_.table_raw_count, sizeof(PageEntry), d_.table_structure);
 }
 
-// xen_elf (legacy §B): .xen_p2m {pfn, gmfn} pairs or .xen_pfn u64 pfns;
+// xen_elf (doc/legacy-formats.md 2): .xen_p2m {pfn, gmfn} pairs or .xen_pfn u64 pfns;
 // trailing all-ones entries pad the table and are dropped.
 void Loader::load_table_array(const Section& s, bool pairs) {
     const uint64_t esize = pairs ? 16 : 8;
