@@ -13,9 +13,9 @@
 #include <string>
 
 #include "dump_check.hpp"
+#include "elfcore/digest_table.hpp"
 #include "io/sink.hpp"
 #include "pipeline/pipeline.hpp"
-#include "writer/digest_table.hpp"
 #include "writer/v1_encoder.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
@@ -122,7 +122,7 @@ INSTANTIATE_TEST_SUITE_P(Types, DigestWindows, ::testing::Values(GuestType::pv, 
 TEST(DigestTable, HoldsOneWindowWhateverTheNumberOfChunks) {
     TempDir dir, spill;
     ScopedEnv tmpdir("TMPDIR", spill.path());
-    const uint64_t n = 3 * writer::DigestTable::kWindow + 123;  // 3 windows and a bit: a 12 GiB guest's chunks
+    const uint64_t n = 3 * elfcore::DigestTable::kWindow + 123;  // 3 windows and a bit: a 12 GiB guest's chunks
     auto digest = [](uint64_t k) {
         XXH128_canonical_t d{};
         std::memcpy(d.digest, &k, sizeof k);
@@ -140,11 +140,11 @@ TEST(DigestTable, HoldsOneWindowWhateverTheNumberOfChunks) {
     ASSERT_TRUE(fd);
     {
         io::Sink sink(fd.get(), true, false, "f");
-        writer::DigestTable table("f");
+        elfcore::DigestTable table("f");
         table.place_in(sink, 100);
         for (uint64_t k = 0; k < n; ++k) {
             table.add(digest(k));
-            ASSERT_LE(table.resident_bytes(), writer::DigestTable::kWindow * 16) << "after " << k;
+            ASSERT_LE(table.resident_bytes(), elfcore::DigestTable::kWindow * 16) << "after " << k;
         }
         EXPECT_EQ(table.size(), n);
         const std::vector<std::byte> front(100, std::byte{1});
@@ -159,9 +159,9 @@ TEST(DigestTable, HoldsOneWindowWhateverTheNumberOfChunks) {
     // Spilled: through a pipe.
     const auto piped = through_pipe([&](int pfd) {
         io::Sink sink(pfd, false, false, "pipe");
-        writer::DigestTable table("pipe");
+        elfcore::DigestTable table("pipe");
         for (uint64_t k = 0; k < n; ++k) table.add(digest(k));
-        EXPECT_LE(table.resident_bytes(), writer::DigestTable::kWindow * 16);
+        EXPECT_LE(table.resident_bytes(), elfcore::DigestTable::kWindow * 16);
         EXPECT_TRUE(table.spilled());
         table.write_to(sink);
     });
@@ -204,7 +204,7 @@ TEST(DigestTable, TheSinkWritesAheadOnlyWhereTheStreamHasNotBeen) {
 TEST(DigestTable, ASpillDirectoryThatCannotBeWrittenIsNamed) {
     TempDir dir;
     ScopedEnv tmpdir("TMPDIR", dir / "missing");
-    writer::DigestTable table("out", 2);
+    elfcore::DigestTable table("out", 2);
     table.add(XXH128_canonical_t{});
     try {
         table.add(XXH128_canonical_t{});

@@ -17,7 +17,7 @@
 // (pipeline::selected_pfns), which the pass must keep exactly.
 // Memory (issue 19): the lists of pages are read in windows (nr_entries(),
 // read_entries()), never whole; the chunk digests are held a window at a
-// time and spilled to a temporary file beyond it (writer::DigestTable: the
+// time and spilled to a temporary file beyond it (elfcore::DigestTable: the
 // note area's place is known only after the pages); nothing is held per page.
 // A PV guest whose machine frames do not rise with its pfns has its stored
 // frames' bitmap in a temporary file (KeyRanks), with a count of set bits
@@ -32,10 +32,10 @@
 #include <string>
 #include <vector>
 
+#include "elfcore/digest_table.hpp"
 #include "kdump/layout.hpp"
 #include "pipeline/encoder.hpp"
 #include "stream_hash.hpp"
-#include "writer/digest_table.hpp"
 #include "xendump/dump_spec.hpp"
 #include "xendump/kdump.hpp"
 #include "xendump/page_source.hpp"
@@ -49,10 +49,10 @@ public:
     // same; both outlive the encoder. `source` re-reads the guest's utsname
     // for the header in finish(). Validates the input (Error) before
     // anything is written. `digest_window`: chunk digests held in memory
-    // (writer::DigestTable).
+    // (elfcore::DigestTable).
     KdumpEncoder(const DumpSpec& spec, const PageSource& stored, const PageSource* present,
                  Compression compression, bool digests, unsigned dump_level, PageSource& source, std::string name,
-                 size_t digest_window = writer::DigestTable::kWindow);
+                 size_t digest_window = elfcore::DigestTable::kWindow);
 
     // Zero pages are stored once and shared (the pass classifies them).
     bool needs_zero_flags(const io::Sink&) const override { return true; }
@@ -64,7 +64,7 @@ public:
     void write(pipeline::PageBatch& batch, io::Sink& out) override;
     void finish(const pipeline::PassOutcome& pass, const pipeline::FoundNotes& found, io::Sink& out) override;
 
-    const writer::DigestTable& chunk_digests() const noexcept { return chunk_digests_; }
+    const elfcore::DigestTable& chunk_digests() const noexcept { return chunk_digests_; }
 
 private:
     const DumpSpec& spec_;
@@ -86,7 +86,7 @@ private:
     uint64_t next_ = 0;  // index in stored_ of the next kept page
     std::vector<uint64_t> slots_;  // one batch's descriptor slots (ranks_), reused
     std::optional<ChunkedHash> hash_;
-    writer::DigestTable chunk_digests_;
+    elfcore::DigestTable chunk_digests_;
 };
 
 }  // namespace xendump::kdump

@@ -2,28 +2,19 @@
 
 #include <string>
 
-#include "p2m/p2m_walk.hpp"
+#include "elfcore/crash_info.hpp"
+#include "elfcore/header_notes.hpp"
+#include "elfcore/input_check.hpp"
+#include "elfcore/notes.hpp"
+#include "elfcore/p2m_table.hpp"
 #include "stream_hash.hpp"
-#include "writer/header_notes.hpp"
-#include "writer/input_check.hpp"
-#include "writer/notes.hpp"
-#include "writer/plan.hpp"
 #include "xendump/error.hpp"
 
 namespace xendump::kdump {
 
-using writer::bytes_of;
+using elfcore::bytes_of;
 
-void validate_spec(const DumpSpec& spec, const PageSource& entries) { writer::check_input(spec, entries); }
-
-std::optional<uint64_t> p2m_frame_list_list(const DumpSpec& spec) {
-    // A 32-bit crash reads 32-bit words there: only 64-bit guests get the note.
-    if (spec.type != format::GuestType::pv || spec.guest_width != 8 || !spec.shared_info) return std::nullopt;
-    const auto arch = p2m_detail::parse_arch_shared_info(*spec.shared_info, spec.guest_width);
-    // 0: none published; ~0: a linear p2m only (SIF_VIRT_P2M_4TOOLS), no frame-list list.
-    if (arch.frame_list_list == 0 || arch.frame_list_list == p2m_detail::kNoFrame) return std::nullopt;
-    return arch.frame_list_list;
-}
+void validate_spec(const DumpSpec& spec, const PageSource& entries) { elfcore::check_input(spec, entries); }
 
 namespace {
 
@@ -44,14 +35,14 @@ struct HashedOut {
 
 NoteArea write_note_area(io::Sink& out, const DumpSpec& spec, const PageSource& entries,
                          const pipeline::FoundNotes* late, std::span<const uint64_t> unreadable,
-                         writer::DigestTable* chunk_digests) {
+                         elfcore::DigestTable* chunk_digests) {
     validate_spec(spec, entries);
     const bool pv = spec.type == format::GuestType::pv;
     const uint64_t n = entries.nr_entries();
     NoteArea area;
-    writer::NoteBuffer notes;
-    writer::add_header_notes(notes, spec, n);
-    KeyValues domain = writer::domain_keys(spec, n);
+    elfcore::NoteBuffer notes;
+    elfcore::add_header_notes(notes, spec, n);
+    KeyValues domain = elfcore::domain_keys(spec, n);
     if (late)
         for (const auto& [k, v] : late->domain.items()) domain.set(k, v);
     std::string text = domain.serialize();
@@ -64,7 +55,7 @@ NoteArea write_note_area(io::Sink& out, const DumpSpec& spec, const PageSource& 
         area.vmcoreinfo = *vmcoreinfo;
     }
     for (const auto& p : spec.prstatus) notes.add(format::kNameCore, format::kNtPrstatus, p);
-    notes.add(format::kNameXenCore, format::kNtXenPrstatus, writer::vcpu_slots(spec));
+    notes.add(format::kNameXenCore, format::kNtXenPrstatus, elfcore::vcpu_slots(spec));
     if (spec.shared_info) notes.add(format::kNameXenCore, format::kNtXenSharedInfo, *spec.shared_info);
 
     HashedOut w(out);
@@ -74,24 +65,24 @@ NoteArea write_note_area(io::Sink& out, const DumpSpec& spec, const PageSource& 
     StreamHash table;
     if (pv) {
         const uint64_t size = n * sizeof(PageEntry);  // 16 bytes an entry: the next note stays 8-aligned
-        if (writer::note_padded_desc_size(format::kNameXenCore, size) != size)
+        if (elfcore::note_padded_desc_size(format::kNameXenCore, size) != size)
             throw Error("internal error: NT_XEN_P2M would need padding");
-        w.write(writer::note_header(format::kNameXenCore, format::kNtXenP2m, size));
+        w.write(elfcore::note_header(format::kNameXenCore, format::kNtXenP2m, size));
     }
-    writer::for_each_table_window(entries, !pv, [&](std::span<const PageEntry> window) {
+    elfcore::for_each_table_window(entries, !pv, [&](std::span<const PageEntry> window) {
         if (pv) w.write(std::as_bytes(window));
         table.update(window.data(), window.size_bytes());
     });
 
-    writer::NoteBuffer rest;
+    elfcore::NoteBuffer rest;
     if (pv) {
         // crash's Xen kdump support (a dom0's kdump file): it takes the last
         // word of XEN_ELFNOTE_CRASH_INFO for the mfn of the frame-list list
         // of the p2m, the guest's own, and translates pseudo-physical
         // addresses through it into the file's machine frames.
-        if (auto list = p2m_frame_list_list(spec)) {
+        if (auto list = elfcore::p2m_frame_list_list(spec)) {
             const uint64_t info[3] = {spec.xen_version.major_version, spec.xen_version.minor_version, *list};
-            rest.add(format::kNameXen, kXenElfnoteCrashInfo, std::as_bytes(std::span(info)));
+            rest.add(format::kNameXen, elfcore::kXenElfnoteCrashInfo, std::as_bytes(std::span(info)));
         }
     }
     if (!unreadable.empty()) {
@@ -104,7 +95,7 @@ NoteArea write_note_area(io::Sink& out, const DumpSpec& spec, const PageSource& 
     w.write(rest.bytes());
     area.size = w.size;
     if (chunk_digests)
-        area.size += writer::write_digest_note(out, *chunk_digests, w.hash.finish_and_reset(), table.finish_and_reset());
+        area.size += elfcore::write_digest_note(out, *chunk_digests, w.hash.finish_and_reset(), table.finish_and_reset());
     return area;
 }
 

@@ -21,9 +21,9 @@
 #include <span>
 #include <vector>
 
+#include "elfcore/digest_table.hpp"
 #include "io/sink.hpp"
 #include "pipeline/found_notes.hpp"
-#include "writer/digest_table.hpp"
 #include "xendump/dump_spec.hpp"
 #include "xendump/page_source.hpp"
 #include "xendump/writer.hpp"
@@ -48,12 +48,6 @@ void validate_spec(const DumpSpec& spec, const PageSource& entries);
 // at a time); null: written without digests.
 NoteArea write_note_area(io::Sink& out, const DumpSpec& spec, const PageSource& entries,
                          const pipeline::FoundNotes* late, std::span<const uint64_t> unreadable,
-                         writer::DigestTable* chunk_digests);
-
-// Xen's XEN_ELFNOTE_CRASH_INFO ("Xen" note; xen/include/public/elfnote.h).
-inline constexpr uint32_t kXenElfnoteCrashInfo = 0x1000001;
-
-// A PV guest's shared_info.arch.pfn_to_mfn_frame_list_list (nullopt: none).
-std::optional<uint64_t> p2m_frame_list_list(const DumpSpec& spec);
+                         elfcore::DigestTable* chunk_digests);
 
 }  // namespace xendump::kdump

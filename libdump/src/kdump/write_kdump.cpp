@@ -7,6 +7,8 @@
 #include <optional>
 #include <vector>
 
+#include "elfcore/entries_only.hpp"
+#include "elfcore/runs.hpp"
 #include "io/sink.hpp"
 #include "kdump/encoder.hpp"
 #include "kdump/kept_entries.hpp"
@@ -14,8 +16,6 @@
 #include "pipeline/dump_level_selector.hpp"
 #include "pipeline/kernel_observer.hpp"
 #include "pipeline/pipeline.hpp"
-#include "writer/elf_headers.hpp"
-#include "writer/entries_only.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
 #include "xendump/reader.hpp"
@@ -60,7 +60,7 @@ WriteResult write_kdump_to(int fd, const std::string& name, const DumpSpec& spec
     }
     r.file_size = sink.offset();
     r.nr_pages = stored.pages.nr_entries();
-    r.nr_runs = writer::count_runs(stored.pages);
+    r.nr_runs = elfcore::count_runs(stored.pages);
     r.unreadable_pfns = std::move(out.pass.unreadable_pfns);
     return r;
 }
@@ -85,7 +85,7 @@ WriteResult write_published(const std::filesystem::path& path, const DumpSpec& s
 
 WriteResult write_kdump_file(const std::filesystem::path& path, const DumpSpec& spec, PageSource& pages,
                              const KdumpOptions& options) {
-    const writer::EntriesOnly present(options.present);
+    const elfcore::EntriesOnly present(options.present);
     return write_published(path, spec, pages,
                            {nullptr, pages, options.present.empty() ? nullptr : &present, options.dump_level}, options);
 }

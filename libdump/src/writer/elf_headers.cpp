@@ -4,12 +4,18 @@
 
 #include <cstring>
 
-#include "kdump/note_area.hpp"
+#include "elfcore/crash_info.hpp"
+#include "elfcore/notes.hpp"
+#include "elfcore/runs.hpp"
 #include "util/util.hpp"
-#include "writer/notes.hpp"
-#include "writer/runs.hpp"
 
 namespace xendump::writer {
+
+using elfcore::NoteBuffer;
+using elfcore::bytes_of;
+using elfcore::for_each_run;
+using elfcore::gmfn_of;
+using elfcore::pfn_of;
 
 namespace {
 
@@ -20,12 +26,6 @@ void append(std::vector<std::byte>& out, const T& v) {
 }
 
 }  // namespace
-
-uint64_t count_runs(const PageSource& source) {
-    uint64_t runs = 0;
-    for_each_run(source, pfn_of, [&](uint64_t, uint64_t, uint64_t) { ++runs; });
-    return runs;
-}
 
 std::vector<std::byte> elf_header(const DumpSpec& spec, const Layout& L, uint64_t phoff, uint64_t shoff,
                                   uint64_t shnum) {
@@ -94,7 +94,7 @@ std::vector<std::byte> program_headers(const PageSource& source, const Layout& L
 }
 
 std::optional<MachineView> machine_view(const DumpSpec& spec, const PageSource& source) {
-    const std::optional<uint64_t> fll = kdump::p2m_frame_list_list(spec);  // 64-bit PV guests only
+    const std::optional<uint64_t> fll = elfcore::p2m_frame_list_list(spec);  // 64-bit PV guests only
     if (!fll || source.nr_entries() == 0) return std::nullopt;
     MachineView v;
     for_each_run(source, gmfn_of, [&](uint64_t, uint64_t, uint64_t) { ++v.loads; });
@@ -103,7 +103,7 @@ std::optional<MachineView> machine_view(const DumpSpec& spec, const PageSource& 
     info.common[1] = spec.xen_version.minor_version;
     info.pfn_to_mfn_frame_list_list = *fll;
     NoteBuffer note;
-    note.add(format::kNameXen, kdump::kXenElfnoteCrashInfo, bytes_of(info));
+    note.add(format::kNameXen, elfcore::kXenElfnoteCrashInfo, bytes_of(info));
     v.note = note.bytes();
     return v;
 }

@@ -21,9 +21,6 @@ std::vector<std::byte> elf_header(const DumpSpec& spec, const Layout& layout, ui
 // The program header table, `size` bytes (room after the runs stays zeros).
 std::vector<std::byte> program_headers(const PageSource& source, const Layout& layout, uint64_t size);
 
-// Maximal runs of consecutive pfns (one PT_LOAD each).
-uint64_t count_runs(const PageSource& source);
-
 // makedumpfile's view of a 64-bit PV guest (xen-dump-core(5) "makedumpfile's view").
 // makedumpfile reads the program header table from offset 64 whatever e_phoff
 // says (elf_info.c get_elf64_phdr), so a PV file also holds, there, a table

@@ -4,9 +4,13 @@
 #include <cstring>
 #include <string>
 
-#include "writer/notes.hpp"
+#include "elfcore/notes.hpp"
 
 namespace xendump::writer {
+
+using elfcore::NoteBuffer;
+using elfcore::note_header;
+using elfcore::note_header_size;
 
 namespace {
 

@@ -2,10 +2,16 @@
 
 #include <string>
 
-#include "writer/header_notes.hpp"
+#include "elfcore/header_notes.hpp"
 #include "writer/plan.hpp"
 
 namespace xendump::writer {
+
+using elfcore::NoteBuffer;
+using elfcore::add_header_notes;
+using elfcore::domain_keys;
+using elfcore::note_header_size;
+using elfcore::vcpu_slots;
 
 NoteSegment note_segment(const DumpSpec& spec, uint64_t n, bool kernel_room) {
     NoteSegment seg;

@@ -7,13 +7,13 @@
 #include <cstdint>
 #include <vector>
 
-#include "writer/notes.hpp"
+#include "elfcore/notes.hpp"
 #include "xendump/dump_spec.hpp"
 
 namespace xendump::writer {
 
 struct NoteSegment {
-    NoteBuffer notes;
+    elfcore::NoteBuffer notes;
     uint64_t note_xen_size = 0;                  // notes 1-4: .note.Xen
     KeyValues domain;                            // NT_XEN_DOMAIN as written (with NR_PAGES, VCPUS)
     uint64_t domain_desc_offset = 0, domain_desc_size = 0;

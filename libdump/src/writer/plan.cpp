@@ -7,16 +7,26 @@
 #include <optional>
 #include <string>
 
+#include "elfcore/input_check.hpp"
+#include "elfcore/notes.hpp"
+#include "elfcore/p2m_table.hpp"
+#include "elfcore/runs.hpp"
 #include "stream_hash.hpp"
+#include "util/util.hpp"
 #include "writer/elf_headers.hpp"
-#include "writer/input_check.hpp"
 #include "writer/note_segment.hpp"
-#include "writer/notes.hpp"
 #include "writer/section_table.hpp"
 #include "xendump/error.hpp"
-#include "util/util.hpp"
 
 namespace xendump::writer {
+
+using elfcore::align_up;
+using elfcore::check_input;
+using elfcore::count_runs;
+using elfcore::for_each_table_window;
+using elfcore::note_header;
+using elfcore::note_header_size;
+using elfcore::note_padded_desc_size;
 
 namespace {
 

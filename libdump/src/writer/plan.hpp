@@ -113,20 +113,6 @@ bool program_headers_at_end(format::GuestType type);
 // headers (56 bytes a run of consecutive pfns) and nothing per page.
 DumpPlan plan_dump(const DumpSpec& spec, const PageSource& source, bool digests, bool kernel_room);
 
-// The PFN->GMFN table's descriptor (xen-dump-core(5) "The PFN->GMFN table")
-// a window at a time: f(window) with the source's entries, gmfn = pfn for
-// HVM/PVH (plan.p2m_gmfn_is_pfn).
-template <class F>
-void for_each_table_window(const PageSource& source, bool gmfn_is_pfn, F&& f) {
-    std::vector<PageEntry> table;
-    for_each_entry_window(source, [&](uint64_t, std::span<const PageEntry> window) {
-        if (!gmfn_is_pfn) return f(window);
-        table.assign(window.begin(), window.end());
-        for (PageEntry& e : table) e.gmfn = e.pfn;
-        f(std::span<const PageEntry>(table));
-    });
-}
-
 // Size of the unreadable area reserved for `nr_pages` pages.
 uint64_t unreadable_area_size(uint64_t nr_pages);
 

@@ -1,11 +1,14 @@
-#include "writer/section_table.hpp"
 #include "util/util.hpp"
+#include "writer/section_table.hpp"
 
 #include <elf.h>
 
 #include <string_view>
 
 namespace xendump::writer {
+
+using elfcore::bytes_of;
+using elfcore::note_header_size;
 
 namespace {
 

@@ -4,13 +4,20 @@
 
 #include <algorithm>
 
+#include "elfcore/notes.hpp"
+#include "elfcore/p2m_table.hpp"
 #include "stream_hash.hpp"
-#include "writer/late_notes.hpp"
-#include "writer/notes.hpp"
-#include "xendump/error.hpp"
 #include "util/util.hpp"
+#include "writer/late_notes.hpp"
+#include "xendump/error.hpp"
 
 namespace xendump::writer {
+
+using elfcore::bytes_of;
+using elfcore::for_each_table_window;
+using elfcore::note_header;
+using elfcore::note_header_size;
+using elfcore::write_digest_note;
 
 namespace {
 

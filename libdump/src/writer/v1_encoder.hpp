@@ -4,7 +4,7 @@
 // on a seekable output the guest kernel's notes found during the pass go
 // into the room the plan kept (late_notes.hpp) and the kernel image program
 // header into its reserved slot. The trailer's chunk digests are held a
-// window at a time (DigestTable): on a seekable output each window goes to
+// window at a time (elfcore::DigestTable): on a seekable output each window goes to
 // its planned place in the trailer at once, a pipe's to a temporary file.
 #pragma once
 
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "elfcore/digest_table.hpp"
 #include "pipeline/encoder.hpp"
-#include "writer/digest_table.hpp"
 #include "writer/plan.hpp"
 
 namespace xendump::writer {
@@ -29,9 +29,9 @@ public:
     // size does not depend on what is found). Validates the input (Error).
     // The entries are read from `source` a window at a time, here and in
     // finish() (the table); `source` outlives the encoder.
-    // `digest_window`: chunk digests held in memory (DigestTable).
+    // `digest_window`: chunk digests held in memory (elfcore::DigestTable).
     V1Encoder(const DumpSpec& spec, const PageSource& source, bool digests, bool kernel_room, std::string name,
-              size_t digest_window = DigestTable::kWindow);
+              size_t digest_window = elfcore::DigestTable::kWindow);
 
     bool needs_zero_flags(const io::Sink& out) const override { return digests() || out.holes(); }
     size_t batch_alignment() const override { return format::kDigestChunkPages; }
@@ -44,7 +44,7 @@ public:
 
     const DumpPlan& plan() const noexcept { return plan_; }
     bool kernel_segment() const noexcept { return kernel_segment_; }
-    const DigestTable& chunk_digests() const noexcept { return chunk_digests_; }
+    const elfcore::DigestTable& chunk_digests() const noexcept { return chunk_digests_; }
 
 private:
     bool digests() const noexcept { return plan_.digest_note_size != 0; }
@@ -57,7 +57,7 @@ private:
     const PageSource& source_;
     DumpPlan plan_;
     std::string name_;
-    DigestTable chunk_digests_;  // nr_chunks of them by the end, a window in memory
+    elfcore::DigestTable chunk_digests_;  // nr_chunks of them by the end, a window in memory
     std::vector<iovec> iov_;
     bool kernel_segment_ = false;
 };

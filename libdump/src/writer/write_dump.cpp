@@ -5,11 +5,11 @@
 #include <optional>
 #include <vector>
 
+#include "elfcore/entries_only.hpp"
 #include "io/sink.hpp"
 #include "pipeline/kernel_observer.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/read_behind.hpp"
-#include "writer/entries_only.hpp"
 #include "writer/v1_encoder.hpp"
 #include "writer/write_v1.hpp"
 #include "xendump/error.hpp"
@@ -62,7 +62,7 @@ WriteResult writer::write_v1(int fd, bool seekable, const std::string& name, con
 }
 
 uint64_t expected_file_size(const DumpSpec& spec, std::span<const PageEntry> entries, bool digests) {
-    return writer::plan_dump(spec, writer::EntriesOnly(entries), digests, false).file_size;
+    return writer::plan_dump(spec, elfcore::EntriesOnly(entries), digests, false).file_size;
 }
 
 WriteResult write_dump(int fd, bool seekable, const DumpSpec& spec, PageSource& pages,

@@ -23,7 +23,7 @@
 #include "io/sink.hpp"
 #include "xendump/fd.hpp"
 
-namespace xendump::writer {
+namespace xendump::elfcore {
 
 class DigestTable {
 public:
@@ -69,4 +69,4 @@ private:
 uint64_t write_digest_note(io::Sink& out, DigestTable& chunks, const XXH128_canonical_t& notes_digest,
                            const XXH128_canonical_t& table_digest);
 
-}  // namespace xendump::writer
+}  // namespace xendump::elfcore

@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "writer/notes.hpp"
+#include "elfcore/notes.hpp"
 #include "xendump/dump_spec.hpp"
 
-namespace xendump::writer {
+namespace xendump::elfcore {
 
 // Notes 1-5 for `nr_pages` pages; returns the size of notes 1-4 (.note.Xen).
 uint64_t add_header_notes(NoteBuffer& notes, const DumpSpec& spec, uint64_t nr_pages);
@@ -19,4 +19,4 @@ KeyValues domain_keys(const DumpSpec& spec, uint64_t nr_pages);
 // Note 9's descriptor: fixed 5168-byte slots; a 32-bit context fills the slot's start.
 std::vector<std::byte> vcpu_slots(const DumpSpec& spec);
 
-}  // namespace xendump::writer
+}  // namespace xendump::elfcore

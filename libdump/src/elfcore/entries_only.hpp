@@ -8,7 +8,7 @@
 #include "xendump/error.hpp"
 #include "xendump/page_source.hpp"
 
-namespace xendump::writer {
+namespace xendump::elfcore {
 
 class EntriesOnly final : public PageSource {
 public:
@@ -22,4 +22,4 @@ private:
     std::span<const PageEntry> entries_;
 };
 
-}  // namespace xendump::writer
+}  // namespace xendump::elfcore

@@ -1,10 +1,10 @@
-#include "writer/notes.hpp"
+#include "elfcore/notes.hpp"
 
 #include <cstring>
 
 #include "xendump/error.hpp"
 
-namespace xendump::writer {
+namespace xendump::elfcore {
 
 uint64_t note_header_size(std::string_view name) { return 12 + align_up(name.size() + 1, 4); }
 
@@ -31,4 +31,4 @@ uint64_t NoteBuffer::add(std::string_view name, uint32_t type, std::span<const s
     return desc_off;
 }
 
-}  // namespace xendump::writer
+}  // namespace xendump::elfcore

@@ -1,14 +1,14 @@
-#include "writer/digest_table.hpp"
+#include "elfcore/digest_table.hpp"
 
 #include <cerrno>
 
+#include "elfcore/notes.hpp"
 #include "io/temp_file.hpp"
 #include "util/util.hpp"
-#include "writer/notes.hpp"
 #include "xendump/error.hpp"
 #include "xendump/format.hpp"
 
-namespace xendump::writer {
+namespace xendump::elfcore {
 
 namespace {
 
@@ -101,4 +101,4 @@ uint64_t write_digest_note(io::Sink& out, DigestTable& chunks, const XXH128_cano
     return header.size() + descsz;
 }
 
-}  // namespace xendump::writer
+}  // namespace xendump::elfcore

@@ -7,7 +7,7 @@
 
 #include "xendump/page_source.hpp"
 
-namespace xendump::writer {
+namespace xendump::elfcore {
 
 inline uint64_t pfn_of(const PageEntry& e) { return e.pfn; }
 inline uint64_t gmfn_of(const PageEntry& e) { return e.gmfn; }
@@ -33,4 +33,11 @@ void for_each_run(const PageSource& source, Key key, F&& f) {
     if (count) f(index, start, count);
 }
 
-}  // namespace xendump::writer
+// Maximal runs of consecutive pfns (one PT_LOAD each).
+inline uint64_t count_runs(const PageSource& source) {
+    uint64_t runs = 0;
+    for_each_run(source, pfn_of, [&](uint64_t, uint64_t, uint64_t) { ++runs; });
+    return runs;
+}
+
+}  // namespace xendump::elfcore

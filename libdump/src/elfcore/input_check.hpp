@@ -8,7 +8,7 @@
 #include "xendump/dump_spec.hpp"
 #include "xendump/page_source.hpp"
 
-namespace xendump::writer {
+namespace xendump::elfcore {
 
 // Throws Error naming the first problem.
 void check_input(const DumpSpec& spec, std::span<const PageEntry> entries);
@@ -23,4 +23,4 @@ void check_entry_count(uint64_t n);
 // check_input() on a list read a window at a time (nr_entries(), read_entries()).
 void check_input(const DumpSpec& spec, const PageSource& source);
 
-}  // namespace xendump::writer
+}  // namespace xendump::elfcore

@@ -1,10 +1,10 @@
-#include "writer/input_check.hpp"
+#include "elfcore/input_check.hpp"
 
 #include <string>
 
 #include "xendump/error.hpp"
 
-namespace xendump::writer {
+namespace xendump::elfcore {
 
 void check_spec(const DumpSpec& spec) {
     if (spec.vcpus.empty()) throw Error("refusing to write a dump without any vcpu context");
@@ -58,4 +58,4 @@ void check_input(const DumpSpec& spec, std::span<const PageEntry> entries) {
     check_entry_count(entries.size());
 }
 
-}  // namespace xendump::writer
+}  // namespace xendump::elfcore

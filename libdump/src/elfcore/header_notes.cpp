@@ -1,9 +1,9 @@
-#include "writer/header_notes.hpp"
+#include "elfcore/header_notes.hpp"
 
 #include <cstring>
 #include <string>
 
-namespace xendump::writer {
+namespace xendump::elfcore {
 
 uint64_t add_header_notes(NoteBuffer& notes, const DumpSpec& spec, uint64_t nr_pages) {
     const format::HeaderDesc hdr{spec.magic(), spec.vcpus.size(), nr_pages, format::kPageSize};
@@ -36,4 +36,4 @@ std::vector<std::byte> vcpu_slots(const DumpSpec& spec) {
     return slots;
 }
 
-}  // namespace xendump::writer
+}  // namespace xendump::elfcore

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace xendump::writer {
+namespace xendump::elfcore {
 
 inline constexpr uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -38,4 +38,4 @@ std::span<const std::byte> bytes_of(const T& v) {
     return std::as_bytes(std::span<const T>(&v, 1));
 }
 
-}  // namespace xendump::writer
+}  // namespace xendump::elfcore
