@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "../convert/xl_elf_gen.hpp"
+#include "spec_writer.hpp"
 #include "findings.hpp"
 #include "hand_built_dump.hpp"
 #include "hostile_files.hpp"
@@ -190,6 +191,144 @@ TEST(NoDigests, ConvertedWithoutDigests) {
     c = run({"xen-dump-convert", "-o", (dir / "d.v1.core").string(), in.string()});
     ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
     EXPECT_EQ(run({"xen-dumpctl", "verify", "--quiet", (dir / "d.v1.core").string()}).exit_code, 0);
+}
+
+// ---- 32.4: the first specification's trailer, made to contradict itself ----
+//
+// A file in the trailer layout of the specification as first published
+// (NT_XEN_DIGEST, NT_XEN_UNREADABLE, no padding note: spec_writer, an
+// independent writer) verifies; every case first checks that, with a page
+// corrupted, the digests find it, then changes one thing that would hide the
+// digests and expects verify to name it.
+
+class FirstSpecTrailer : public ::testing::Test {
+protected:
+    void write(uint64_t pages, bool unreadable) {
+        spec_.trailer = compat::Trailer::first_spec;
+        spec_.entries = compat::sample_entries(pages, compat::Guest::pv64);
+        if (unreadable) spec_.unreadable = {spec_.entries[1].pfn};
+        w_ = compat::write_spec_file(spec_, path_);
+        // Page 0 (pfn 0x10: a pattern) changed: only the digests can tell.
+        compat::patch_value<uint8_t>(path_, w_.pages_offset + 9, 0xee);
+        const auto fs = verify();
+        ASSERT_EQ(fs.size(), 1u) << describe(fs);
+        ASSERT_TRUE(has_finding(fs, "digest-mismatch", w_.pages_offset));
+    }
+    std::vector<Finding> verify(bool allow_no_digests = false) {
+        VerifyOptions o;
+        o.allow_no_digests = allow_no_digests;
+        return DumpReader::verify_file(path_, o);
+    }
+    uint64_t trailer_header() const { return w_.section_header.at(".note.xen_trailer"); }
+
+    TempDir dir_;
+    std::filesystem::path path_ = dir_ / "first-spec.core";
+    compat::SpecFile spec_;
+    compat::Written w_;
+};
+
+TEST_F(FirstSpecTrailer, DigestNoteRetyped) {
+    write(600, true);
+    compat::patch_value<uint32_t>(path_, w_.digest_note_offset + 8, 0x1c);
+    for (bool allow : {false, true}) {
+        const auto fs = verify(allow);
+        EXPECT_TRUE(has_finding(fs, "trailer-notes", w_.digest_note_offset)) << allow;
+        EXPECT_FALSE(has_check(fs, "trailer-placement")) << describe(fs);
+    }
+}
+
+TEST_F(FirstSpecTrailer, DigestNoteRenamed) {
+    write(600, false);
+    compat::patch_value<char>(path_, w_.digest_note_offset + 12 + 7, 'D');  // "XEN CORD"
+    EXPECT_TRUE(has_finding(verify(true), "trailer-notes", w_.digest_note_offset));
+}
+
+TEST_F(FirstSpecTrailer, DigestNoteRetypedUnreadable) {
+    // Type 13: its count (algorithm, chunk_pages) is more than it holds.
+    write(600, false);
+    compat::patch_value<uint32_t>(path_, w_.digest_note_offset + 8, 13);
+    const auto fs = verify(true);
+    EXPECT_TRUE(has_finding(fs, "notes-parse", w_.digest_note_offset)) << describe(fs);
+    EXPECT_TRUE(has_finding(fs, "trailer-notes", w_.digest_note_offset));
+}
+
+TEST_F(FirstSpecTrailer, DigestNoteRetypedPaddingOfTheRoomsSize) {
+    // Three pages: the digest note (24 + 8 + 3 x 16 bytes) is exactly as
+    // large as the reserved room of a file without digests (24 + 8 + 3 x 8
+    // + 24). Retyped to padding, the trailer is a well-formed reserved-room
+    // trailer without digests; only the note's shape gives it away.
+    write(3, false);
+    ASSERT_EQ(w_.trailer_size, 24u + 8 + 8 * 3 + 24);
+    compat::patch_value<uint32_t>(path_, w_.digest_note_offset + 8, 14);
+    const auto fs = verify(true);
+    EXPECT_TRUE(has_finding(fs, "trailer-notes", w_.digest_note_offset));
+    EXPECT_FALSE(has_check(fs, "trailer-placement")) << describe(fs);
+}
+
+TEST_F(FirstSpecTrailer, DigestNoteRetypedPadding) {
+    // Any other size: a padding note makes it the reserved-room layout, of the wrong size.
+    write(600, true);
+    compat::patch_value<uint32_t>(path_, w_.unreadable_note_offset + 8, 14);
+    compat::patch_value<uint32_t>(path_, w_.digest_note_offset + 8, 14);
+    const auto fs = verify(true);
+    EXPECT_TRUE(has_finding(fs, "trailer-placement", trailer_header()));
+    EXPECT_TRUE(has_finding(fs, "trailer-notes", w_.digest_note_offset));
+}
+
+TEST_F(FirstSpecTrailer, UnreadableNoteRetyped) {
+    // The unreadable pages would read as the guest's zeros.
+    write(600, true);
+    compat::patch_value<uint32_t>(path_, w_.unreadable_note_offset + 8, 0x30);
+    EXPECT_TRUE(has_finding(verify(), "trailer-notes", w_.unreadable_note_offset));
+}
+
+TEST_F(FirstSpecTrailer, TrailerCutShort) {
+    // sh_size 0, or past the digest note: what was cut off lies between the
+    // trailer and .shstrtab, named by no section.
+    write(600, true);
+    const uint64_t size_field = trailer_header() + offsetof(Elf64_Shdr, sh_size);
+    compat::patch_value<uint64_t>(path_, size_field, 0);
+    EXPECT_TRUE(has_finding(verify(true), "trailer-placement", trailer_header()));
+    compat::patch_value<uint64_t>(path_, trailer_header() + offsetof(Elf64_Shdr, sh_offset), w_.unreadable_note_offset);
+    compat::patch_value<uint64_t>(path_, size_field, w_.trailer_offset + w_.trailer_size - w_.unreadable_note_offset);
+    EXPECT_TRUE(has_finding(verify(true), "trailer-placement", trailer_header()));
+}
+
+TEST_F(FirstSpecTrailer, TrailerSectionLeftOut) {
+    // The trailer is the last section header: one fewer, and it is gone,
+    // but its bytes still stand between the table and .shstrtab.
+    write(600, false);
+    compat::patch_value<uint16_t>(path_, offsetof(Elf64_Ehdr, e_shnum), static_cast<uint16_t>(w_.shnum - 1));
+    const auto fs = verify(true);
+    EXPECT_TRUE(has_finding(fs, "trailer-placement", w_.shoff)) << describe(fs);
+}
+
+TEST_F(FirstSpecTrailer, TrailerSectionRenamed) {
+    write(600, false);
+    compat::patch_value<char>(path_, w_.section_name.at(".note.xen_trailer") + 16, 's');  // .note.xen_trailes
+    const auto fs = verify(true);
+    EXPECT_TRUE(has_finding(fs, "section-names", trailer_header()));
+    EXPECT_TRUE(has_finding(fs, "trailer-placement", w_.shoff));
+}
+
+TEST_F(FirstSpecTrailer, TrailerSectionDuplicated) {
+    // .xen_p2m renamed .note.xen_trailer: a reader finds that one first.
+    write(600, false);
+    const uint64_t p2m = w_.section_header.at(".xen_p2m");
+    compat::patch_value<uint32_t>(path_, p2m + offsetof(Elf64_Shdr, sh_name),
+                                  compat::read_value<uint32_t>(path_, trailer_header() + offsetof(Elf64_Shdr, sh_name)));
+    const auto fs = verify(true);
+    EXPECT_TRUE(has_finding(fs, "section-names", trailer_header()));
+    EXPECT_TRUE(has_finding(fs, "trailer-placement", p2m));
+}
+
+TEST_F(FirstSpecTrailer, TrailerNotesDoNotParse) {
+    // descsz one past the section: the trailer's notes do not parse.
+    write(600, false);
+    compat::patch_value<uint32_t>(path_, w_.digest_note_offset + 4,
+                                  static_cast<uint32_t>(w_.trailer_size - 24 + 8));
+    const auto fs = verify(true);
+    EXPECT_TRUE(has_check(fs, "notes-parse")) << describe(fs);
 }
 
 // ---- 16.8: counts bounded by the file -----------------------------------

@@ -19,7 +19,8 @@ namespace {
 
 // The note segment is read whole at open (xen-dump-core(5) "Notes": kilobytes in practice).
 constexpr uint64_t kMaxNoteSegment = 256ull << 20;
-// The trailer holds NT_XEN_DIGEST, NT_XEN_UNREADABLE and one padding note.
+// The trailer holds NT_XEN_DIGEST, NT_XEN_UNREADABLE and (the reserved-room
+// layout, xen-dump-core(5) "Trailer notes") one padding note.
 constexpr size_t kMaxTrailerNotes = 16;
 constexpr uint64_t kAllOnes = ~uint64_t{0};
 

@@ -322,38 +322,78 @@ void Checker::check_section_names() {
     }
 }
 
-// Spec "Trailer notes" and "How the writer lays the file out": the trailer
-// follows the table (and .xen_pfn), and holds NT_XEN_DIGEST (when written),
-// NT_XEN_UNREADABLE (when a page was unreadable) and one padding note, in
-// that order, in exactly the digest note plus the room reserved for the
-// unreadable pfns. Anything else may be a digest note whose name or type
-// was changed so that it is not found: reported, whatever the options.
+// xen-dump-core(5) "Trailer notes": v1 has two trailer layouts, told apart
+// by the file itself. The specification's first (a padding note nowhere):
+// NT_XEN_DIGEST and NT_XEN_UNREADABLE, each when written, in that order,
+// exactly filling the section, and no section when both are absent. Today's
+// reserved room (the last note is a padding note): the digest note, then
+// room for an NT_XEN_UNREADABLE of every page, holding the real one and a
+// padding note. Either way the trailer follows the table (and .xen_pfn) and
+// .shstrtab follows the trailer ("Layout"), so no bytes lie between them
+// that no section names. What is not accepted is a file that contradicts
+// itself: trailer bytes without their section (renamed or left out), a
+// trailer section sized for digests that holds none, a note shaped like a
+// digest note under another name or type, notes out of this order. Those
+// may be a digest note hidden so that the file looks as if written without
+// digests, whose pages nothing checks: reported, whatever the options.
 void Checker::check_trailer() {
-    const Section* tr = d_.elf.find(".note.xen_trailer");
-    if (!tr) {
-        add("trailer-placement", "section headers", d_.elf.ehdr.e_shoff,
-            "there is no .note.xen_trailer section, which every v1 dump has: the digests (and the list of unreadable "
-            "pages) cannot be found");
-        return;
-    }
     const uint64_t n = d_.table_raw_count;  // < file size / 16: the sums below cannot overflow
     const uint64_t want_offset = d_.table_offset + d_.table_size + (d_.type == format::GuestType::pv ? 0 : 8 * n);
-    const uint64_t reserved = 24 + 8 + 8 * n + 24;
-    const uint64_t digest_size = d_.digest ? d_.digest->end_offset - d_.digest->offset : 0;
-    const uint64_t chunks = (n + format::kDigestChunkPages - 1) / format::kDigestChunkPages;
-    const uint64_t spec_digest_size = 24 + sizeof(format::DigestDescHead) + 16 * (chunks + 2);
+    const Section* tr = d_.elf.find(".note.xen_trailer");
+    const Section* names = d_.elf.find(".shstrtab");
+    if (!tr) {
+        if (names && names->shdr.sh_offset == want_offset) return;  // the first layout, neither note written
+        add("trailer-placement", "section headers", d_.elf.ehdr.e_shoff,
+            "there is no .note.xen_trailer section, yet .shstrtab is at " +
+                (names ? hex(names->shdr.sh_offset) : std::string("no offset (there is none)")) +
+                ", not right after the table (" + hex(want_offset) +
+                "): the bytes where a trailer stands have no section, so the digests (and the list of unreadable "
+                "pages) cannot be found");
+        return;
+    }
     const auto& h = tr->shdr;
-    if (h.sh_offset != want_offset || h.sh_size != reserved + digest_size) {
-        std::string why = "points at " + hex(h.sh_offset) + " (+" + hex(h.sh_size) + "), expected " + hex(want_offset) +
-                          " (+" + hex(reserved + digest_size) + ": " +
-                          (d_.digest ? "the digest note, " : std::string("no digest note, ")) + "then room for " +
-                          std::to_string(n) + " unreadable pfns and a padding note)";
-        if (!d_.digest && h.sh_size == reserved + spec_digest_size)
-            why += "; it has the size of a trailer with digests, but no NT_XEN_DIGEST note";
+    const auto& notes = d_.trailer.notes;
+    const bool reserved_room =
+        !notes.empty() && notes.back().name == format::kNameXenCore && notes.back().type == format::kNtXenPadding;
+    const uint64_t digest_size = d_.digest ? d_.digest->end_offset - d_.digest->offset : 0;
+    const uint64_t reserved = 24 + 8 + 8 * n + 24;
+    if (h.sh_offset != want_offset || (reserved_room && h.sh_size != reserved + digest_size)) {
+        std::string why = "points at " + hex(h.sh_offset) + " (+" + hex(h.sh_size) + "), expected " + hex(want_offset);
+        if (reserved_room) {
+            const uint64_t chunks = (n + format::kDigestChunkPages - 1) / format::kDigestChunkPages;
+            const uint64_t spec_digest_size = 24 + sizeof(format::DigestDescHead) + 16 * (chunks + 2);
+            why += " (+" + hex(reserved + digest_size) + ": it ends with a padding note, so " +
+                   (d_.digest ? "the digest note, " : std::string("no digest note, ")) + "then room for " +
+                   std::to_string(n) + " unreadable pfns and a padding note)";
+            if (!d_.digest && h.sh_size == reserved + spec_digest_size)
+                why += "; it has the size of a trailer with digests, but no NT_XEN_DIGEST note";
+        } else {
+            why += ", right after the table";
+        }
         add("trailer-placement", tr->structure(), tr->header_offset, why);
     }
     if (d_.trailer.error) return;  // reported at open; the notes after it are unknown
-    const auto& notes = d_.trailer.notes;
+    if (!names || h.sh_offset + h.sh_size != names->shdr.sh_offset)
+        add("trailer-placement", tr->structure(), tr->header_offset,
+            "the trailer ends at " + hex(h.sh_offset + h.sh_size) + " but .shstrtab starts at " +
+                (names ? hex(names->shdr.sh_offset) : std::string("no offset (there is none)")) +
+                ": .shstrtab follows the trailer, and bytes between them that no section names may be a note cut "
+                "off the trailer");
+    std::vector<uint64_t> reported;  // notes already named
+    for (const Note& note : notes) {
+        if (&note == d_.digest || note.desc_size < sizeof(format::DigestDescHead)) continue;
+        format::DigestDescHead head{};
+        d_.file->read_exact(note.desc_offset, std::as_writable_bytes(std::span(&head, 1)), tr->structure());
+        if (head.algorithm != format::kDigestXxh3_128 || head.chunk_pages == 0) continue;
+        const uint64_t chunks = (n + head.chunk_pages - 1) / head.chunk_pages;
+        if (note.desc_size != sizeof head + 16 * (chunks + 2)) continue;
+        add("trailer-notes", tr->structure(), note.offset,
+            "note " + quote_name(note.name) + " type " + std::to_string(note.type) + " at " + hex(note.offset) +
+                " is shaped like an NT_XEN_DIGEST note (algorithm 1, " + std::to_string(head.chunk_pages) +
+                " pages a chunk, " + std::to_string(chunks + 2) +
+                " digests): a digest note whose name or type was changed is not recognised as one");
+        reported.push_back(note.offset);
+    }
     size_t i = 0;
     auto next_is = [&](uint32_t type) {
         const bool yes = i < notes.size() && notes[i].name == format::kNameXenCore && notes[i].type == type;
@@ -362,16 +402,14 @@ void Checker::check_trailer() {
     };
     next_is(format::kNtXenDigest);
     next_is(format::kNtXenUnreadable);
-    const bool padded = next_is(format::kNtXenPadding);
-    if (i < notes.size() || !padded) {
-        const bool extra = i < notes.size();
-        add("trailer-notes", tr->structure(), extra ? notes[i].offset : tr->shdr.sh_offset,
-            (extra ? "note " + quote_name(notes[i].name) + " type " + std::to_string(notes[i].type) + " at " +
-                         hex(notes[i].offset) + " is not what a trailer holds here"
-                   : std::string("the trailer does not end with its padding note")) +
-                ": a trailer holds NT_XEN_DIGEST, NT_XEN_UNREADABLE, then one padding note (\"XEN CORE\" types 12, "
-                "13, 14, in this order); a digest note whose name or type was changed is not recognised as one");
-    }
+    if (reserved_room) next_is(format::kNtXenPadding);
+    if (i < notes.size() && std::find(reported.begin(), reported.end(), notes[i].offset) == reported.end())
+        add("trailer-notes", tr->structure(), notes[i].offset,
+            "note " + quote_name(notes[i].name) + " type " + std::to_string(notes[i].type) + " at " +
+                hex(notes[i].offset) +
+                " is not what a trailer holds here: NT_XEN_DIGEST, NT_XEN_UNREADABLE (\"XEN CORE\" types 12, 13), "
+                "each at most once, in this order, then, in the reserved-room layout, one padding note (type 14), "
+                "last; a digest note whose name or type was changed is not recognised as one");
 }
 
 // xen-dump-core(5) "Page data": HVM/PVH keep Xen's .xen_pfn array, the table's pfns in order.
