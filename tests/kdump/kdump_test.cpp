@@ -480,6 +480,26 @@ TEST(KdumpHeads, VerifyNamesEveryChangedFieldOfTheHeadersAndBitmaps) {
               << " named with their offset\n";
 }
 
+// A compact file written before NT_XEN_KDUMP_HEAD (kept as it was written
+// then: fuzz/corpus/kdump/hvm-zstd-before-head-note.kdump) still verifies,
+// and what its other notes give is still checked.
+TEST(KdumpHeads, AFileWrittenBeforeTheHeadNoteVerifiesAndItsHeaderIsChecked) {
+    const fs::path seed = source_root() / "fuzz" / "corpus" / "kdump" / "hvm-zstd-before-head-note.kdump";
+    {
+        kdump::KdumpFile k(std::make_shared<reader::DumpFile>(seed.string()));
+        ASSERT_EQ(k.notes().find(format::kNameXenCore, 15 /* NT_XEN_KDUMP_HEAD */), nullptr) << "the seed has the head note";
+    }
+    for (const auto& f : DumpReader::verify_file(seed))
+        ADD_FAILURE() << f.check << " " << f.structure << " @" << f.offset << ": " << f.message;
+    TempDir dir;
+    const std::string bytes = read_file(seed);
+    for (const auto& f : every_head_field()) {
+        if (f.name != "phys_base" && f.name != "offset_vmcoreinfo" && f.name != "tv_sec" && f.name != "end_pfn") continue;
+        const Outcome o = verify_mutated(dir / "bad", bytes, {f.name, f.offset, 0x01, f.offset, f.offset + 1});
+        EXPECT_TRUE(o.named) << f.name << (o.ok ? " verified OK" : " not named:" + o.said);
+    }
+}
+
 TEST(Kdump, UnreadablePagesAreListedAndStoredAsZeros) {
     TempDir dir;
     PatternPageSource src({{1, 1}, {2, 2}, {3, 3}, {9, 9}});
