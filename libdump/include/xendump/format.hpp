@@ -42,6 +42,11 @@ inline constexpr uint32_t kNtXenUnreadable = 13;
 // NT_XEN_UNREADABLE up front (streaming output) and fills what is unused with
 // one note of this type; readers skip it like any unknown note (xen-dump-core(5) "Notes", xen-dump-core(5) "Trailer notes").
 inline constexpr uint32_t kNtXenPadding = 14;
+// A compact (kdump) file's note area only: what its disk_dump_header and
+// kdump_sub_header hold that no other note says (the utsname, status, dump
+// level and the bitmaps' digests), so verify can rebuild both headers
+// (xen-dump-core(5) "The compact format"; kdump/heads.hpp).
+inline constexpr uint32_t kNtXenKdumpHead = 15;
 inline constexpr uint32_t kNtPrstatus = 1;   // "CORE" NT_PRSTATUS
 inline constexpr uint32_t kNtVmcoreinfo = 0;  // "VMCOREINFO"
 

@@ -7,6 +7,7 @@
 
 #include "kdump/codec.hpp"
 #include "kdump/format.hpp"
+#include "kdump/heads.hpp"
 #include "kdump/note_area.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/guest_memory.hpp"
@@ -31,20 +32,6 @@ public:
     std::vector<uint32_t> flag;    // its PageDesc flag
 };
 
-void copy_field(char* field, size_t size, std::string_view value) {
-    std::memcpy(field, value.data(), std::min(size - 1, value.size()));
-}
-
-// TIME= (RFC 3339, UTC, "2025-06-01T10:15:00Z"), else 0.
-int64_t dump_time(const KeyValues& domain) {
-    auto t = domain.get(keys::kTime);
-    if (!t) return 0;
-    std::tm tm{};
-    const char* end = strptime(t->c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    if (!end || *end) return 0;
-    return static_cast<int64_t>(timegm(&tm));
-}
-
 // The guest kernel's own utsname (init_uts_ns.name), as makedumpfile puts it
 // in the header: located with VMCOREINFO's SYMBOL(init_uts_ns),
 // OFFSET(uts_namespace.name) and phys_base, read again from the source
@@ -67,44 +54,6 @@ std::optional<UtsName> guest_utsname(const kernel::Vmcoreinfo& info, PageSource&
     if (std::string_view(name.sysname) != "Linux" || std::string_view(name.release) != info.release())
         return std::nullopt;
     return name;
-}
-
-struct Heads {
-    DiskDumpHeader header{};
-    KdumpSubHeader sub{};
-};
-
-Heads heads(const DumpSpec& spec, const KdumpLayout& L, const NoteArea& notes, uint64_t note_offset, Compression c,
-            PageSource& source) {
-    Heads h;
-    auto& d = h.header;
-    std::memcpy(d.signature, kSignature.data(), sizeof d.signature);
-    d.header_version = kHeaderVersion;
-    copy_field(d.utsname.sysname, sizeof d.utsname.sysname, "Linux");
-    copy_field(d.utsname.machine, sizeof d.utsname.machine, spec.guest_width == 4 ? "i686" : "x86_64");
-    std::optional<kernel::Vmcoreinfo> info;
-    if (notes.vmcoreinfo && !notes.vmcoreinfo->empty()) info = kernel::Vmcoreinfo::parse(*notes.vmcoreinfo);
-    if (auto uts = info ? guest_utsname(*info, source) : std::nullopt)
-        d.utsname = *uts;
-    else if (info)
-        copy_field(d.utsname.release, sizeof d.utsname.release, info->release());
-    d.tv_sec = dump_time(spec.domain);
-    d.status = flag_of(c);
-    d.block_size = kBlockSize;
-    d.sub_hdr_size = 1;
-    d.bitmap_blocks = L.bitmap_blocks();
-    d.max_mapnr = static_cast<uint32_t>(std::min<uint64_t>(L.max_mapnr, UINT32_MAX));
-    d.nr_cpus = static_cast<int32_t>(spec.vcpus.size());
-    auto& s = h.sub;
-    s.phys_base = info ? info->phys_base() : 0;
-    s.end_pfn = s.end_pfn_64 = s.max_mapnr_64 = L.max_mapnr;
-    if (notes.vmcoreinfo && !notes.vmcoreinfo->empty()) {
-        s.offset_vmcoreinfo = note_offset + notes.vmcoreinfo_offset;
-        s.size_vmcoreinfo = notes.vmcoreinfo->size();
-    }
-    s.offset_note = note_offset;
-    s.size_note = notes.size;
-    return h;
 }
 
 }  // namespace
@@ -204,31 +153,49 @@ void KdumpEncoder::finish(const pipeline::PassOutcome& pass, const pipeline::Fou
                         " pages planned for the compact file",
                     name_);
     if (hash_ && hash_->pending()) chunk_digests_.add(hash_->finish());
-    out.zeros((8 - out.offset() % 8) % 8);
-    const uint64_t note_offset = out.offset();
-    const NoteArea notes =
-        write_note_area(out, spec_, stored_, &found, pass.unreadable_pfns, hash_ ? &chunk_digests_ : nullptr);
 
     const KdumpLayout& L = layout_;
-    // The bitmaps: pages that exist, pages stored (the frames' bitmap
-    // already made for the ranks, when there are ranks).
-    if (present_)
-        write_key_bitmap(out, L.bitmap_offset, L, *present_, L.present_ascending);
-    else if (ranks_)
-        ranks_->write_to(out, L.bitmap_offset);
-    else
-        write_key_bitmap(out, L.bitmap_offset, L, stored_, L.stored_ascending);
-    if (ranks_)
-        ranks_->write_to(out, L.bitmap_offset + L.bitmap_size);
-    else
-        write_key_bitmap(out, L.bitmap_offset + L.bitmap_size, L, stored_, true);
+    // The bitmaps first (pages that exist, pages stored; the frames' bitmap
+    // already made for the ranks, when there are ranks), hashed as they are
+    // written: NT_XEN_KDUMP_HEAD records their digests.
+    HeadNote head{};
+    auto bitmap = [&](uint64_t at, const PageSource& entries, bool ascending) {
+        return ranks_ && &entries == &stored_ ? ranks_->write_to(out, at) : write_key_bitmap(out, at, L, entries, ascending);
+    };
+    const XXH128_canonical_t present =
+        present_ ? bitmap(L.bitmap_offset, *present_, L.present_ascending)
+                 : bitmap(L.bitmap_offset, stored_, L.stored_ascending);
+    const XXH128_canonical_t stored = bitmap(L.bitmap_offset + L.bitmap_size, stored_, true);
+    std::memcpy(head.bitmap_digest[0], &present, sizeof present);
+    std::memcpy(head.bitmap_digest[1], &stored, sizeof stored);
 
-    Heads h = heads(spec_, L, notes, note_offset, compression_, source_);
-    h.sub.dump_level = static_cast<int32_t>(dump_level_);
-    std::vector<std::byte> front(L.bitmap_offset);
-    std::memcpy(front.data(), &h.header, sizeof h.header);
-    std::memcpy(front.data() + L.sub_header_offset, &h.sub, sizeof h.sub);
-    out.write_at(0, front);
+    // The guest kernel's utsname, when it can be read (else what VMCOREINFO says).
+    const std::optional<std::string> vmcoreinfo = note_vmcoreinfo(spec_, &found);
+    std::optional<kernel::Vmcoreinfo> info;
+    if (vmcoreinfo && !vmcoreinfo->empty()) info = kernel::Vmcoreinfo::parse(*vmcoreinfo);
+    auto uts = info ? guest_utsname(*info, source_) : std::nullopt;
+    head.utsname = uts ? *uts : fallback_utsname(spec_.guest_width, info ? &*info : nullptr);
+    head.status = flag_of(compression_);
+    head.dump_level = static_cast<int32_t>(dump_level_);
+
+    out.zeros((8 - out.offset() % 8) % 8);
+    const uint64_t note_offset = out.offset();
+    const NoteArea notes = write_note_area(out, spec_, stored_, &found, pass.unreadable_pfns,
+                                           hash_ ? &chunk_digests_ : nullptr, &head);
+
+    HeadFacts f;
+    f.recorded = head;
+    f.time = dump_time(notes.domain);
+    f.nr_cpus = spec_.vcpus.size();
+    f.max_mapnr = L.max_mapnr;
+    f.phys_base = info ? info->phys_base() : 0;
+    if (vmcoreinfo && !vmcoreinfo->empty()) {
+        f.offset_vmcoreinfo = note_offset + notes.vmcoreinfo_offset;
+        f.size_vmcoreinfo = vmcoreinfo->size();
+    }
+    f.offset_note = note_offset;
+    f.size_note = notes.size;
+    out.write_at(0, head_blocks(make_heads(f)));
 }
 
 }  // namespace xendump::kdump

@@ -9,9 +9,10 @@
 //   write()    appends their stored forms in pfn order, puts the batch's
 //              descriptors in place (io::Sink::write_at) and hashes the
 //              uncompressed pages (NT_XEN_DIGEST's chunks);
-//   finish()   writes the note area after the pages (the table a window at
-//              a time), then the bitmaps (a chunk at a time), the header and
-//              the sub header at their places.
+//   finish()   writes the bitmaps at their place (a chunk at a time,
+//              hashed), the note area after the pages (the table a window
+//              at a time; NT_XEN_KDUMP_HEAD with the bitmaps' digests), then
+//              the header and the sub header (kdump/heads.hpp make_heads).
 // The layout is planned from the pages the file stores, known before the
 // pass: every page of the source, or those a selector keeps
 // (pipeline::selected_pfns), which the pass must keep exactly.

@@ -4,9 +4,11 @@
 #include <cstring>
 
 #include "kdump/codec.hpp"
+#include "kdump/heads.hpp"
 #include "reader/check_error.hpp"
 #include "reader/checked.hpp"
 #include "xendump/format.hpp"
+#include "xendump/text.hpp"
 #include "util/util.hpp"
 
 namespace xendump::kdump {
@@ -22,11 +24,23 @@ constexpr uint64_t kMaxNote = 64ull << 20;
 using util::kPage;
 }  // namespace
 
-bool KdumpFile::has_signature(const reader::DumpFile& file) {
-    if (file.size() < kSignature.size()) return false;
+namespace {
+// Bytes of the first 8 that are not the signature's (8: too short a file).
+size_t signature_misses(const reader::DumpFile& file) {
+    if (file.size() < kSignature.size()) return kSignature.size();
     char sig[8];
     file.read_exact(0, std::as_writable_bytes(std::span(sig)), "kdump signature");
-    return std::string_view(sig, 8) == kSignature;
+    size_t n = 0;
+    for (size_t i = 0; i < 8; ++i) n += sig[i] != kSignature[i];
+    return n;
+}
+}  // namespace
+
+bool KdumpFile::has_signature(const reader::DumpFile& file) { return signature_misses(file) == 0; }
+
+bool KdumpFile::signature_near_miss(const reader::DumpFile& file) {
+    const size_t n = signature_misses(file);
+    return n > 0 && n <= 2;
 }
 
 void KdumpFile::fail(const char* check, const std::string& structure, uint64_t offset, const std::string& msg) const {
@@ -40,37 +54,51 @@ KdumpFile::KdumpFile(std::shared_ptr<const reader::DumpFile> file) : file_(std::
              "the file (" + hex(size) + " bytes) is too short for the header and sub header blocks");
     file_->read_exact(0, std::as_writable_bytes(std::span(&header_, 1)), "disk_dump_header");
     if (std::string_view(header_.signature, 8) != kSignature)
-        fail("kdump-header", "disk_dump_header", 0, "signature is not \"KDUMP   \"");
+        fail("kdump-header", "disk_dump_header", 0,
+             "signature \"" + escape_text(std::string_view(header_.signature, 8)) + "\" is not \"KDUMP   \"");
     if (header_.header_version < 4)
         fail("kdump-header", "disk_dump_header", offsetof(DiskDumpHeader, header_version),
              "header_version " + std::to_string(header_.header_version) + " has no note area (4 or later needed)");
     if (header_.block_size != static_cast<int32_t>(kBlockSize))
         fail("kdump-header", "disk_dump_header", offsetof(DiskDumpHeader, block_size),
              "block_size " + std::to_string(header_.block_size) + " is not the x86 page size 4096");
-    if (header_.sub_hdr_size < 1)
+    // The sub header is 104 bytes: one block, as makedumpfile writes it; a
+    // reader that took another count would find the bitmaps elsewhere.
+    if (header_.sub_hdr_size != 1)
         fail("kdump-header", "disk_dump_header", offsetof(DiskDumpHeader, sub_hdr_size),
-             "sub_hdr_size " + std::to_string(header_.sub_hdr_size) + " is not at least one block");
+             "sub_hdr_size " + std::to_string(header_.sub_hdr_size) + " is not 1 (the sub header's one block)");
     if (header_.bitmap_blocks == 0 || header_.bitmap_blocks % 2 != 0)
         fail("kdump-header", "disk_dump_header", offsetof(DiskDumpHeader, bitmap_blocks),
              "bitmap_blocks " + std::to_string(header_.bitmap_blocks) + " is not a positive even number");
     file_->read_exact(kBlockSize, std::as_writable_bytes(std::span(&sub_, 1)), "kdump_sub_header");
     max_mapnr_ = header_.header_version >= 6 ? sub_.max_mapnr_64 : header_.max_mapnr;
+    const uint64_t mapnr_at =
+        header_.header_version >= 6 ? kBlockSize + offsetof(KdumpSubHeader, max_mapnr_64) : offsetof(DiskDumpHeader, max_mapnr);
+    const std::string mapnr_name = header_.header_version >= 6 ? "max_mapnr_64" : "max_mapnr";
 
     // Every block count is a u32: these products and sums cannot overflow.
     bitmap_offset_ = (1 + uint64_t(uint32_t(header_.sub_hdr_size))) * kBlockSize;
     bitmap_size_ = uint64_t{header_.bitmap_blocks} / 2 * kBlockSize;
     desc_offset_ = bitmap_offset_ + 2 * bitmap_size_;
     if (!range_inside(bitmap_offset_, 2 * bitmap_size_, size))
-        fail("kdump-bitmap", "bitmaps", bitmap_offset_,
-             reader::past_end("offset", bitmap_offset_, "size", 2 * bitmap_size_, size));
+        fail("kdump-bitmap", "disk_dump_header", offsetof(DiskDumpHeader, bitmap_blocks),
+             "bitmap_blocks " + std::to_string(header_.bitmap_blocks) + ": the bitmaps' " +
+                 reader::past_end("offset", bitmap_offset_, "size", 2 * bitmap_size_, size));
     if (max_mapnr_ == 0 || max_mapnr_ / 8 > bitmap_size_ || (max_mapnr_ + 7) / 8 > bitmap_size_)
-        fail("kdump-bitmap", "kdump_sub_header", kBlockSize + offsetof(KdumpSubHeader, max_mapnr_64),
-             "max_mapnr " + std::to_string(max_mapnr_) + " does not fit bitmaps of " + hex(bitmap_size_) + " bytes");
+        fail("kdump-bitmap", header_.header_version >= 6 ? "kdump_sub_header" : "disk_dump_header", mapnr_at,
+             mapnr_name + " " + std::to_string(max_mapnr_) + " does not fit bitmaps of " + hex(bitmap_size_) + " bytes");
+    // Bitmaps of exactly the blocks max_mapnr needs (makedumpfile's size):
+    // larger ones would move the descriptors where a reader does not look.
+    if (const uint64_t want = bitmap_blocks_for(max_mapnr_); header_.bitmap_blocks != want)
+        fail("kdump-header", "disk_dump_header", offsetof(DiskDumpHeader, bitmap_blocks),
+             "bitmap_blocks " + std::to_string(header_.bitmap_blocks) + " is not the " + std::to_string(want) +
+                 " blocks of two bitmaps of " + mapnr_name + " " + std::to_string(max_mapnr_) + " frames");
     bitmap1_ = BitmapOnDisk(file_, bitmap_offset_, bitmap_size_, max_mapnr_, "1st bitmap");
     bitmap2_ = BitmapOnDisk(file_, bitmap_offset_ + bitmap_size_, bitmap_size_, max_mapnr_, "2nd bitmap");
     if (const uint64_t pfn = bitmap2_.first_past_frames(); pfn != ~uint64_t{0})
         fail("kdump-bitmap", "2nd bitmap", bitmap_offset_ + bitmap_size_ + pfn / 8,
-             "pfn " + std::to_string(pfn) + " is stored but not below max_mapnr " + std::to_string(max_mapnr_));
+             "pfn " + std::to_string(pfn) + " is stored but not below " + mapnr_name + " " + std::to_string(max_mapnr_) +
+                 " (at " + hex(mapnr_at) + ")");
     // Every stored page has a descriptor in the file.
     const uint64_t stored = bitmap2_.count();
     if (!range_inside(desc_offset_, stored * sizeof(PageDesc), size))
@@ -78,8 +106,13 @@ KdumpFile::KdumpFile(std::shared_ptr<const reader::DumpFile> file) : file_(std::
              std::to_string(stored) + " stored pages need descriptors up to " +
                  hex(desc_offset_ + stored * sizeof(PageDesc)) + ", past the end of the file (" + hex(size) + ")");
 
-    if (!range_inside(sub_.offset_note, sub_.size_note, size))
+    // ELF notes are 4-aligned (the writer puts the area on an 8-byte boundary).
+    if (sub_.offset_note % 4 != 0)
         fail("kdump-notes", "kdump_sub_header", kBlockSize + offsetof(KdumpSubHeader, offset_note),
+             "offset_note " + hex(sub_.offset_note) + " is not 4-aligned, as ELF notes are");
+    if (!range_inside(sub_.offset_note, sub_.size_note, size))
+        fail("kdump-notes", "kdump_sub_header",
+             kBlockSize + (sub_.offset_note <= size ? offsetof(KdumpSubHeader, size_note) : offsetof(KdumpSubHeader, offset_note)),
              reader::past_end("offset_note", sub_.offset_note, "size_note", sub_.size_note, size));
     // Note by note: the table and the digests stay on disk (the digests
     // bounded by what this many pages need: verify reads them in windows);

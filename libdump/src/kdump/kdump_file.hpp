@@ -28,6 +28,10 @@ class KdumpFile {
 public:
     // True when the file starts with the "KDUMP   " signature.
     static bool has_signature(const reader::DumpFile& file);
+    // True when the first 8 bytes are the signature but for one or two: a
+    // compact file whose signature was changed, opened (and refused) as one
+    // to say so.
+    static bool signature_near_miss(const reader::DumpFile& file);
 
     // Parses the header, sub header, bitmaps (one counting pass) and note
     // area. Throws reader::CheckError when the file cannot be used.

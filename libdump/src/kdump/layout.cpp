@@ -7,6 +7,8 @@
 #include <string>
 
 #include "io/temp_file.hpp"
+#include "kdump/heads.hpp"
+#include "stream_hash.hpp"
 #include "reader/dump_file.hpp"
 #include "util/util.hpp"
 #include "xendump/error.hpp"
@@ -17,8 +19,6 @@ namespace {
 
 constexpr uint64_t kWindow = 65536;          // entries read at a time (1 MiB)
 constexpr uint64_t kBitmapChunk = 1u << 20;  // bitmap bytes written at a time (8 Mi frames)
-
-uint64_t blocks_for(uint64_t bytes) { return (bytes + kBlockSize - 1) / kBlockSize; }
 
 struct KeyScan {
     uint64_t top = 0;
@@ -56,7 +56,7 @@ KdumpLayout plan_kdump(const PageSource& stored, Index index, const PageSource* 
     L.max_mapnr = top + 1;
     // bitmap_blocks is a u32 in the header: 2^31 blocks of bits cover pfns far
     // beyond any guest (2^46), but a hostile list must not wrap it.
-    const uint64_t each = blocks_for((L.max_mapnr + 7) / 8);
+    const uint64_t each = bitmap_blocks_for(L.max_mapnr) / 2;
     if (each > (uint64_t{1} << 18)) throw Error("pfn " + std::to_string(L.max_mapnr - 1) + " is too large for a kdump bitmap");
     L.bitmap_size = each * kBlockSize;
     L.bitmap_offset = L.sub_header_offset + kBlockSize;  // sub_hdr_size = 1 block
@@ -97,10 +97,43 @@ void for_each_bitmap_chunk(const KdumpLayout& layout, const PageSource& entries,
     }
 }
 
-void write_key_bitmap(io::Sink& out, uint64_t at, const KdumpLayout& layout, const PageSource& entries,
-                      bool ascending) {
-    for_each_bitmap_chunk(layout, entries, ascending,
-                          [&](uint64_t lo, std::span<const std::byte> chunk) { out.write_at(at + lo, chunk); });
+namespace {
+
+// XXH3-128 of a bitmap of `size` bytes given as the chunks that hold a set
+// bit, in rising order: the bytes between them are zeros.
+class BitmapHash {
+public:
+    explicit BitmapHash(uint64_t size) : size_(size) {}
+    void add(uint64_t lo, std::span<const std::byte> chunk) {
+        zeros_to(lo);
+        hash_.update(chunk.data(), chunk.size());
+        at_ = lo + chunk.size();
+    }
+    XXH128_canonical_t finish() {
+        zeros_to(size_);
+        return hash_.finish_and_reset();
+    }
+
+private:
+    void zeros_to(uint64_t end) {
+        static const std::vector<std::byte> zeros(1 << 16);
+        for (; at_ < end; at_ += std::min<uint64_t>(zeros.size(), end - at_))
+            hash_.update(zeros.data(), static_cast<size_t>(std::min<uint64_t>(zeros.size(), end - at_)));
+    }
+    StreamHash hash_;
+    uint64_t size_, at_ = 0;
+};
+
+}  // namespace
+
+XXH128_canonical_t write_key_bitmap(io::Sink& out, uint64_t at, const KdumpLayout& layout, const PageSource& entries,
+                                    bool ascending) {
+    BitmapHash hash(layout.bitmap_size);
+    for_each_bitmap_chunk(layout, entries, ascending, [&](uint64_t lo, std::span<const std::byte> chunk) {
+        out.write_at(at + lo, chunk);
+        hash.add(lo, chunk);
+    });
+    return hash.finish();
 }
 
 namespace {
@@ -155,7 +188,8 @@ uint64_t KeyRanks::rank(uint64_t gmfn) {
     return last_rank_;
 }
 
-void KeyRanks::write_to(io::Sink& out, uint64_t at) const {
+XXH128_canonical_t KeyRanks::write_to(io::Sink& out, uint64_t at) const {
+    BitmapHash hash(bitmap_.bytes());
     std::vector<std::byte> chunk;
     for (uint64_t lo = 0; lo < bitmap_.bytes(); lo += kBitmapChunk) {
         const uint64_t n = std::min(kBitmapChunk, bitmap_.bytes() - lo);
@@ -163,7 +197,9 @@ void KeyRanks::write_to(io::Sink& out, uint64_t at) const {
         chunk.resize(static_cast<size_t>(n));
         bitmap_.read(lo, chunk);
         out.write_at(at + lo, chunk);
+        hash.add(lo, chunk);
     }
+    return hash.finish();
 }
 
 const PageEntry& EntryCursor::at(uint64_t i) {

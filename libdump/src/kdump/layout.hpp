@@ -11,6 +11,8 @@
 // per 32768 frames (2 MiB at most).
 #pragma once
 
+#include <xxhash.h>
+
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -61,8 +63,9 @@ void for_each_bitmap_chunk(const KdumpLayout& layout, const PageSource& entries,
                            const std::function<void(const PageEntry&)>& twice = {});
 
 // Writes that bitmap at `at` in `out`. All-zero chunks are left as they
-// are (zeros already).
-void write_key_bitmap(io::Sink& out, uint64_t at, const KdumpLayout& layout, const PageSource& entries,
+// are (zeros already). Returns the XXH3-128 of the whole bitmap
+// (NT_XEN_KDUMP_HEAD, kdump/heads.hpp).
+XXH128_canonical_t write_key_bitmap(io::Sink& out, uint64_t at, const KdumpLayout& layout, const PageSource& entries,
                       bool ascending);
 
 // A PV guest's stored machine frames when they do not rise with the pfns:
@@ -80,8 +83,9 @@ public:
     // asked before (a run of frames, rising or falling) costs no look-up.
     uint64_t rank(uint64_t gmfn);
     // Writes the bitmap (layout.bitmap_size bytes) at `at` in `out`; as
-    // write_key_bitmap, the chunks without a frame are left as they are.
-    void write_to(io::Sink& out, uint64_t at) const;
+    // write_key_bitmap, the chunks without a frame are left as they are,
+    // and the bitmap's digest is returned.
+    XXH128_canonical_t write_to(io::Sink& out, uint64_t at) const;
 
 private:
     BitmapOnDisk bitmap_;

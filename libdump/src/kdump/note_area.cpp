@@ -33,9 +33,13 @@ struct HashedOut {
 
 }  // namespace
 
+const std::optional<std::string>& note_vmcoreinfo(const DumpSpec& spec, const pipeline::FoundNotes* late) {
+    return spec.vmcoreinfo || !late ? spec.vmcoreinfo : late->vmcoreinfo;
+}
+
 NoteArea write_note_area(io::Sink& out, const DumpSpec& spec, const PageSource& entries,
                          const pipeline::FoundNotes* late, std::span<const uint64_t> unreadable,
-                         elfcore::DigestTable* chunk_digests) {
+                         elfcore::DigestTable* chunk_digests, const HeadNote* head) {
     validate_spec(spec, entries);
     const bool pv = spec.type == format::GuestType::pv;
     const uint64_t n = entries.nr_entries();
@@ -45,11 +49,12 @@ NoteArea write_note_area(io::Sink& out, const DumpSpec& spec, const PageSource& 
     KeyValues domain = elfcore::domain_keys(spec, n);
     if (late)
         for (const auto& [k, v] : late->domain.items()) domain.set(k, v);
+    area.domain = domain;
     std::string text = domain.serialize();
     text.push_back('\0');
     notes.add(format::kNameXenCore, format::kNtXenDomain, std::as_bytes(std::span(text)));
 
-    const std::optional<std::string>& vmcoreinfo = spec.vmcoreinfo ? spec.vmcoreinfo : late ? late->vmcoreinfo : spec.vmcoreinfo;
+    const std::optional<std::string>& vmcoreinfo = note_vmcoreinfo(spec, late);
     if (vmcoreinfo) {
         area.vmcoreinfo_offset = notes.add(format::kNameVmcoreinfo, format::kNtVmcoreinfo, std::as_bytes(std::span(*vmcoreinfo)));
         area.vmcoreinfo = *vmcoreinfo;
@@ -92,6 +97,7 @@ NoteArea write_note_area(io::Sink& out, const DumpSpec& spec, const PageSource& 
         desc.insert(desc.end(), unreadable.begin(), unreadable.end());
         rest.add(format::kNameXenCore, format::kNtXenUnreadable, std::as_bytes(std::span(desc)));
     }
+    if (head) rest.add(format::kNameXenCore, format::kNtXenKdumpHead, bytes_of(*head));
     w.write(rest.bytes());
     area.size = w.size;
     if (chunk_digests)

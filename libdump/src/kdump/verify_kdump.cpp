@@ -3,12 +3,18 @@
 // once, that it decompresses to a page and, with digests, that the pages in
 // pfn order match NT_XEN_DIGEST's chunk digests (so a flipped bit in a
 // compressed page, or a descriptor pointing at another page, is caught),
-// with the digests of the note area before the digest note and of the table.
+// with the digests of the note area before the digest note and of the table;
+// and block 0 and the sub header, every byte, against the two blocks
+// rebuilt from the notes (kdump/heads.hpp), the bitmaps against the digests
+// NT_XEN_KDUMP_HEAD records.
 #include <xxhash.h>
 
 #include <cstring>
 
 #include "util/util.hpp"
+#include "xendump/text.hpp"
+#include "xendump/kernel/vmcoreinfo.hpp"
+#include "kdump/heads.hpp"
 #include "kdump/kdump_file.hpp"
 #include "kdump/note_area.hpp"
 #include "reader/check_error.hpp"
@@ -24,29 +30,38 @@ namespace {
 using util::kPage;
 using Canonical = XXH128_canonical_t;
 
-void check_structure(const DumpReader::Impl& d, const kdump::KdumpFile& k, FindingList& out) {
-    // Stored (2nd bitmap) only what exists (1st), a block at a time.
+// What check_structure finds on the way for check_heads: the bitmaps'
+// digests and the end of the page data.
+struct Seen {
+    Canonical bitmap[2]{};
+    uint64_t data_end = 0;
+};
+
+Seen check_structure(const DumpReader::Impl& d, const kdump::KdumpFile& k, FindingList& out) {
+    Seen seen;
+    // Stored (2nd bitmap) only what exists (1st), a block at a time; both hashed.
     const kdump::BitmapOnDisk& b1 = k.present_bitmap();
     const kdump::BitmapOnDisk& b2 = k.stored_bitmap();
+    StreamHash h1, h2;
     std::vector<std::byte> w1(kdump::BitmapOnDisk::kBlockBytes), w2(w1.size());
     for (uint64_t at = 0; at < b2.bytes(); at += w1.size()) {
         const size_t n = static_cast<size_t>(std::min<uint64_t>(w1.size(), b2.bytes() - at));
         b1.read(at, std::span(w1).first(n));
         b2.read(at, std::span(w2).first(n));
+        h1.update(w1.data(), n);
+        h2.update(w2.data(), n);
         for (size_t i = 0; i < n; ++i)
             if ((w2[i] & ~w1[i]) != std::byte{0})
                 out.add({"kdump-bitmap", "2nd bitmap", b2.offset() + at + i,
                          "pages stored (2nd bitmap) that do not exist (1st bitmap) around pfn " + hex((at + i) * 8)});
     }
+    seen.bitmap[0] = h1.finish_and_reset();
+    seen.bitmap[1] = h2.finish_and_reset();
     const uint64_t n = d.nr_entries();
     if (d.header.xch_nr_pages != n)
         out.add({"header-pages", "NT_XEN_HEADER note", d.notes_offset,
                  "nr_pages " + std::to_string(d.header.xch_nr_pages) + " but the 2nd bitmap stores " +
                      std::to_string(n) + " pages"});
-    if (static_cast<uint64_t>(k.header().nr_cpus) != d.vcpus.size())
-        out.add({"kdump-header", "disk_dump_header", offsetof(kdump::DiskDumpHeader, nr_cpus),
-                 "nr_cpus " + std::to_string(k.header().nr_cpus) + " but the notes hold " +
-                     std::to_string(d.vcpus.size()) + " vcpu contexts"});
     const auto& sub = k.sub_header();
     if (sub.size_vmcoreinfo != 0 &&
         (!range_inside(sub.offset_vmcoreinfo, sub.size_vmcoreinfo, k.file().size()) ||
@@ -67,17 +82,98 @@ void check_structure(const DumpReader::Impl& d, const kdump::KdumpFile& k, Findi
     }
     // The descriptors, a window at a time: data after the descriptors.
     const uint64_t data_start = k.desc_offset() + n * sizeof(kdump::PageDesc);
+    // The page data starts after the shared zero page's block (kdump/layout.hpp).
+    seen.data_end = (data_start + kdump::kBlockSize - 1) / kdump::kBlockSize * kdump::kBlockSize + kdump::kBlockSize;
     std::vector<kdump::PageDesc> descs(4096);
     for (uint64_t at = 0; at < n; at += descs.size()) {
         const size_t m = static_cast<size_t>(std::min<uint64_t>(descs.size(), n - at));
         k.file().read_exact(k.desc_offset() + at * sizeof(kdump::PageDesc),
                             std::as_writable_bytes(std::span(descs).first(m)), "page descriptors");
-        for (size_t i = 0; i < m; ++i)
+        for (size_t i = 0; i < m; ++i) {
             if (descs[i].offset < data_start)
                 out.add({"kdump-page", "page descriptor " + std::to_string(at + i),
                          k.desc_offset() + (at + i) * sizeof(kdump::PageDesc),
                          "data offset " + hex(descs[i].offset) + " is inside the headers, bitmaps or descriptors (before " +
                              hex(data_start) + ")"});
+            if (descs[i].offset <= UINT64_MAX - descs[i].size)
+                seen.data_end = std::max(seen.data_end, descs[i].offset + descs[i].size);
+        }
+    }
+    return seen;
+}
+
+// A field's value as a message shows it.
+std::string field_value(const kdump::HeadField& f, std::span<const std::byte> b) {
+    if (f.text) {
+        std::string_view t(reinterpret_cast<const char*>(b.data()), b.size());
+        return "\"" + escape_text(t.substr(0, t.find('\0'))) + "\"";
+    }
+    if (f.size == 4 || f.size == 8) {
+        uint64_t v = 0;
+        std::memcpy(&v, b.data(), f.size);
+        return hex(v);
+    }
+    std::string s;
+    for (size_t i = 0; i < std::min<size_t>(b.size(), 16); ++i) s += (i ? " " : "") + hex(std::to_integer<uint64_t>(b[i]));
+    return "bytes " + s + (b.size() > 16 ? " ..." : "");
+}
+
+// Block 0 and the sub header against the two blocks make_heads builds from
+// what the notes record (the writer's own function), field by field; the
+// bitmaps against NT_XEN_KDUMP_HEAD's digests. A file written before that
+// note has its utsname, status and dump level taken as they are.
+void check_heads(const DumpReader::Impl& d, const kdump::KdumpFile& k, const Seen& seen, FindingList& out) {
+    kdump::HeadFacts f;
+    const Note* head = d.notes.find(format::kNameXenCore, format::kNtXenKdumpHead);
+    if (head && head->desc.size() != sizeof(kdump::HeadNote)) {
+        out.add({"kdump-header", "NT_XEN_KDUMP_HEAD note", head->offset,
+                 "descsz " + std::to_string(head->desc_size) + " is not " + std::to_string(sizeof(kdump::HeadNote))});
+        head = nullptr;
+    }
+    if (head) {
+        std::memcpy(&f.recorded, head->desc.data(), sizeof f.recorded);
+        for (int i = 0; i < 2; ++i)
+            if (std::memcmp(f.recorded.bitmap_digest[i], &seen.bitmap[i], sizeof seen.bitmap[i]) != 0) {
+                const kdump::BitmapOnDisk& b = i == 0 ? k.present_bitmap() : k.stored_bitmap();
+                const std::string name = i == 0 ? "1st bitmap" : "2nd bitmap";
+                out.add({"kdump-bitmap", name, b.offset(),
+                         "the " + name + " (" + hex(b.bytes()) + " bytes) does not match its XXH3-128 digest in "
+                         "NT_XEN_KDUMP_HEAD (note at " + hex(head->offset) + ")"});
+            }
+    } else {
+        f.recorded.status = k.header().status;
+        f.recorded.dump_level = k.sub_header().dump_level;
+        f.recorded.utsname = k.header().utsname;
+    }
+    f.time = kdump::dump_time(d.domain);
+    f.nr_cpus = d.vcpus.size();
+    const kdump::BitmapOnDisk& b1 = k.present_bitmap();
+    const kdump::BitmapOnDisk& b2 = k.stored_bitmap();
+    f.max_mapnr = std::max({b1.count() ? b1.select(b1.count() - 1) + 1 : 1, b2.count() ? b2.select(b2.count() - 1) + 1 : 1});
+    if (const Note* vi = d.notes.find(format::kNameVmcoreinfo, format::kNtVmcoreinfo)) {
+        // The text without the zeros that pad the descriptor to 8 bytes.
+        std::string text(reinterpret_cast<const char*>(vi->desc.data()), vi->desc.size());
+        text.erase(text.find_last_not_of('\0') + 1);
+        if (auto info = kernel::Vmcoreinfo::parse(text)) f.phys_base = info->phys_base();
+        if (!text.empty()) {
+            f.offset_vmcoreinfo = vi->desc_offset;
+            f.size_vmcoreinfo = text.size();
+        }
+    }
+    // The note area follows the page data (8-aligned) to the end of the file.
+    f.offset_note = (seen.data_end + 7) / 8 * 8;
+    f.size_note = k.file().size() > f.offset_note ? k.file().size() - f.offset_note : 0;
+
+    const std::vector<std::byte> want = kdump::head_blocks(kdump::make_heads(f));
+    std::vector<std::byte> have(want.size());
+    k.file().read_exact(0, have, "disk_dump_header and kdump_sub_header");
+    for (const kdump::HeadField& field : kdump::head_fields()) {
+        const auto a = std::span(have).subspan(field.offset, field.size);
+        const auto b = std::span(want).subspan(field.offset, field.size);
+        if (std::memcmp(a.data(), b.data(), a.size()) == 0) continue;
+        out.add({"kdump-header", std::string(field.structure), field.offset,
+                 std::string(field.name) + " is " + field_value(field, a) + ", not " + field_value(field, b) + " (from " +
+                     std::string(field.source) + ")"});
     }
 }
 
@@ -112,7 +208,7 @@ std::vector<Finding> check_kdump(const DumpReader::Impl& d, const VerifyOptions&
     std::vector<Finding> findings;
     FindingList out(findings);
     const kdump::KdumpFile& k = *d.kdump;
-    check_structure(d, k, out);
+    check_heads(d, k, check_structure(d, k, out), out);
 
     const bool digests = options.digests && d.digest;
     const uint64_t n = d.nr_entries();

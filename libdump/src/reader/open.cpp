@@ -457,7 +457,7 @@ DumpReader DumpReader::open(const std::filesystem::path& path) {
     auto impl = std::make_unique<Impl>();
     impl->path = path;
     impl->file = std::make_shared<DumpFile>(path.string());
-    if (kdump::KdumpFile::has_signature(*impl->file)) {
+    if (kdump::KdumpFile::has_signature(*impl->file) || kdump::KdumpFile::signature_near_miss(*impl->file)) {
         Loader(*impl).load_kdump();
         return DumpReader(std::move(impl));
     }
