@@ -115,11 +115,11 @@ private:
                 const auto fmt = sniff_format(job.input);
                 job.format = std::string(to_string(fmt));
                 if (fmt == InputFormat::v1 && !o_.kdump)
-                    job.settle(Result::skipped, "already current (v1)");
+                    not_converted(job, "already current (v1)");
                 else if (fmt == InputFormat::kdump)
-                    job.settle(Result::skipped, "already compact (kdump)");
+                    not_converted(job, "already compact (kdump)");
                 else if (fmt == InputFormat::unknown)
-                    job.settle(Result::skipped, "not a Xen dump: neither an xc_core magic nor an ELF core file");
+                    not_converted(job, "not a Xen dump: neither an xc_core magic nor an ELF core file");
             } catch (const std::exception& e) {
                 job.settle(Result::failed, named(job, e.what()));
             }
@@ -138,6 +138,17 @@ private:
             (rep.result == Result::failed ? rep.error : rep.reason) = job.why;
             if (rep.result == Result::failed) report_failure(rep);
         }
+    }
+
+    // A file that is not converted: skipped with the reason in a batch, but
+    // a failure when it was named with -o FILE (the FILE asked for is not
+    // written, and the exit status must say so).
+    void not_converted(Job& job, const std::string& why) const {
+        if (o_.output && job.named)
+            job.settle(Result::failed, job.input.string() + ": cannot be converted: " + why + "; nothing written to " +
+                                           *o_.output);
+        else
+            job.settle(Result::skipped, why);
     }
 
     void work(unsigned worker) {

@@ -56,6 +56,7 @@ public:
         if (S_ISDIR(st.st_mode)) return walk(p);
         Job* j = add(p, p.filename());
         if (!j) return;
+        j->named = true;
         if (S_ISREG(st.st_mode))
             j->size = static_cast<uint64_t>(st.st_size);
         else

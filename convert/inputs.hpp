@@ -20,6 +20,7 @@ struct Job {
     std::optional<Result> settled;
     std::string why;
     std::string format = "unknown";  // sniffed before the batch runs
+    bool named = false;              // named on the command line, not found in a directory
 
     void settle(Result r, std::string text) {
         settled = r;

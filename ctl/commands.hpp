@@ -32,7 +32,7 @@ struct Invocation {
     std::string_view verb;  // as typed ("bt" for backtrace)
     ParsedArgs p;
     JsonStyle json;         // --json[=short|pretty]
-    ServiceArgs service;    // --config, --dump-dir, --socket (the configuration is loaded for Needs::service)
+    ServiceArgs service;    // --config, --dump-dir, --socket (the configuration is loaded for Needs::service and a MATCH)
     Selection selection;    // MATCH and -S -U -r -1 -n, for a command that selects dumps
     Targets targets;        // Needs::dump_files
     std::filesystem::path dump_path;  // Needs::dump_path, Needs::dump: the FILE given, else the latest selected dump
@@ -46,8 +46,6 @@ struct Command {
     std::string_view name;  // its row of verb_tables() holds its options and --help
     Needs needs;
     int (*run)(Invocation& c);
-    // Service commands: what a configuration that cannot be loaded does.
-    BadConfig bad_config = BadConfig::warn;
     // Checks the command's own options before the dump is looked for: a usage
     // error message, "" when fine (it may throw Error).
     std::string (*check)(const Invocation& c) = nullptr;

@@ -27,10 +27,10 @@ constexpr Command kCommands[] = {
     {"estimate", Needs::dump, cmd_estimate},
     {"backtrace", Needs::dump, cmd_backtrace},
     {"bt", Needs::dump, cmd_backtrace},
-    {"debug", Needs::dump_path, cmd_debug, BadConfig::warn, check_debug},
-    {"dump", Needs::dump, cmd_dump, BadConfig::warn, check_dump},
+    {"debug", Needs::dump_path, cmd_debug, check_debug},
+    {"dump", Needs::dump, cmd_dump, check_dump},
     {"list", Needs::service, cmd_list},
-    {"vacuum", Needs::service, cmd_vacuum, BadConfig::refuse},
+    {"vacuum", Needs::service, cmd_vacuum},
     {"status", Needs::service, cmd_status},
     {"cancel", Needs::service, cmd_cancel},
 };
@@ -56,20 +56,46 @@ std::string operand_error(const Selection& s, bool several) {
     return {};
 }
 
+// The service's configuration, loaded: "" when it loads, else why not
+// ("FILE:LINE: ...", naming the file).
+std::string config_problem(ServiceArgs& sa) {
+    try {
+        load_service_config(sa);
+        return {};
+    } catch (const Error& e) {
+        return e.what();
+    }
+}
+
+// A configuration that does not load stops the command before anything is
+// read or removed: one line naming FILE:LINE, exit 2 (as xen-dumpd refuses
+// to start on it). Going on with the defaults would show another directory,
+// as if the service's dumps were gone, or remove by limits nobody set.
+int refuse_config(const Invocation& c, const std::string& problem) {
+    std::fprintf(stderr, "xen-dumpctl %.*s: the configuration cannot be used: %s\n", static_cast<int>(c.verb.size()),
+                 c.verb.data(), problem.c_str());
+    return cli::kExitUsage;
+}
+
 // Parses the command's options; answers --help; refuses a bad command line
-// (one line, exit 2) before anything is read; prepares what the command needs
-// (cmd.needs) and runs it. args[0] is the command's name as typed.
+// or configuration (one line, exit 2) before anything is read; prepares what
+// the command needs (cmd.needs) and runs it. args[0] is the command's name as typed.
 int run_command(const Command& cmd, Args args) {
     Invocation c;
     c.verb = args[0];
     c.p = parse_args(args);
     if (!c.p.error.empty()) return c.usage(c.p.error);
     c.service = service_options(c.p);
-    if (cmd.needs == Needs::service) load_service_config(c.service, cmd.bad_config);
+    std::string problem;
+    if (cmd.needs == Needs::service) problem = config_problem(c.service);
     if (c.p.help) {
-        std::fputs(command_help(c.verb, c.service.config.dump_dir).c_str(), stdout);
+        // Help is answered whatever the configuration (naming --dump-dir, else the default directory then).
+        daemon::Config shown = c.service.loaded ? c.service.config : daemon::Config::defaults();
+        if (!c.service.loaded) c.service.overrides.apply(shown);
+        std::fputs(command_help(c.verb, shown.dump_dir).c_str(), stdout);
         return cli::kExitOk;
     }
+    if (!problem.empty()) return refuse_config(c, problem);
     c.json = c.p.json();
     if (!c.p.error.empty()) return c.usage(c.p.error);
     const bool reads_dumps = cmd.needs != Needs::nothing && cmd.needs != Needs::service;
@@ -80,6 +106,9 @@ int run_command(const Command& cmd, Args args) {
     }
     if (cmd.check)
         if (const std::string error = cmd.check(c); !error.empty()) return c.usage(error);
+    // A MATCH is looked for in the service's dump directory (a FILE is used as given).
+    if (reads_dumps && !only_paths(c.selection))
+        if (problem = config_problem(c.service); !problem.empty()) return refuse_config(c, problem);
     if (cmd.needs == Needs::dump_files) c.targets = resolve_targets(c.service, c.selection, true);
     if (cmd.needs == Needs::dump_path || cmd.needs == Needs::dump) {
         const Targets t = resolve_targets(c.service, c.selection, false);

@@ -2,7 +2,6 @@
 
 #include "xendump/error.hpp"
 
-#include <cstdio>
 #include <filesystem>
 
 namespace xendump::ctl {
@@ -15,18 +14,11 @@ ServiceArgs service_options(const ParsedArgs& p) {
     return out;
 }
 
-void load_service_config(ServiceArgs& out, BadConfig bad) {
-    try {
-        out.config = daemon::load_config(out.config_file);
-    } catch (const Error& e) {
-        // A broken file must not stop `status` or `list` (the service keeps
-        // its old configuration on SIGHUP too): say so and use the defaults.
-        out.config_error = e.what();
-        out.config = daemon::Config::defaults();
-        if (bad == BadConfig::warn)
-            std::fprintf(stderr, "xen-dumpctl: warning: ignoring the configuration: %s\n", e.what());
-    }
+void load_service_config(ServiceArgs& out) {
+    if (out.loaded) return;
+    out.config = daemon::load_config(out.config_file);
     out.overrides.apply(out.config);
+    out.loaded = true;
 }
 
 }  // namespace xendump::ctl

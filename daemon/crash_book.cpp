@@ -71,10 +71,12 @@ void CrashBook::mark_abandoned(const CrashKey& key) {
     retries_.erase(key);
 }
 
-void CrashBook::mark_waiting(const CrashKey& key, const std::string& error, int64_t not_before) {
+void CrashBook::mark_waiting(const CrashKey& key, const std::string& error, int64_t not_before,
+                             uint64_t room_needed) {
     in_progress_.erase(key);
     CrashRetry& r = retries_[key];
     r.error = error;
+    r.room_needed = room_needed;
     ++r.attempts;
     r.not_before = not_before;
     r.waiting = true;

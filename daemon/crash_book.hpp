@@ -41,6 +41,7 @@ struct CrashRetry {
     unsigned attempts = 0; // failed attempts so far
     int64_t not_before = 0;
     bool waiting = true;   // false while a retry is in progress
+    uint64_t room_needed = 0;  // the room the last attempt needed (DumpJobResult::room_needed)
 };
 
 class CrashBook {
@@ -62,7 +63,7 @@ public:
     void mark_abandoned(const CrashKey& key);
     // The dump failed for want of room: not handled; waits until `not_before`
     // (unix seconds) and for room (the caller's check) to be retried.
-    void mark_waiting(const CrashKey& key, const std::string& error, int64_t not_before);
+    void mark_waiting(const CrashKey& key, const std::string& error, int64_t not_before, uint64_t room_needed = 0);
     // Waiting crashes whose time has come (still waiting: take_retry() one to start it).
     std::vector<CrashKey> due_retries(int64_t now) const;
     void take_retry(const CrashKey& key);  // waiting -> in progress

@@ -120,6 +120,10 @@ std::vector<DumpEntry> scan_dump_dir(const fs::path& dir) {
 }
 
 std::vector<StoredDump> to_stored(const std::vector<DumpEntry>& entries, const fs::path& in_use) {
+    return to_stored(entries, in_use.empty() ? std::set<fs::path>{} : std::set<fs::path>{in_use});
+}
+
+std::vector<StoredDump> to_stored(const std::vector<DumpEntry>& entries, const std::set<fs::path>& in_use) {
     std::vector<StoredDump> out;
     for (const auto& e : entries) {
         StoredDump s;
@@ -128,7 +132,7 @@ std::vector<StoredDump> to_stored(const std::vector<DumpEntry>& entries, const f
         else s.domain = e.dump.filename().string();
         s.time = e.time;
         s.bytes = e.bytes_on_disk;
-        s.in_use = !in_use.empty() && e.dump == in_use;
+        s.in_use = in_use.count(e.dump) != 0;
         s.crash = e.info && e.info->reason == "crash" && e.info->result == DumpOutcome::ok;
         out.push_back(std::move(s));
     }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,9 @@ bool is_leftover(const std::filesystem::path& dir, const std::string& name);
 
 std::vector<StoredDump> to_stored(const std::vector<DumpEntry>& entries,
                                   const std::filesystem::path& in_use = {});
+// The same with every dump of `in_use` being written (never removed).
+std::vector<StoredDump> to_stored(const std::vector<DumpEntry>& entries,
+                                  const std::set<std::filesystem::path>& in_use);
 
 FilesystemSpace filesystem_space(const std::filesystem::path& dir);
 

@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <map>
 #include <mutex>
 #include <set>
 
+#include "cli.hpp"
 #include "dump_dir.hpp"
 #include "guest_log.hpp"
 #include "journal_log.hpp"
@@ -23,11 +25,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Dumps running in this process: their names are taken and their expected
-// sizes are already spoken for, although nothing of them is visible yet.
+// Dumps running in this process: their names are taken, and the room each
+// was granted is spoken for, although their files are invisible temporaries
+// (whose blocks, `occupied`, are already gone from the free space).
+struct InFlight {
+    uint64_t granted = 0;
+    uint64_t occupied = 0;
+};
 std::mutex g_inflight_mutex;
-std::set<fs::path> g_inflight_paths;
-uint64_t g_inflight_bytes = 0;
+std::map<fs::path, InFlight> g_inflight;
+// One room decision at a time: two growing dumps never take the same room.
+std::mutex g_room_mutex;
 
 int64_t unix_now() {
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -39,35 +47,103 @@ uint64_t blocks_of(const fs::path& p) {
     return ::stat(p.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0;
 }
 
-// Reserves a unique name and the expected bytes until the object dies.
+// The other dumps being written, as a room decision counts them.
+struct OtherDumps {
+    std::set<fs::path> paths;  // every dump being written, this one included: never removed
+    uint64_t granted = 0;
+    uint64_t occupied = 0;
+};
+
+// Reserves a unique name and the room granted until the object dies.
 class Reservation {
 public:
-    Reservation(const fs::path& dir, const std::string& base, uint64_t bytes) : bytes_(bytes) {
+    Reservation(const fs::path& dir, const std::string& base, uint64_t granted) {
         std::lock_guard lock(g_inflight_mutex);
         fs::path p = unique_dump_path(dir, base);
-        for (unsigned n = 1; g_inflight_paths.count(p); ++n)
+        for (unsigned n = 1; g_inflight.count(p); ++n)
             p = unique_dump_path(dir, base.substr(0, base.size() - 5) + "-" + std::to_string(n) + ".core");
         path_ = p;
-        g_inflight_paths.insert(path_);
-        g_inflight_bytes += bytes_;
+        g_inflight[path_] = InFlight{granted, 0};
     }
     ~Reservation() {
         std::lock_guard lock(g_inflight_mutex);
-        g_inflight_paths.erase(path_);
-        g_inflight_bytes -= bytes_;
+        g_inflight.erase(path_);
     }
     Reservation(const Reservation&) = delete;
     Reservation& operator=(const Reservation&) = delete;
     const fs::path& path() const { return path_; }
-    // Bytes other running dumps of this process will still add.
-    uint64_t others() const {
+    void update(uint64_t granted, uint64_t occupied) {
         std::lock_guard lock(g_inflight_mutex);
-        return g_inflight_bytes - bytes_;
+        g_inflight[path_] = InFlight{granted, occupied};
+    }
+    OtherDumps others() const {
+        std::lock_guard lock(g_inflight_mutex);
+        OtherDumps o;
+        for (const auto& [p, f] : g_inflight) {
+            o.paths.insert(p);
+            if (p == path_) continue;
+            o.granted += f.granted;
+            o.occupied += f.occupied;
+        }
+        return o;
     }
 
 private:
     fs::path path_;
-    uint64_t bytes_;
+};
+
+// The storage limits applied to a dump about to take `needed` (its first
+// step, or more as it grows) of which `occupied` is on disk already. The
+// dumps being written count with their grants, as if not on disk yet.
+struct RoomQuestion {
+    std::vector<StoredDump> stored;
+    FilesystemSpace space;
+    uint64_t others = 0;
+};
+RoomQuestion room_question(const Config& config, const Reservation& self, uint64_t occupied) {
+    const OtherDumps others = self.others();
+    RoomQuestion q;
+    q.stored = to_stored(scan_dump_dir(config.dump_dir), others.paths);
+    q.space = filesystem_space(config.dump_dir);
+    q.space.free += others.occupied + occupied;
+    q.others = others.granted;
+    return q;
+}
+
+// WriteOptions::room of a dump job: MaxUse= and KeepFree= applied to what
+// the file occupies as it grows (grant_room), old dumps removed only when
+// its next step needs their room, never a dump being written. A refusal
+// keeps its figures for the record.
+class GrowingRoom {
+public:
+    GrowingRoom(const Config& config, Reservation& self) : config_(config), self_(self) {}
+
+    uint64_t operator()(uint64_t occupied, uint64_t needed, uint64_t wanted) {
+        std::lock_guard lock(g_room_mutex);
+        const RoomQuestion q = room_question(config_, self_, occupied);
+        const RoomGrant g =
+            grant_room(q.stored, limits_of(config_), q.space, unix_now(), q.others + needed, q.others + wanted);
+        if (g.granted < q.others + needed) {
+            refused_ = "not enough room: " + g.why_not + " (the dump occupied " + cli::human_bytes(occupied) +
+                       " of at most " + cli::human_bytes(wanted) + " and needed " +
+                       cli::human_bytes(needed - occupied) + " more to go on)";
+            refused_needed_ = needed;
+            return 0;
+        }
+        remove_dumps(g.remove, "storage limits: room for " + self_.path().filename().string() + " being written");
+        const uint64_t granted = g.granted - q.others;
+        self_.update(granted, occupied);
+        return granted;
+    }
+    // Why the dump was stopped for want of room ("" when it was not), and the bytes it needed then.
+    const std::string& refused() const { return refused_; }
+    uint64_t refused_needed() const { return refused_needed_; }
+
+private:
+    const Config& config_;
+    Reservation& self_;
+    std::string refused_;
+    uint64_t refused_needed_ = 0;
 };
 
 // Room for a dump's sidecar, taken before the dump starts and given back just
@@ -176,6 +252,8 @@ uint64_t estimate_dump_size(const DomainInfo& info) {
     return pages * (4096 + 32) + (uint64_t{1} << 20);
 }
 
+uint64_t first_room(const DomainInfo& info) { return std::min(kRoomStep, estimate_dump_size(info)); }
+
 DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpRequest& request,
                            const DumpJobHooks& hooks) {
     DumpJobResult out;
@@ -194,16 +272,19 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
         s.dump_level = how.dump_level;
     }
     if (s.domain_name.empty()) s.domain_name = "domain" + std::to_string(request.domid);
-    uint64_t expected = 0;
+    // Room is counted from what the file occupies (zero pages are holes), so
+    // a dump starts with room for its first step and asks for more as it
+    // grows (GrowingRoom), not for the whole guest's size.
+    uint64_t first = 0;
     if (info) {
         s.uuid = uuid_to_string(info->handle);
         s.type = std::string(format::to_string(info->type()));
         s.pages = info->tot_pages;
-        expected = estimate_dump_size(*info);
+        first = first_room(*info);
     }
 
     ensure_dump_dir(config);
-    Reservation name(config.dump_dir, dump_file_name(s.domain_name, request.domid, s.start_time), expected);
+    Reservation name(config.dump_dir, dump_file_name(s.domain_name, request.domid, s.start_time), first);
     out.path = name.path();
     out.sidecar = sidecar_path(out.path);
     s.dump_file = out.path.filename().string();
@@ -234,15 +315,20 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
 
     if (!info) return finish(DumpOutcome::failed, "no domain " + std::to_string(request.domid));
 
-    // Space first: a dump that cannot fit is refused before the guest is touched.
+    // Space first: a dump without room for its first step is refused before the guest is touched.
     try {
-        auto decision = decide_retention(to_stored(scan_dump_dir(config.dump_dir)), limits_of(config),
-                                         filesystem_space(config.dump_dir), s.start_time, expected + name.others());
+        std::lock_guard lock(g_room_mutex);
+        const RoomQuestion q = room_question(config, name, 0);
+        auto decision = decide_retention(q.stored, limits_of(config), q.space, s.start_time, first + q.others);
         remove_dumps(decision.remove, "storage limits");
-        if (!decision.fits) return finish(DumpOutcome::refused, "not enough room: " + decision.why_not);
+        if (!decision.fits) {
+            out.room_needed = first;
+            return finish(DumpOutcome::refused, "not enough room: " + decision.why_not);
+        }
     } catch (const Error& e) {
         return finish(DumpOutcome::failed, e.what());
     }
+    GrowingRoom growing(config, name);
 
     room.emplace(out.path);
     if (hooks.on_start) hooks.on_start(out.path);
@@ -254,6 +340,9 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     options.kdump = how.kdump;
     options.compression = how.compression;
     options.dump_level = how.dump_level;
+    options.write.room = [&growing](uint64_t occupied, uint64_t needed, uint64_t wanted) {
+        return growing(occupied, needed, wanted);
+    };
     try {
         DumpResult r = dump_domain_to_file(hv, request.domid, out.path, options);
         if (how.kdump) s.dump_level = r.dump_level;  // the level applied
@@ -263,6 +352,12 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
         if (!r.uuid.empty()) s.uuid = r.uuid;
         s.type = std::string(format::to_string(r.type));
     } catch (const std::exception& e) {
+        // Stopped for want of room: refused with the figures, nothing left
+        // behind (the unpublished file is gone with the writer).
+        if (!growing.refused().empty()) {
+            out.room_needed = growing.refused_needed();
+            return finish(DumpOutcome::refused, growing.refused());
+        }
         const auto* cancel = hooks.dump.write.cancel;
         bool cancelled = cancel && cancel->load();
         return finish(cancelled ? DumpOutcome::cancelled : DumpOutcome::failed, e.what());

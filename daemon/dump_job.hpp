@@ -49,6 +49,9 @@ struct DumpJobResult {
     std::string error;
     std::vector<std::string> warnings;  // the dumper's (DumpResult::warnings)
     Sidecar info;
+    // Refused for want of room: the bytes the dump needed then (its first
+    // step, or what it occupied and its next step when it outgrew its room).
+    uint64_t room_needed = 0;
 };
 
 struct DumpJobHooks {
@@ -74,6 +77,9 @@ std::string guest_backtrace_line(const GuestBacktrace& b);
 // A conservative size for a dump of `info` before its p2m is read: every
 // page present plus the per-page table entries, digests and headers.
 uint64_t estimate_dump_size(const DomainInfo& info);
+// The room a dump of `info` needs to start: its first step (kRoomStep), or
+// the whole estimate when smaller; it asks for more as its file grows.
+uint64_t first_room(const DomainInfo& info);
 
 // Never throws for dump failures: they are recorded and returned. Throws
 // Error only when not even the sidecar can be written (dump dir unusable).

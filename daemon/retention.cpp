@@ -110,4 +110,36 @@ RetentionDecision decide_retention(const std::vector<StoredDump>& stored, const 
     return decision;
 }
 
+RoomGrant grant_room(const std::vector<StoredDump>& stored, const RetentionLimits& limits, const FilesystemSpace& fs,
+                     int64_t now, uint64_t needed, uint64_t wanted) {
+    // What the limits remove by themselves is no sacrifice for this dump;
+    // removing more is (removals grow with the incoming size, in one order).
+    const size_t by_themselves = decide_retention(stored, limits, fs, now, 0).remove.size();
+    auto without_sacrifice = [&](uint64_t bytes) {
+        const auto d = decide_retention(stored, limits, fs, now, bytes);
+        return d.fits && d.remove.size() == by_themselves;
+    };
+    RoomGrant g;
+    wanted = std::max(wanted, needed);
+    if (without_sacrifice(needed)) {
+        // The most up to `wanted` (to 1 MiB): fewer questions as the file grows.
+        uint64_t lo = needed, hi = wanted;
+        if (without_sacrifice(hi)) lo = hi;
+        while (hi - lo > (uint64_t{1} << 20)) {
+            const uint64_t mid = lo + (hi - lo) / 2;
+            (without_sacrifice(mid) ? lo : hi) = mid;
+        }
+        g.granted = lo;
+        return g;
+    }
+    auto d = decide_retention(stored, limits, fs, now, needed);
+    if (!d.fits) {
+        g.why_not = d.why_not;
+        return g;
+    }
+    g.granted = needed;
+    g.remove = std::move(d.remove);
+    return g;
+}
+
 }  // namespace xendump::daemon

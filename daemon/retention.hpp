@@ -52,4 +52,20 @@ struct RetentionDecision {
 RetentionDecision decide_retention(const std::vector<StoredDump>& stored, const RetentionLimits& limits,
                                    const FilesystemSpace& fs, int64_t now, uint64_t incoming = 0);
 
+// The room a dump being written gets as it grows (WriteOptions::room), by
+// the same limits. `needed` is the least it must occupy to go on, `wanted`
+// the most it could come to (both counting the other dumps being written;
+// `fs.free` as if none of them were on disk yet). The most that fits without
+// removing a dump the limits would keep is granted, up to `wanted`; when not
+// even `needed` fits so, the least valued dumps go (decide_retention's
+// order), only as many as `needed` takes; when it cannot fit at all,
+// nothing goes and `granted` is 0.
+struct RoomGrant {
+    uint64_t granted = 0;
+    std::vector<std::string> remove;  // to remove first
+    std::string why_not;              // when granted is 0
+};
+RoomGrant grant_room(const std::vector<StoredDump>& stored, const RetentionLimits& limits, const FilesystemSpace& fs,
+                     int64_t now, uint64_t needed, uint64_t wanted);
+
 }  // namespace xendump::daemon

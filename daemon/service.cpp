@@ -211,12 +211,17 @@ void Service::retry_waiting_crashes() {
     uint64_t starting = 0;
     for (const auto& key : due) {
         std::optional<DomainInfo> info;
+        uint64_t needed = 0;
         {
             std::lock_guard lock(mutex_);
             info = hv_->domain_info(key.domid);
+            if (auto it = crash_book_->retries().find(key); it != crash_book_->retries().end())
+                needed = it->second.room_needed;
         }
-        // A domain gone meanwhile: the retry fails and records that.
-        uint64_t expected = info ? estimate_dump_size(*info) : 0;
+        // A domain gone meanwhile: the retry fails and records that. The
+        // room waited for is what the dump occupies, not its guest's size:
+        // its first step, or as much as it needed when it outgrew its room.
+        uint64_t expected = info ? std::max(first_room(*info), needed) : 0;
         if (!decide_retention(stored, limits_of(cfg), space, unix_now(), starting + expected).fits)
             continue;  // still no room: no attempt, no record
         starting += expected;
@@ -287,7 +292,8 @@ void Service::job_finished(Job& job) {
     std::string what = "crash dump of " + job.domain_label + " (domain " + std::to_string(job.request.domid) + ")";
     LogFields fields{{"DOMID", std::to_string(job.request.domid)}, {"DOMAIN_UUID", job.crash->uuid}};
     if (room && attempts < kMaxRoomAttempts) {
-        crash_book_->mark_waiting(*job.crash, job.result->error, unix_now() + retry_delay(attempts));
+        crash_book_->mark_waiting(*job.crash, job.result->error, unix_now() + retry_delay(attempts),
+                                  job.result->room_needed);
         log_message(LogLevel::warning,
                     what + " " + to_string(job.result->result) + " for want of room: " + job.result->error +
                         "; it is retried when there is room (attempt " + std::to_string(attempts) + ")",

@@ -466,6 +466,49 @@ TEST(Batch, OutputOptions) {
     EXPECT_TRUE(verifies(dir / "out/b.core"));
 }
 
+// Issue 32.7: -o FILE asks for FILE; an input named with it that cannot be
+// converted (no Xen dump, already v1, already compact) is a failure naming
+// the input and why, and nothing is written. A directory still skips them.
+TEST(Batch, NamedOutputOfAFileThatCannotBeConvertedFails) {
+    TempDir dir;
+    const std::string body = "Old dumps of the web servers, 2009.\n";
+    gen::write_bytes(dir / "notes.txt", std::vector<std::byte>(reinterpret_cast<const std::byte*>(body.data()),
+                                                                reinterpret_cast<const std::byte*>(body.data() + body.size())));
+    make_legacy(dir / "a.core", gen::Variant::pv_page_list, 8, 200, 9);
+    ASSERT_EQ(run({"xen-dump-convert", "-q", "-o", (dir / "a.v1").string(), (dir / "a.core").string()}).exit_code, 0);
+    ASSERT_EQ(run({"xen-dump-convert", "-q", "--format", "kdump", "-o", (dir / "a.kdump").string(),
+                   (dir / "a.core").string()})
+                  .exit_code,
+              0);
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"notes.txt", "not a Xen dump"}, {"a.v1", "already current (v1)"}, {"a.kdump", "already compact (kdump)"}};
+    for (const auto& [name, why] : cases) {
+        SCOPED_TRACE(name);
+        const fs::path out = dir / "out.core";
+        for (const bool dry_run : {false, true}) {
+            std::vector<std::string> argv = {"xen-dump-convert", "-o", out.string(), (dir / name).string()};
+            if (dry_run) argv.insert(argv.begin() + 1, "--dry-run");
+            auto r = run(argv);
+            EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+            EXPECT_NE(r.err.find((dir / name).string() + ": cannot be converted: " + why), std::string::npos) << r.err;
+            EXPECT_NE(r.err.find("nothing written to " + out.string()), std::string::npos) << r.err;
+            EXPECT_EQ(r.out.find("nothing to convert"), std::string::npos) << r.out;
+            EXPECT_FALSE(fs::exists(out));
+        }
+        auto j = run({"xen-dump-convert", "--json", "-o", out.string(), (dir / name).string()});
+        EXPECT_EQ(j.exit_code, 1);
+        EXPECT_EQ(by_path(json_of(j))[(dir / name).string()]["result"], "failed");
+    }
+    // In a directory (and named without -o) they are skipped, with the reason, exit 0.
+    fs::create_directory(dir / "batch");
+    fs::copy_file(dir / "notes.txt", dir / "batch/notes.txt");
+    auto batch = run({"xen-dump-convert", "--json", (dir / "batch").string()});
+    EXPECT_EQ(batch.exit_code, 0) << batch.err;
+    EXPECT_EQ(by_path(json_of(batch))[(dir / "batch/notes.txt").string()]["result"], "skipped");
+    auto plain = run({"xen-dump-convert", "-q", (dir / "notes.txt").string()});
+    EXPECT_EQ(plain.exit_code, 0) << plain.err;
+}
+
 std::string file_bytes(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -234,15 +234,48 @@ TEST_F(CtlService, VacuumRefusesAConfigurationItCannotLoad) {
     auto older = add_dump("web-3-a.core", "\"web\"", "u-1", "request", 1000);
     add_dump("web-3-b.core", "\"web\"", "u-1", "request", 2000);
     for (const auto& bad : {tmp_ / "missing.conf", tmp_.path()}) {
-        auto r = run({"xen-dumpctl", "vacuum", "--config", bad.string(), "--dump-dir", dumps_.string()});
-        EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.out << r.err;
-        EXPECT_NE(r.err.find(bad.string()), std::string::npos) << r.err;
+        for (const char* verb : {"vacuum", "list"}) {
+            auto r = run({"xen-dumpctl", verb, "--config", bad.string(), "--dump-dir", dumps_.string()});
+            EXPECT_EQ(r.exit_code, 2) << verb << " " << bad << ": " << r.out << r.err;
+            EXPECT_NE(r.err.find(bad.string()), std::string::npos) << r.err;
+            EXPECT_EQ(r.out, "") << verb;
+        }
     }
     EXPECT_TRUE(fs::exists(older));
-    // list only reads: it warns and goes on.
-    auto l = run({"xen-dumpctl", "list", "--config", (tmp_ / "missing.conf").string(), "--dump-dir", dumps_.string()});
-    EXPECT_EQ(l.exit_code, 0) << l.err;
-    EXPECT_NE(l.err.find("warning"), std::string::npos) << l.err;
+}
+
+// Issue 32.7: a configuration that does not parse is not ignored with a
+// warning (list then showed the default directory, exit 0, as if the dumps
+// were gone): every command that needs it refuses with FILE:LINE, exit 2,
+// before reading or removing anything. A FILE operand needs no configuration.
+TEST_F(CtlService, ConfigurationThatDoesNotParseStopsEveryCommand) {
+    config("MaxAge=1s\nMaxUse=lots\n");  // line 4; MaxAge would remove both dumps
+    const auto a = add_dump("web-3-a.core", "\"web\"", "u-1", "request", 1000);
+    const auto b = add_dump("web-3-b.core", "\"web\"", "u-1", "crash", 2000);
+    const std::vector<std::vector<std::string>> commands = {
+        {"list"},          {"list", "--json"},   {"vacuum"},           {"vacuum", "--dry-run"},
+        {"status"},        {"cancel", "1"},      {"info", "-1"},       {"info", "web"},
+        {"verify", "web"}, {"dmesg", "-1"},      {"estimate", "-1"},   {"backtrace", "-1"},
+        {"debug", "--print-command", "-1"},      {"dump", "-o", (tmp_ / "out.core").string(), "-1"},
+    };
+    for (const auto& args : commands) {
+        SCOPED_TRACE(args[0] + (args.size() > 1 ? " " + args[1] : ""));
+        auto r = ctl(args);
+        EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+        EXPECT_NE(r.err.find(config_.string() + ":4:"), std::string::npos) << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+        EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+        EXPECT_EQ(r.out, "");
+    }
+    EXPECT_TRUE(fs::exists(a));
+    EXPECT_TRUE(fs::exists(b));
+    EXPECT_FALSE(fs::exists(tmp_ / "out.core"));
+    // A FILE is used as given: the configuration is not read (it is not a dump: exit 1).
+    auto file = ctl({"info", a.string()});
+    EXPECT_EQ(file.exit_code, 1) << file.err;
+    EXPECT_EQ(file.err.find(config_.string()), std::string::npos) << file.err;
+    // --help is still answered.
+    EXPECT_EQ(ctl({"list", "--help"}).exit_code, 0);
 }
 
 }  // namespace

@@ -153,3 +153,36 @@ TEST(Retention, MaxUseAndKeepFreeRemoveManualDumpsBeforeCrashDumps) {
     age.max_age = std::chrono::seconds(750);
     EXPECT_EQ(decide_retention(stored, age, kBigDisk, 1000).remove, (Ids{"manual-old", "crash-old"}));
 }
+
+// Issue 32.5: a growing dump gets as much as fits without removing anything
+// (up to what it could come to); old dumps go, least valued first, only
+// when its next step needs their room; nothing goes when it cannot fit.
+TEST(Retention, GrowingDumpGetsWhatFitsAndRemovesOnlyForItsNextStep) {
+    RetentionLimits l;
+    l.max_use = SizeLimit{600 * MiB, 0, false};  // 500 MiB stored: 100 MiB free under the limit
+    auto g = grant_room(five_dumps(), l, kBigDisk, 1000, 8 * MiB, 64 * MiB);
+    EXPECT_EQ(g.granted, 64 * MiB);
+    EXPECT_TRUE(g.remove.empty());
+    g = grant_room(five_dumps(), l, kBigDisk, 1000, 8 * MiB, 4096 * MiB);
+    EXPECT_GE(g.granted, 99 * MiB);
+    EXPECT_LE(g.granted, 100 * MiB);
+    EXPECT_TRUE(g.remove.empty());
+    g = grant_room(five_dumps(), l, kBigDisk, 1000, 150 * MiB, 4096 * MiB);
+    EXPECT_EQ(g.granted, 150 * MiB);
+    EXPECT_EQ(g.remove, (Ids{"a"}));
+    g = grant_room(five_dumps(), l, kBigDisk, 1000, 700 * MiB, 4096 * MiB);
+    EXPECT_EQ(g.granted, 0u);
+    EXPECT_TRUE(g.remove.empty());
+    EXPECT_NE(g.why_not.find("MaxUse"), std::string::npos) << g.why_not;
+    // KeepFree= alike: 120 MiB free, 100 MiB kept free.
+    RetentionLimits k;
+    k.keep_free = SizeLimit{100 * MiB, 0, false};
+    const FilesystemSpace tight{1000 * MiB, 120 * MiB};
+    g = grant_room(five_dumps(), k, tight, 1000, 8 * MiB, 64 * MiB);
+    EXPECT_GE(g.granted, 19 * MiB);
+    EXPECT_LE(g.granted, 20 * MiB);
+    EXPECT_TRUE(g.remove.empty());
+    g = grant_room(five_dumps(), k, tight, 1000, 30 * MiB, 64 * MiB);
+    EXPECT_EQ(g.granted, 30 * MiB);
+    EXPECT_EQ(g.remove, (Ids{"a"}));
+}

@@ -38,6 +38,7 @@ void create_sim_host(const fs::path& dir, const std::vector<SimDomainSpec>& doma
                                    {"extents", {{0, 0x100000 * uint64_t{d.domid}, d.pages}}},
                                    {"p2m_pages_at", nullptr},
                                    {"memory", {{"fill", "pattern"}}},
+                                   {"zero_ranges", d.zero_ranges},
                                    {"state", "running"},
                                    {"map_cost", {{"per_call_us", 0}, {"per_page_ns", d.per_page_ns}}}});
     }

@@ -26,6 +26,7 @@ struct SimDomainSpec {
     std::string uuid;
     uint64_t pages = 256;
     uint64_t per_page_ns = 0;  // map_cost: slows dumps down
+    std::vector<std::pair<uint64_t, uint64_t>> zero_ranges = {};  // [pfn, count] of all-zero pages
 };
 
 // xen-dump-sim create DIR SPEC.json; throws on failure.

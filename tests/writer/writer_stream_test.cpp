@@ -16,6 +16,8 @@
 #include "writer/write_v1.hpp"
 #include "xendump/fd.hpp"
 #include "xendump/error.hpp"
+#include "xendump/kdump.hpp"
+#include "xendump/reader.hpp"
 #include "xendump/writer.hpp"
 
 namespace xendump::test {
@@ -188,6 +190,94 @@ TEST(WriterStream, CancelStopsWithErrorAndLeavesNoFile) {
         EXPECT_EQ(e.message(), "cancelled");
     }
     EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+// Issue 32.5: WriteOptions::room is asked from the blocks the file occupies
+// (holes take none), before the first byte and a step at a time, and a
+// grant is never overrun; v1 and compact files alike.
+struct RoomCall {
+    uint64_t occupied, needed, wanted;
+};
+
+uint64_t blocks_of(const std::filesystem::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0;
+}
+
+void write_either(bool kdump, const std::filesystem::path& p, const DumpSpec& spec, PageSource& src,
+                  const WriteOptions& wo) {
+    if (kdump) write_kdump_file(p, spec, src, KdumpOptions{Compression::none, wo});
+    else write_dump_file(p, spec, src, wo);
+}
+
+TEST(WriterStream, RoomIsAskedFromTheBlocksTheFileOccupies) {
+    const DumpSpec spec = make_spec(GuestType::hvm, 8, 1);
+    std::vector<uint64_t> pfns;
+    for (uint64_t i = 0; i < 8192; ++i) pfns.push_back(i);  // 32 MiB
+    for (const bool kdump : {false, true}) {
+        SCOPED_TRACE(kdump ? "kdump" : "v1");
+        TempDir dir;
+        // Mostly zero: 64 data pages (256 KiB), so a single small grant is enough.
+        PatternPageSource sparse(entries_for(pfns, GuestType::hvm));
+        sparse.zero_pfns.assign(pfns.begin() + 64, pfns.end());
+        std::vector<RoomCall> calls;
+        WriteOptions wo;
+        wo.room = [&](uint64_t occupied, uint64_t needed, uint64_t wanted) {
+            calls.push_back({occupied, needed, wanted});
+            return needed;
+        };
+        write_either(kdump, dir / "sparse", spec, sparse, wo);
+        ASSERT_FALSE(calls.empty());
+        EXPECT_EQ(calls.front().occupied, 0u);  // asked before the first byte
+        EXPECT_LE(calls.back().needed, 2 * kRoomStep);
+        EXPECT_LT(blocks_of(dir / "sparse"), 2u << 20);
+        EXPECT_LE(blocks_of(dir / "sparse"), calls.back().needed);
+        for (const auto& c : calls) {
+            EXPECT_LE(c.needed - c.occupied, kRoomStep);
+            EXPECT_GE(c.wanted, c.needed);
+        }
+        // Without zero pages: asked a step at a time, never past a grant.
+        PatternPageSource dense(entries_for(pfns, GuestType::hvm));
+        calls.clear();
+        uint64_t granted = 0;
+        wo.room = [&](uint64_t occupied, uint64_t needed, uint64_t wanted) {
+            EXPECT_LE(occupied, std::max<uint64_t>(granted, 1));
+            calls.push_back({occupied, needed, wanted});
+            return granted = needed;
+        };
+        write_either(kdump, dir / "dense", spec, dense, wo);
+        EXPECT_GE(calls.size(), 4u);
+        EXPECT_GE(calls.front().wanted, pfns.size() * 4096);  // the planned size
+        EXPECT_GE(blocks_of(dir / "dense"), pfns.size() * 4096);
+        EXPECT_LE(blocks_of(dir / "dense"), granted);
+        EXPECT_TRUE(DumpReader::open(dir / "dense").verify().empty());
+    }
+}
+
+// A grant smaller than what is needed stops the write with an error, and
+// nothing is published.
+TEST(WriterStream, RoomRefusedStopsTheWriteAndLeavesNoFile) {
+    const DumpSpec spec = make_spec(GuestType::pv, 8, 1);
+    for (const bool kdump : {false, true}) {
+        SCOPED_TRACE(kdump ? "kdump" : "v1");
+        TempDir dir;
+        PatternPageSource source(entries_for(pfns_with_holes(8000), GuestType::pv));
+        WriteOptions wo;
+        unsigned asked = 0;
+        wo.room = [&](uint64_t occupied, uint64_t needed, uint64_t) -> uint64_t {
+            ++asked;
+            return occupied >= 12 * 4096 * 256 ? needed - 1 : needed;  // about 12 MiB, then no more
+        };
+        try {
+            write_either(kdump, dir / "d", spec, source, wo);
+            FAIL() << "not stopped";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("no room on disk to go on"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find((dir / "d").string()), std::string::npos) << e.what();
+        }
+        EXPECT_GE(asked, 2u);
+        EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+    }
 }
 
 // Pages stored contiguously in a file: the writer may copy_file_range them.

@@ -66,6 +66,11 @@ struct VerifyOptions;  // reader.hpp
 // keep more busy.
 inline constexpr unsigned kMaxWriteThreads = 64;
 
+// The steps in which a file asks for room on disk (WriteOptions::room): it
+// is granted at least its next step (or what remains of its planned size,
+// when less) before that much more may be written.
+inline constexpr uint64_t kRoomStep = uint64_t{8} << 20;
+
 // How a dump is written, and what its caller watches: one struct, passed
 // unchanged from the service's jobs and the converter through the dumper to
 // the page pass.
@@ -92,6 +97,19 @@ struct WriteOptions {
     // (with your own settings) to DumpReader::verify, which then need not
     // read those pages again.
     std::function<void(const std::filesystem::path& unpublished, const VerifyOptions& verify)> check_before_publish;
+    // The room the file may take on disk, for a storage policy (xen-dumpd's
+    // MaxUse= and KeepFree=) that counts what a dump occupies, not its
+    // guest's size: zero pages are holes and take none. Asked before the
+    // first byte and whenever the bytes about to be written could take the
+    // file past what was granted, with `occupied` the bytes its allocated
+    // blocks take now (st_blocks), `needed` the least it must be granted to go
+    // on (occupied plus the next kRoomStep, less near the planned end) and
+    // `wanted` the most it could come to (occupied plus the planned bytes not
+    // written yet; what the pass will find zero is not known before). Returns
+    // the bytes it may occupy: `needed` or more to go on, less to stop the
+    // write with an Error (nothing is published). Regular files only; unset:
+    // no limit.
+    std::function<uint64_t(uint64_t occupied, uint64_t needed, uint64_t wanted)> room;
 };
 
 struct WriteResult {

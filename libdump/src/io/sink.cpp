@@ -12,6 +12,7 @@
 
 #include "util/util.hpp"
 #include "xendump/error.hpp"
+#include "xendump/writer.hpp"
 
 namespace xendump::io {
 
@@ -50,10 +51,49 @@ Sink::Sink(int fd, bool seekable, bool sparse, std::string name)
     }
 }
 
+void Sink::ask_room(RoomFn f, uint64_t planned) {
+    if (!f || !regular_ || !seekable_) return;
+    room_ = std::move(f);
+    room_planned_ = planned;
+    room_bound_ = room_granted_ = 0;
+    room_asked_ = false;
+    make_room(0);
+}
+
+void Sink::make_room(uint64_t n) {
+    if (!room_) return;
+    if (room_asked_ && room_bound_ <= room_granted_ && room_granted_ - room_bound_ >= n) {
+        room_bound_ += n;
+        return;
+    }
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) throw_errno("cannot stat output", name_);
+    const uint64_t occupied = static_cast<uint64_t>(st.st_blocks) * 512;
+    if (!room_asked_ || room_granted_ < occupied || room_granted_ - occupied < n) {
+        // What is still to come: up to the planned end (and a few blocks
+        // more for the filesystem's rounding), else a step at a time.
+        constexpr uint64_t kSlack = 64 << 10;
+        const uint64_t rest = room_planned_ > pos_ ? room_planned_ - pos_ + kSlack : kSlack;
+        const uint64_t step = std::max(n, room_planned_ ? std::min(kRoomStep, rest) : kRoomStep);
+        const uint64_t needed = occupied + step;
+        const uint64_t wanted = room_planned_ ? std::max(needed, occupied + rest) : needed;
+        const uint64_t granted = room_(occupied, needed, wanted);
+        if (granted < needed)
+            throw Error("no room on disk to go on: the file occupies " + std::to_string(occupied) +
+                            " bytes and needs " + std::to_string(needed) + ", " + std::to_string(granted) +
+                            " granted",
+                        name_, pos_);
+        room_granted_ = granted;
+        room_asked_ = true;
+    }
+    room_bound_ = occupied + n;
+}
+
 void Sink::write_at(uint64_t offset, std::span<const std::byte> data) {
     if (!seekable_) throw Error("internal error: rewriting a stream that cannot seek", name_, offset);
     if (offset > pos_ || data.size() > pos_ - offset)
         throw Error("internal error: rewriting bytes not written yet", name_, offset);
+    make_room(data.size());  // what was a hole takes blocks now
     const size_t done = util::pwrite_full(fd_, data.data(), data.size(), offset);
     if (done < data.size()) throw_errno("cannot rewrite the head of the file", name_, offset + done);
 }
@@ -65,6 +105,7 @@ void Sink::write_ahead(uint64_t offset, std::span<const std::byte> data) {
     // One stretch ahead at a time, written front to back.
     if (ahead_end_ > ahead_begin_ && offset != ahead_end_)
         throw Error("internal error: writes ahead out of order", name_, offset);
+    make_room(data.size());
     const size_t done = util::pwrite_full(fd_, data.data(), data.size(), offset);
     if (done < data.size()) throw_errno("write failed", name_, offset + done);
     if (ahead_end_ == ahead_begin_) ahead_begin_ = offset;
@@ -86,6 +127,11 @@ void Sink::write(std::span<const std::byte> data) {
 }
 
 void Sink::writev(std::span<const iovec> iov_in) {
+    if (room_) {
+        uint64_t total = 0;
+        for (const iovec& v : iov_in) total += v.iov_len;
+        make_room(total);
+    }
     std::vector<iovec> iov(iov_in.begin(), iov_in.end());
     size_t i = 0;
     while (i < iov.size()) {
@@ -163,6 +209,7 @@ void Sink::zeros(uint64_t n) {
 
 bool Sink::copy_from(int src_fd, uint64_t src_off, uint64_t n) {
     if (!seekable_) return false;
+    make_room(n);
     uint64_t done = 0;
     while (done < n) {
         const ssize_t r = util::retry_eintr([&] {

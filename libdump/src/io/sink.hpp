@@ -61,12 +61,22 @@ public:
     // instead of waiting again: a cancel must not wait for the reader.
     void cancel_on(const std::atomic<bool>* flag) { cancel_ = flag; }
 
+    // The room the file may take on disk (WriteOptions::room, a regular
+    // file only): asked now, and again before a write whose bytes could take
+    // the file past the grant (counted from its allocated blocks, fstat's
+    // st_blocks, and the bytes written since: holes take none). `planned` is
+    // the file's planned size (0: not known), bounding `needed` and `wanted`.
+    // A grant smaller than `needed` throws Error.
+    using RoomFn = std::function<uint64_t(uint64_t occupied, uint64_t needed, uint64_t wanted)>;
+    void ask_room(RoomFn f, uint64_t planned);
+
     uint64_t offset() const noexcept { return pos_; }
     bool holes() const noexcept { return holes_; }
     bool positional() const noexcept { return seekable_; }
 
 private:
     void write_behind();
+    void make_room(uint64_t n);  // before `n` more bytes are written (ask_room)
 
     int fd_;
     bool seekable_;
@@ -79,6 +89,11 @@ private:
     uint64_t started_ = 0, flushed_ = 0;
     std::function<void(uint64_t, uint64_t)> before_drop_;
     const std::atomic<bool>* cancel_ = nullptr;
+    // ask_room: at most `room_bound_` bytes are allocated now (the blocks at
+    // the last look plus the bytes written since), `room_granted_` allowed.
+    RoomFn room_;
+    uint64_t room_planned_ = 0, room_bound_ = 0, room_granted_ = 0;
+    bool room_asked_ = false;
     std::string name_;
 };
 

@@ -96,6 +96,7 @@ Outcome run(const Stages& st, io::Sink& out, const WriteOptions& options) {
         }
     };
 
+    out.ask_room(options.room, planned);
     encoder.begin(out);
     pass(st.source, st.select, classify, out.positional(),
          plan_batches(st.source.preferred_batch(), encoder.batch_alignment(), options.threads),
