@@ -81,10 +81,14 @@ TEST(KdumpLevels, ConvertAtLevel31KeepsWhatTheEstimateSays) {
     const auto info = dump_vmcoreinfo(orig, false);
     ASSERT_TRUE(info.has_value());
     const kernel::DumpLevelEstimate e = kernel::estimate_dump_levels(dump_level_input(orig, &*info));
-    uint64_t want = 0;
+    uint64_t want = 0, want_zero = 0;
     for (const auto& l : e.levels)
-        if (l.level == 31) want = l.kept_pages;
-    ASSERT_GT(want, 0u);
+        if (l.level == 31) {
+            want = l.kept_pages;
+            want_zero = l.zero_pages;
+        }
+    ASSERT_GT(want, want_zero);
+    ASSERT_GT(want_zero, 0u);
     ASSERT_LT(want, orig.nr_pages());
 
     std::vector<std::string> warnings;
@@ -96,9 +100,9 @@ TEST(KdumpLevels, ConvertAtLevel31KeepsWhatTheEstimateSays) {
     EXPECT_TRUE(warnings.empty()) << warnings[0];
     DumpReader c = DumpReader::open(out);
     EXPECT_TRUE(c.verify().empty());
-    // The estimate counts zero pages as left out (makedumpfile --mem-usage
-    // does too); the file keeps them as the shared zero page (makedumpfile's
-    // kdump files do too), so its non-zero pages are the estimate's.
+    // The file keeps its zero pages as the shared zero page (makedumpfile's
+    // kdump files do too): its pages are the estimate's kept pages, its zero
+    // pages the estimate's.
     std::vector<std::byte> a(4096), b(4096);
     uint64_t nonzero = 0;
     for (uint64_t i = 0; i < c.nr_pages(); ++i) {
@@ -108,8 +112,9 @@ TEST(KdumpLevels, ConvertAtLevel31KeepsWhatTheEstimateSays) {
         ASSERT_EQ(0, std::memcmp(a.data(), b.data(), 4096)) << "pfn " << pe.pfn;
         if (!kernel::is_zero_page(b)) ++nonzero;
     }
-    EXPECT_EQ(nonzero, want);
-    EXPECT_GT(c.nr_pages(), want);
+    EXPECT_EQ(c.nr_pages(), want);
+    EXPECT_EQ(nonzero, want - want_zero);
+    EXPECT_EQ(c.zero_pages(), std::optional<uint64_t>(want_zero));
     kdump::KdumpFile k(std::make_shared<reader::DumpFile>(out.string()));
     EXPECT_EQ(k.sub_header().dump_level, 31);
     EXPECT_EQ(k.present_bitmap().count(), orig.nr_pages());
