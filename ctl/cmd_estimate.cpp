@@ -20,18 +20,23 @@
 
 namespace xendump::ctl {
 
+// --dump-level N, refused before the dump is looked for.
+std::string check_estimate(const Invocation& c) {
+    try {
+        cli::dump_level_choice(c.p);
+    } catch (const cli::UsageError& err) {
+        return err.message;
+    }
+    return {};
+}
+
 int cmd_estimate(Invocation& c) {
     const std::string path = c.dump_path.string();
     const DumpReader& reader = *c.dump;
     const auto info = dump_vmcoreinfo(reader, true);
     const auto start = std::chrono::steady_clock::now();
     kernel::DumpLevelEstimate e;
-    unsigned also = 0;
-    try {
-        also = cli::dump_level_choice(c.p);
-    } catch (const cli::UsageError& err) {
-        return c.usage(err.message);
-    }
+    const unsigned also = cli::dump_level_choice(c.p);  // check_estimate: valid
     try {
         e = kernel::estimate_dump_levels(dump_level_input(reader, info ? &*info : nullptr), also);
     } catch (const Error& err) {
