@@ -21,15 +21,21 @@ DumpFormatChoice dump_format_choice(const Parsed& p) {
         }
         if (!c.kdump) throw UsageError{"--compress needs --format kdump"};
     }
-    if (auto level = p.value("--dump-level")) {
-        unsigned n = 0;
-        const auto [end, ec] = std::from_chars(level->data(), level->data() + level->size(), n);
-        if (level->empty() || ec != std::errc() || end != level->data() + level->size() || n > kernel::kMaxDumpLevel)
-            throw UsageError{"--dump-level wants a number from 0 to 31, not '" + *level + "'"};
+    if (p.has("--dump-level")) {
+        c.dump_level = dump_level_choice(p);
         if (!c.kdump) throw UsageError{"--dump-level needs --format kdump"};
-        c.dump_level = n;
     }
     return c;
+}
+
+unsigned dump_level_choice(const Parsed& p) {
+    const auto level = p.value("--dump-level");
+    if (!level) return 0;
+    unsigned n = 0;
+    const auto [end, ec] = std::from_chars(level->data(), level->data() + level->size(), n);
+    if (level->empty() || ec != std::errc() || end != level->data() + level->size() || n > kernel::kMaxDumpLevel)
+        throw UsageError{"--dump-level wants a number from 0 to 31, not '" + *level + "'"};
+    return n;
 }
 
 }  // namespace xendump::cli

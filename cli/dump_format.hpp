@@ -20,4 +20,8 @@ struct DumpFormatChoice {
 // without --format kdump.
 DumpFormatChoice dump_format_choice(const Parsed& p);
 
+// --dump-level N alone (0 when not given), for --estimate, which writes no
+// file: UsageError for a level that is not 0-31.
+unsigned dump_level_choice(const Parsed& p);
+
 }  // namespace xendump::cli

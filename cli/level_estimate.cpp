@@ -16,7 +16,7 @@ struct ClassRow {
     const char* description;
 };
 constexpr ClassRow kRows[] = {
-    {"ZERO", kernel::PageClass::zero, "pages filled with zero (level bit 1)"},
+    {"ZERO", kernel::PageClass::zero, "pages filled with zero (bit 1: kept as the shared zero page)"},
     {"NON_PRI_CACHE", kernel::PageClass::cache, "cache pages without private flag (bit 2)"},
     {"PRI_CACHE", kernel::PageClass::cache_private, "cache pages with private flag (bit 4)"},
     {"USER", kernel::PageClass::user, "user process pages (bit 8)"},
@@ -42,7 +42,14 @@ void print_level_estimate(const kernel::DumpLevelEstimate& e, const std::string&
         j["protected_pages"] = e.protected_pages;
         j["unreadable_struct_pages"] = e.unreadable_struct_pages;
         j["levels"] = nlohmann::json::array();
-        for (const auto& l : e.levels) j["levels"].push_back({{"level", l.level}, {"kept_pages", l.kept_pages}, {"kept_bytes", l.kept_pages * kPage}});
+        // kept_pages: the compact file's pages (its 2nd bitmap), zero pages
+        // included; kept_bytes: the page data of the others, before compression.
+        for (const auto& l : e.levels)
+            j["levels"].push_back({{"level", l.level},
+                                   {"applied_level", l.applied},
+                                   {"kept_pages", l.kept_pages},
+                                   {"zero_pages", l.zero_pages},
+                                   {"kept_bytes", (l.kept_pages - l.zero_pages) * kPage}});
         j["seconds"] = seconds;
         std::cout << j.dump(json.indent, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
         return;
@@ -67,11 +74,16 @@ void print_level_estimate(const kernel::DumpLevelEstimate& e, const std::string&
                 "%llu pages kept whose struct page could not be read)\n",
                 static_cast<unsigned long long>(e.protected_pages),
                 static_cast<unsigned long long>(e.unreadable_struct_pages));
-    std::printf("\n%-6s %12s %11s %7s\n", "LEVEL", "KEPT PAGES", "SIZE", "KEPT");
-    for (const auto& l : e.levels)
-        std::printf("%-6u %12llu %11s %6.1f%%\n", l.level, static_cast<unsigned long long>(l.kept_pages),
-                    human_bytes(l.kept_pages * kPage).c_str(),
+    // KEPT PAGES are the file's pages, ZERO PAGES those of them stored as its
+    // shared zero page, SIZE the data of the others (before compression).
+    std::printf("\n%-6s %12s %12s %11s %7s\n", "LEVEL", "KEPT PAGES", "ZERO PAGES", "SIZE", "KEPT");
+    for (const auto& l : e.levels) {
+        const std::string level =
+            std::to_string(l.level) + (l.applied != l.level ? " (as " + std::to_string(l.applied) + ")" : "");
+        std::printf("%-6s %12llu %12llu %11s %6.1f%%\n", level.c_str(), static_cast<unsigned long long>(l.kept_pages),
+                    static_cast<unsigned long long>(l.zero_pages), human_bytes((l.kept_pages - l.zero_pages) * kPage).c_str(),
                     e.total_pages ? 100.0 * static_cast<double>(l.kept_pages) / static_cast<double>(e.total_pages) : 0.0);
+    }
     std::printf("\nClassified in %.2f s.\n", seconds);
 }
 

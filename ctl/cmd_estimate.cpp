@@ -1,4 +1,4 @@
-// xen-dumpctl estimate [--json[=short|pretty]] FILE: what each dump level (makedumpfile -d)
+// xen-dumpctl estimate [--dump-level N] [--json[=short|pretty]] FILE: what each dump level (makedumpfile -d)
 // would keep of the dump's guest, and the pages and bytes of each class a
 // level excludes, as `makedumpfile --mem-usage` shows them. The classes come
 // from the guest kernel's struct page array through its VMCOREINFO (libdump
@@ -9,6 +9,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "dump_format.hpp"
 #include "dump_selection.hpp"
 #include "level_estimate.hpp"
 #include "options.hpp"
@@ -19,14 +20,25 @@
 
 namespace xendump::ctl {
 
+// --dump-level N, refused before the dump is looked for.
+std::string check_estimate(const Invocation& c) {
+    try {
+        cli::dump_level_choice(c.p);
+    } catch (const cli::UsageError& err) {
+        return err.message;
+    }
+    return {};
+}
+
 int cmd_estimate(Invocation& c) {
     const std::string path = c.dump_path.string();
     const DumpReader& reader = *c.dump;
     const auto info = dump_vmcoreinfo(reader, true);
     const auto start = std::chrono::steady_clock::now();
     kernel::DumpLevelEstimate e;
+    const unsigned also = cli::dump_level_choice(c.p);  // check_estimate: valid
     try {
-        e = kernel::estimate_dump_levels(dump_level_input(reader, info ? &*info : nullptr));
+        e = kernel::estimate_dump_levels(dump_level_input(reader, info ? &*info : nullptr), also);
     } catch (const Error& err) {
         std::fprintf(stderr, "xen-dumpctl estimate: %s: %s\n", path.c_str(), err.what());
         return cli::kExitFailure;

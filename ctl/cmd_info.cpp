@@ -14,6 +14,7 @@
 #include "guest_kernel.hpp"
 #include "options.hpp"
 #include "util/util.hpp"
+#include "written_as.hpp"
 #include "xendump/dump_kernel_log.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/printk_log.hpp"
@@ -127,7 +128,11 @@ nlohmann::json describe(const DumpReader& r) {
     const auto& kv = r.domain();
     nlohmann::json j;
     j["file"] = r.path().string();
-    j["format"] = r.format() == FileFormat::v1 ? "v1" : r.format() == FileFormat::kdump ? "kdump" : "xen_elf";
+    // How the file was written, as list shows it (written_as.hpp).
+    const WrittenAs written = written_as(r);
+    j["format"] = written.format;
+    j["compression"] = written.compression ? nlohmann::json(*written.compression) : nlohmann::json(nullptr);
+    j["dump_level"] = written.dump_level ? nlohmann::json(*written.dump_level) : nlohmann::json(nullptr);
     j["file_size"] = r.file_size();
     auto domid = kv.get(keys::kDomid);
     if (domid && !domid->empty() && domid->find_first_not_of("0123456789") == std::string::npos)
@@ -138,7 +143,9 @@ nlohmann::json describe(const DumpReader& r) {
     j["uuid"] = optional_key(kv, keys::kUuid);
     j["type"] = std::string(format::to_string(r.type()));
     j["guest_width"] = r.guest_width();
-    j["nr_pages"] = r.nr_pages();
+    j["nr_pages"] = r.nr_pages();  // a compact file's: its second bitmap, zero pages included
+    const auto zero = r.zero_pages();
+    j["zero_pages"] = zero ? nlohmann::json(*zero) : nlohmann::json(nullptr);
     j["page_size"] = r.page_size();
     j["nr_runs"] = r.runs().size();
     nlohmann::json vcpus = nlohmann::json::array();
@@ -168,14 +175,20 @@ std::string text_of(const nlohmann::json& v) {
 void print_text(const nlohmann::json& j) {
     auto line = [](const char* label, const std::string& value) { std::printf("%-13s %s\n", label, value.c_str()); };
     line("File:", text_of(j["file"]));
-    line("Format:", j["format"] == "v1"      ? "v1 (xen-dump-core)"
-                    : j["format"] == "kdump" ? "kdump (compact: makedumpfile's compressed kdump file)"
-                                             : "xen_elf (xl dump-core, sections only)");
+    // As list's FORMAT column (v1, kdump/zstd/d31), then what it is.
+    WrittenAs w{text_of(j["format"]), std::nullopt, std::nullopt};
+    if (!j["compression"].is_null()) w.compression = j["compression"].get<std::string>();
+    if (!j["dump_level"].is_null()) w.dump_level = j["dump_level"].get<unsigned>();
+    line("Format:", format_column(w) + (w.format == "v1"      ? " (xen-dump-core)"
+                                        : w.format == "kdump" ? " (compact: makedumpfile's compressed kdump file)"
+                                                              : " (xl dump-core, sections only)"));
     line("Domain:", text_of(j["domid"]) + " (" + text_of(j["name"]) + ")");
     line("UUID:", text_of(j["uuid"]));
     line("Type:", text_of(j["type"]) + ", " + std::to_string(j["guest_width"].get<unsigned>() * 8) + "-bit");
     const uint64_t pages = j["nr_pages"].get<uint64_t>();
     line("Pages:", std::to_string(pages) + " (" + cli::human_bytes(pages * j["page_size"].get<uint64_t>()) + ")");
+    if (!j["zero_pages"].is_null())
+        line("Zero pages:", text_of(j["zero_pages"]) + " of them (stored as the one shared zero page)");
     line("Runs:", text_of(j["nr_runs"]));
     std::string ids;
     for (const auto& v : j["vcpus"]) {

@@ -21,6 +21,7 @@
 #include "service_options.hpp"
 #include "util/util.hpp"
 #include "util/vocabulary.hpp"
+#include "written_as.hpp"
 #include "xendump/error.hpp"
 #include "xendump/reader.hpp"
 #include "xendump/text.hpp"
@@ -49,37 +50,26 @@ std::string panic_column(const std::optional<daemon::Sidecar>& info) {
 // compression and dump level); a file without one (written by another tool,
 // or its sidecar unreadable) says in its own headers. Nothing when neither
 // can (no sidecar and no file a reader opens).
-struct WrittenAs {
-    std::string format;                      // "v1", "kdump" or "xen_elf"
-    std::optional<std::string> compression;  // compact files
-    std::optional<unsigned> dump_level;      // compact files
-};
-
 std::optional<WrittenAs> written_as(const daemon::DumpEntry& e) {
     if (e.info) return WrittenAs{e.info->format, e.info->compression, e.info->dump_level};
     if (!is_present(e)) return std::nullopt;
     try {
-        const DumpReader r = DumpReader::open(e.dump);
-        WrittenAs w;
-        w.format = r.format() == FileFormat::v1 ? "v1" : r.format() == FileFormat::kdump ? "kdump" : "xen_elf";
-        if (const auto compact = r.compact_format()) {
-            w.compression = std::string(to_string(compact->compression));
-            w.dump_level = compact->dump_level;
-        }
-        return w;
+        return ctl::written_as(DumpReader::open(e.dump));
     } catch (const Error&) {
         return std::nullopt;  // not a dump a reader opens: the columns say "-"
     }
 }
 
-// The FORMAT column: "v1", or "kdump/zstd/d31" (format/compression/dump
-// level, each part left out when unknown); "-" when nothing says.
-std::string format_column(const std::optional<WrittenAs>& w) {
-    if (!w) return "-";
-    std::string out = escape_text(w->format);
-    if (w->compression) out += "/" + escape_text(*w->compression);
-    if (w->dump_level) out += "/d" + std::to_string(*w->dump_level);
-    return out;
+// A compact dump's zero pages (written_as.hpp): the sidecar's, else the
+// file's when it has one; null for v1 files and when nothing says.
+std::optional<uint64_t> zero_pages(const daemon::DumpEntry& e) {
+    if (e.info && e.info->zero_pages) return e.info->zero_pages;
+    if (!is_present(e) || (e.info && e.info->format != "kdump")) return std::nullopt;
+    try {
+        return DumpReader::open(e.dump).zero_pages();
+    } catch (const Error&) {
+        return std::nullopt;
+    }
 }
 
 template <class T>
@@ -123,6 +113,7 @@ int cmd_list(Invocation& c) {
             j[vocab::kFormat.json] = written ? nlohmann::ordered_json(written->format) : nullptr;
             j[vocab::kCompression.json] = written ? or_null(written->compression) : nullptr;
             j[vocab::kDumpLevel.json] = written ? or_null(written->dump_level) : nullptr;
+            j[vocab::kZeroPages.json] = or_null(zero_pages(e));
             out.push_back(j);
         }
         print_json(out, c.json);
@@ -139,7 +130,8 @@ int cmd_list(Invocation& c) {
     for (const auto& e : entries) {
         files.push_back(escape_text(is_present(e) || is_missing(e) ? e.dump.filename().string() : "(none)"));
         file_width = std::max(file_width, files.back().size());
-        formats.push_back(format_column(written_as(e)));
+        const auto written = written_as(e);
+        formats.push_back(written ? format_column(*written) : "-");
         format_width = std::max(format_width, formats.back().size());
     }
     const int fw = static_cast<int>(file_width), mw = static_cast<int>(format_width);

@@ -61,6 +61,7 @@ int cmd_dump(Invocation& c);  // cmd_dump.cpp: a plain ELF vmcore of a dump
 std::string check_dump(const Invocation& c);
 int cmd_backtrace(Invocation& c);
 int cmd_estimate(Invocation& c);
+std::string check_estimate(const Invocation& c);
 // The service's subcommands (cmd_list.cpp, cmd_vacuum.cpp, cmd_status.cpp, cmd_cancel.cpp).
 int cmd_list(Invocation& c);
 int cmd_vacuum(Invocation& c);

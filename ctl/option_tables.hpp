@@ -63,6 +63,9 @@ inline constexpr Option kDebugOwn[] = {
     {"", 'A', Arg::required, "ARGS", "more arguments for the debugger (split on white space)"},
     {"print-command", 0, Arg::none, "", "print the command line instead of running it"},
 };
+inline constexpr Option kEstimateOwn[] = {
+    {"dump-level", 0, Arg::required, "N", "also the row of dump level N (0-31), as a compact\ndump at that level would keep"},
+};
 inline constexpr Option kDumpOwn[] = {
     {"output", 'o', Arg::required, "FILE", "write the vmcore to FILE (required; '-': standard output)"},
 };
@@ -146,14 +149,16 @@ inline const std::vector<VerbTable>& verb_tables() {
          "Of the dumps MATCH selects, the latest one that has a file is read.\n",
          join({kJsonOption, kSelectionOptions, kServiceOptions})},
         {"estimate", "show what each dump level (makedumpfile -d) would keep of a dump's guest",
-         "xen-dumpctl estimate [--json[=short|pretty]] " XENDUMP_CTL_SELECTION,
+         "xen-dumpctl estimate [--dump-level N] [--json[=short|pretty]] " XENDUMP_CTL_SELECTION,
          "Show what each dump level (makedumpfile -d: bit 1 zero pages, 2 cache, 4 private\n"
          "cache, 8 user data, 16 free pages; 31 all) would keep of the dump's guest, and the pages\n"
          "and bytes of each class, as makedumpfile's memory usage report does. The classes come\n"
          "from the guest kernel's struct pages through its VMCOREINFO; without one only zero pages\n"
-         "count. With --json, one JSON object.\n"
+         "count. A level's kept pages are the pages of a compact dump at that level, zero pages\n"
+         "included (each kept as the file's one shared zero page: the ZERO PAGES column), as\n"
+         "info and list count them. With --json, one JSON object.\n"
          "Of the dumps MATCH selects, the latest one that has a file is read.\n",
-         join({kJsonOption, kSelectionOptions, kServiceOptions})},
+         join({kEstimateOwn, kJsonOption, kSelectionOptions, kServiceOptions})},
         {"backtrace", "print a backtrace of every vcpu of the guest kernel in a dump", kBacktraceUsage, kBacktraceHelp,
          join({kJsonOption, kSelectionOptions, kServiceOptions})},
         {"bt", "short for backtrace", kBacktraceUsage, kBacktraceHelp,

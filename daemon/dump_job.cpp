@@ -18,6 +18,7 @@
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
 #include "xendump/kernel/dump_level.hpp"
+#include "xendump/reader.hpp"
 
 namespace xendump::daemon {
 
@@ -361,6 +362,14 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
         const auto* cancel = hooks.dump.write.cancel;
         bool cancelled = cancel && cancel->load();
         return finish(cancelled ? DumpOutcome::cancelled : DumpOutcome::failed, e.what());
+    }
+    // A compact file's zero pages, as info counts them (its descriptors).
+    if (how.kdump) {
+        try {
+            s.zero_pages = DumpReader::open(out.path).zero_pages();
+        } catch (const Error&) {
+            // Left out: the file's check and the guest log below say what is wrong.
+        }
     }
     // The guest runs again (or stays crashed) by now: its log is read from
     // the finished file, while the room for the sidecar is still held, and

@@ -21,7 +21,8 @@ const char* kUsage =
     "       xen-dumpd --domain ID|NAME [-o PATH|-] [--live] [--host HOST] [--dump-dir DIR]\n"
     "                 [--no-digests] [--format v1|kdump] [--compress ALG] [--dump-level N]\n"
     "                 [--threads N] [-q|--quiet]\n"
-    "       xen-dumpd --domain ID|NAME --estimate [--json[=short|pretty]] [--live] [--host HOST]\n"
+    "       xen-dumpd --domain ID|NAME --estimate [--dump-level N] [--json[=short|pretty]] [--live]\n"
+    "                 [--host HOST]\n"
     "\n"
     "Without --domain, runs the dump service in the foreground (for systemd): dumps\n"
     "crashed domains, answers requests on the control socket, applies storage limits.\n"
@@ -79,12 +80,15 @@ int main(int argc, char** argv) {
     one.estimate = p.has("--estimate");
     if (p.has("--json") && !one.estimate) return usage_error("--json needs --estimate");
     if (one.estimate && (p.has("--output") || p.has("--no-digests") || p.has("--format") || p.has("--compress") ||
-                         p.has("--dump-level") || p.has("--threads")))
-        return usage_error("--estimate writes no dump: it takes no -o, --no-digests, --format, --compress, "
-                           "--dump-level or --threads");
+                         p.has("--threads")))
+        return usage_error("--estimate writes no dump: it takes no -o, --no-digests, --format, --compress "
+                           "or --threads");
     try {
         one.json = xendump::cli::json_style(p);
-        const xendump::cli::DumpFormatChoice format = xendump::cli::dump_format_choice(p);
+        // With --estimate, --dump-level N adds level N's row (a compact dump's level, no --format).
+        if (one.estimate) one.estimate_level = xendump::cli::dump_level_choice(p);
+        const xendump::cli::DumpFormatChoice format =
+            one.estimate ? xendump::cli::DumpFormatChoice{} : xendump::cli::dump_format_choice(p);
         if (p.has("--format")) one.format = DumpFormat{format.kdump, format.compression, format.dump_level};
     } catch (const xendump::cli::UsageError& e) {
         return usage_error(e.message);

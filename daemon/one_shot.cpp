@@ -131,6 +131,7 @@ int estimate(const OneShotOptions& o, const Config& cfg) {
         const uint32_t domid = resolve_domain(*hv, o.domain);
         DumpOptions opts;
         opts.live = o.live;
+        opts.dump_level = o.estimate_level;
         opts.write.cancel = &g_cancel;
         opts.write.on_warning = [&](const std::string& w) {
             if (!o.quiet) say("warning: " + w);

@@ -24,6 +24,7 @@ struct OneShotOptions {
     // Format=, Compress=, DumpLevel= for the domain (-o: v1).
     std::optional<DumpFormat> format;
     bool estimate = false;  // --estimate: what each dump level keeps; no dump
+    unsigned estimate_level = 0;  // --estimate --dump-level N: level N's row too
     cli::JsonStyle json;    // --json (with --estimate)
     bool quiet = false;
     // --threads is in overrides (it also names the service's Threads=): sent

@@ -23,7 +23,7 @@ inline constexpr cli::Option kDaemonOptions[] = {
      "v1 or kdump: a compact file, makedumpfile's compressed\nkdump format (not to standard output); default Format=,\nelse v1"},
     {"compress", 0, cli::Arg::required, "ALG", "kdump page compression: zstd (default), lz4, lzo,\nzlib, none"},
     {"dump-level", 0, cli::Arg::required, "N",
-     "kdump: leave out what makedumpfile's dump level N does\n(0-31; 31: zero, cache, user and free pages)"},
+     "kdump: leave out what makedumpfile's dump level N does\n(0-31; 31: cache, user and free pages, and zero\npages take no room); with --estimate: that level's row too"},
     {"estimate", 0, cli::Arg::none, "", "print what each dump level would keep; write nothing"},
     {"json", 0, cli::Arg::optional, "short|pretty", "with --estimate: JSON instead of text (short: on one line)"},
     {"threads", 0, cli::Arg::required, "N",

@@ -81,6 +81,7 @@ std::string Sidecar::to_json() const {
     j[vocab::kFormat.sidecar] = format;
     if (compression) j[vocab::kCompression.sidecar] = *compression;
     if (dump_level) j[vocab::kDumpLevel.sidecar] = *dump_level;
+    if (zero_pages) j[vocab::kZeroPages.sidecar] = *zero_pages;
     if (guest_log) {
         nlohmann::ordered_json g = nlohmann::ordered_json::object();
         if (guest_log->records) {
@@ -127,6 +128,7 @@ Sidecar Sidecar::from_json(const std::string& text, const std::string& origin) {
         s.format = j.value(vocab::kFormat.sidecar, "v1");
         if (j.contains(vocab::kCompression.sidecar)) s.compression = j[vocab::kCompression.sidecar].get<std::string>();
         if (j.contains(vocab::kDumpLevel.sidecar)) s.dump_level = j[vocab::kDumpLevel.sidecar].get<unsigned>();
+        if (j.contains(vocab::kZeroPages.sidecar)) s.zero_pages = j[vocab::kZeroPages.sidecar].get<uint64_t>();
         if (j.contains("guest_log") && j["guest_log"].is_object()) {
             const auto& g = j["guest_log"];
             GuestLog log;

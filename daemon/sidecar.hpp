@@ -57,6 +57,10 @@ struct Sidecar {
     // once the dump is written; as asked, in a failed dump's record).
     std::optional<std::string> compression;
     std::optional<unsigned> dump_level;
+    // A written compact file's zero pages: those of `pages` (its second
+    // bitmap, zero pages included) stored as its one shared zero page
+    // (DumpReader::zero_pages). Absent for v1 files and in failed dumps.
+    std::optional<uint64_t> zero_pages;
     // Written dumps only (absent in failed ones and sidecars of older versions):
     std::optional<GuestLog> guest_log;
     std::optional<std::string> guest_panic;  // the log's first crash report line, as dmesg prints it

@@ -42,5 +42,10 @@ inline constexpr Term kDmesgPath{nullptr, nullptr, "GUEST_DMESG_PATH", nullptr, 
 inline constexpr Term kFormat{nullptr, "format", "DUMP_FORMAT", nullptr, "format"};
 inline constexpr Term kCompression{nullptr, "compression", "DUMP_COMPRESSION", nullptr, "compression"};
 inline constexpr Term kDumpLevel{nullptr, "dump_level", "DUMP_LEVEL", nullptr, "dump_level"};
+// A compact file's zero pages: those of its `pages` (its second bitmap, zero
+// pages included) stored as its one shared zero page (DumpReader::zero_pages;
+// xen-dumpctl estimate's zero_pages of the level). Absent (sidecar) or null
+// (list --json) for v1 files.
+inline constexpr Term kZeroPages{nullptr, "zero_pages", nullptr, nullptr, "zero_pages"};
 
 }  // namespace xendump::vocab

@@ -149,6 +149,7 @@ TEST(DumpLevels, CommandLineRefusesWhatV1AndEstimateCannotMean) {
         {{"--estimate", "-o", "x.core"}, "--estimate writes no dump"},
         {{"--estimate", "--format", "kdump"}, "--estimate writes no dump"},
         {{"--estimate", "--json=long"}, "--json takes short or pretty"},
+        {{"--estimate", "--dump-level", "32"}, "--dump-level wants a number from 0 to 31"},
     };
     for (const auto& c : cases) {
         RunResult r = h.dumpd("linux", c.args);

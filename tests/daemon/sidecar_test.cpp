@@ -117,8 +117,8 @@ TEST(Sidecar, GuestBacktraceRoundTripsAndFillsTheJournalLine) {
 }
 
 // How the dump was written (issue 18 item 4): format always, compression
-// and dump level for a compact file; a sidecar of an older version, without
-// them, reads as v1.
+// and dump level for a compact file, and its zero pages; a sidecar of an
+// older version, without them, reads as v1.
 TEST(Sidecar, FormatCompressionAndDumpLevelRoundTrip) {
     TempDir dir;
     Sidecar s;
@@ -126,18 +126,25 @@ TEST(Sidecar, FormatCompressionAndDumpLevelRoundTrip) {
     s.dump_file = "web01-7-20231114T221320Z.core";
     EXPECT_NE(s.to_json().find("\"format\": \"v1\""), std::string::npos) << s.to_json();
     EXPECT_EQ(s.to_json().find("dump_level"), std::string::npos);
+    EXPECT_EQ(s.to_json().find("zero_pages"), std::string::npos);  // a v1 file has none
     s.format = "kdump";
     s.compression = "zstd";
     s.dump_level = 31;
+    s.pages = 19027;
+    s.zero_pages = 6448;
     write_sidecar(sidecar_path(dir / s.dump_file), s);
     const Sidecar r = read_sidecar(sidecar_path(dir / s.dump_file));
     EXPECT_EQ(r.format, "kdump");
     EXPECT_EQ(r.compression, std::optional<std::string>("zstd"));
     EXPECT_EQ(r.dump_level, std::optional<unsigned>(31));
+    EXPECT_EQ(r.pages, 19027u);
+    EXPECT_EQ(r.zero_pages, std::optional<uint64_t>(6448));
+    EXPECT_NE(r.to_json().find("\"zero_pages\": 6448"), std::string::npos) << r.to_json();
     EXPECT_EQ(r.to_json(), s.to_json());
     const Sidecar old = Sidecar::from_json(R"({"domain":"web01","result":"ok"})", "old.json");
     EXPECT_EQ(old.format, "v1");
     EXPECT_FALSE(old.dump_level.has_value());
+    EXPECT_FALSE(old.zero_pages.has_value());
 }
 
 TEST(Sidecar, AllOutcomes) {

@@ -7,6 +7,8 @@
 // Each skips cleanly when its reader is not installed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -81,10 +83,14 @@ TEST(KdumpLevels, ConvertAtLevel31KeepsWhatTheEstimateSays) {
     const auto info = dump_vmcoreinfo(orig, false);
     ASSERT_TRUE(info.has_value());
     const kernel::DumpLevelEstimate e = kernel::estimate_dump_levels(dump_level_input(orig, &*info));
-    uint64_t want = 0;
+    uint64_t want = 0, want_zero = 0;
     for (const auto& l : e.levels)
-        if (l.level == 31) want = l.kept_pages;
-    ASSERT_GT(want, 0u);
+        if (l.level == 31) {
+            want = l.kept_pages;
+            want_zero = l.zero_pages;
+        }
+    ASSERT_GT(want, want_zero);
+    ASSERT_GT(want_zero, 0u);
     ASSERT_LT(want, orig.nr_pages());
 
     std::vector<std::string> warnings;
@@ -96,9 +102,9 @@ TEST(KdumpLevels, ConvertAtLevel31KeepsWhatTheEstimateSays) {
     EXPECT_TRUE(warnings.empty()) << warnings[0];
     DumpReader c = DumpReader::open(out);
     EXPECT_TRUE(c.verify().empty());
-    // The estimate counts zero pages as left out (makedumpfile --mem-usage
-    // does too); the file keeps them as the shared zero page (makedumpfile's
-    // kdump files do too), so its non-zero pages are the estimate's.
+    // The file keeps its zero pages as the shared zero page (makedumpfile's
+    // kdump files do too): its pages are the estimate's kept pages, its zero
+    // pages the estimate's.
     std::vector<std::byte> a(4096), b(4096);
     uint64_t nonzero = 0;
     for (uint64_t i = 0; i < c.nr_pages(); ++i) {
@@ -108,8 +114,9 @@ TEST(KdumpLevels, ConvertAtLevel31KeepsWhatTheEstimateSays) {
         ASSERT_EQ(0, std::memcmp(a.data(), b.data(), 4096)) << "pfn " << pe.pfn;
         if (!kernel::is_zero_page(b)) ++nonzero;
     }
-    EXPECT_EQ(nonzero, want);
-    EXPECT_GT(c.nr_pages(), want);
+    EXPECT_EQ(c.nr_pages(), want);
+    EXPECT_EQ(nonzero, want - want_zero);
+    EXPECT_EQ(c.zero_pages(), std::optional<uint64_t>(want_zero));
     kdump::KdumpFile k(std::make_shared<reader::DumpFile>(out.string()));
     EXPECT_EQ(k.sub_header().dump_level, 31);
     EXPECT_EQ(k.present_bitmap().count(), orig.nr_pages());
@@ -223,6 +230,34 @@ TEST(KdumpInterop, ZstdAtLevel31IsSmallerThanMakedumpfilesZlib) {
     ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
     const double ratio = static_cast<double>(fs::file_size(ours)) / static_cast<double>(fs::file_size(theirs));
     EXPECT_LE(ratio, 0.94) << fs::file_size(ours) << " bytes against makedumpfile's " << fs::file_size(theirs);
+}
+
+// Issue 32 item 6: makedumpfile's own compact files count as ours do. With
+// level bit 1 it keeps every zero page in its second bitmap as a descriptor
+// of its shared zero page, which it puts right after the descriptors (ours:
+// at the next block): DumpReader reads its pages and zero pages as the
+// estimate's row of that level.
+TEST(KdumpInterop, MakedumpfilesFilesHoldTheEstimatesKeptAndZeroPages) {
+    if (!have("makedumpfile")) GTEST_SKIP() << "makedumpfile is not installed";
+    TempDir dir;
+    const fs::path v1 = dir / "linux.v1";
+    dump_domain_to_file(*fixture().host->hv, kDomid, v1, DumpOptions{});
+    DumpReader orig = DumpReader::open(v1);
+    const auto info = dump_vmcoreinfo(orig, false);
+    ASSERT_TRUE(info.has_value());
+    const kernel::DumpLevelEstimate e = kernel::estimate_dump_levels(dump_level_input(orig, &*info));
+    for (unsigned level : {1u, 31u}) {
+        SCOPED_TRACE("level " + std::to_string(level));
+        const fs::path theirs = dir / ("makedumpfile-d" + std::to_string(level) + ".kdump");
+        RunResult m = run({"makedumpfile", "-c", "-d", std::to_string(level), v1.string(), theirs.string()});
+        ASSERT_EQ(m.exit_code, 0) << m.out << m.err;
+        const auto row = std::find_if(e.levels.begin(), e.levels.end(), [&](const auto& l) { return l.level == level; });
+        ASSERT_NE(row, e.levels.end());
+        ASSERT_GT(row->zero_pages, 0u);
+        DumpReader r = DumpReader::open(theirs);
+        EXPECT_EQ(r.nr_pages(), row->kept_pages);
+        EXPECT_EQ(r.zero_pages(), std::optional<uint64_t>(row->zero_pages));
+    }
 }
 
 TEST(KdumpInterop, XenDumpctlInfoAndVerify) {

@@ -362,8 +362,19 @@ TEST(DumpLevel, EstimatePrintsEveryLevel) {
     const json j = json::parse(r.out);
     EXPECT_EQ(j["max_level"], 31);
     EXPECT_EQ(j["total_pages"], DumpReader::open(d.dump).nr_pages());
+    // kept_pages are a compact file's (zero pages kept as its shared zero
+    // page); makedumpfile counts a level with bit 1 without its zero pages.
     std::map<unsigned, uint64_t> printed;
-    for (const auto& l : j["levels"]) printed[l["level"].get<unsigned>()] = l["kept_pages"].get<uint64_t>();
+    for (const auto& l : j["levels"]) {
+        const unsigned level = l["level"].get<unsigned>();
+        const uint64_t kept = l["kept_pages"].get<uint64_t>(), zero = l["zero_pages"].get<uint64_t>();
+        EXPECT_EQ(l["kept_bytes"].get<uint64_t>(), (kept - zero) * 4096) << level;
+        if (level == 0) {
+            EXPECT_EQ(kept, j["total_pages"].get<uint64_t>());
+            continue;
+        }
+        printed[level] = (level & kernel::kExcludeZero) ? kept - zero : kept;
+    }
     EXPECT_EQ(printed, kPlainKept);
     // Level 31 keeps what no class took.
     uint64_t excluded = 0;
@@ -373,6 +384,19 @@ TEST(DumpLevel, EstimatePrintsEveryLevel) {
     ASSERT_EQ(text.exit_code, 0) << text.err;
     EXPECT_NE(text.out.find("\n31     " ), std::string::npos) << text.out;
     EXPECT_NE(text.out.find("FREE "), std::string::npos) << text.out;
+    // --dump-level N adds level N's row: 5 (bits 1 and 4) keeps what 4 keeps.
+    RunResult five = run({"xen-dumpctl", "estimate", "--json", "--dump-level", "5", d.dump.string()});
+    ASSERT_EQ(five.exit_code, 0) << five.err;
+    const json with_five = json::parse(five.out);
+    std::map<unsigned, json> rows;
+    for (const auto& l : with_five["levels"]) rows[l["level"].get<unsigned>()] = l;
+    ASSERT_TRUE(rows.contains(5) && rows.contains(4)) << five.out;
+    EXPECT_EQ(rows[5]["kept_pages"], rows[4]["kept_pages"]);
+    EXPECT_EQ(rows[5]["applied_level"], 5);
+    // A level beyond 31 is refused before any dump is looked for.
+    RunResult bad = run({"xen-dumpctl", "estimate", "--dump-level", "32", "/nonexistent.core"});
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("--dump-level wants a number from 0 to 31"), std::string::npos) << bad.err;
 }
 
 }  // namespace

@@ -83,8 +83,9 @@ DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesy
 // without writing anything: the guest is paused for the classification as
 // for a dump (unless options.live) and runs again afterwards. Reads every
 // page to find the VMCOREINFO and the zero pages, and the struct pages once
-// per level. options.write's cancel and on_warning are used; Error as for a
-// dump.
+// per level. options.write's cancel and on_warning are used, and
+// options.dump_level's row is given too (kernel::estimate_dump_levels'
+// `also`); Error as for a dump.
 kernel::DumpLevelEstimate estimate_domain_levels(Hypervisor& hv, uint32_t domid, const DumpOptions& options = {});
 
 // Streams the dump to `fd` (a pipe or a file), no seeks unless `seekable`.

@@ -152,6 +152,11 @@ public:
     bool has_digests() const;
     uint64_t pages_offset() const;    // file offset of .xen_pages (0 for kdump files)
     std::optional<CompactFormat> compact_format() const;  // kdump files only
+    // A compact (kdump) file's zero pages: those of nr_pages() (its second
+    // bitmap) stored as its one shared zero page, which take no page data
+    // (xen-dump-core(5)); counted over the descriptors on each call. nullopt
+    // for v1 and xen_elf files, which store every page in its own place.
+    std::optional<uint64_t> zero_pages() const;
 
     // Page lookups: O(log runs) / O(log pages). Return false for a page not in
     // the dump (a hole is "not found", never zeros).

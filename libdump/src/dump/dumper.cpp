@@ -356,7 +356,7 @@ DumpResult dump_domain_to_fd(Hypervisor& hv, uint32_t domid, int fd, bool seekab
 kernel::DumpLevelEstimate estimate_domain_levels(Hypervisor& hv, uint32_t domid, const DumpOptions& options) {
     PreparedDomain prepared(hv, domid, options);
     const auto live = live_level_input(prepared.get(), options);
-    return kernel::estimate_dump_levels(live->input);
+    return kernel::estimate_dump_levels(live->input, options.dump_level);
 }
 
 }  // namespace xendump

@@ -129,6 +129,32 @@ KdumpFile::KdumpFile(std::shared_ptr<const reader::DumpFile> file) : file_(std::
     notes_ = reader::parse_notes_in_file(*file_, sub_.offset_note, sub_.size_note, "note area", limit, reader::kMaxNotes);
 }
 
+uint64_t KdumpFile::shared_zero_pages() const {
+    const uint64_t stored = stored_pages();
+    const uint64_t table_end = desc_offset_ + stored * sizeof(PageDesc);  // inside the file (constructor)
+    const uint64_t at[2] = {table_end, (table_end + kBlockSize - 1) / kBlockSize * kBlockSize};
+    bool zeros[2] = {false, false};
+    std::vector<std::byte> page(kPage);
+    for (int k = 0; k < 2; ++k) {
+        if (!range_inside(at[k], kPage, file_->size())) continue;
+        file_->read_exact(at[k], page, "shared zero page");
+        zeros[k] = std::all_of(page.begin(), page.end(), [](std::byte b) { return b == std::byte{0}; });
+    }
+    if (!zeros[0] && !zeros[1]) return 0;
+    constexpr uint64_t kWindow = 4096;  // descriptors read at once (96 KiB)
+    std::vector<PageDesc> descs;
+    uint64_t n = 0;
+    for (uint64_t first = 0; first < stored; first += kWindow) {
+        descs.resize(static_cast<size_t>(std::min(kWindow, stored - first)));
+        file_->read_exact(desc_offset_ + first * sizeof(PageDesc), std::as_writable_bytes(std::span(descs)),
+                          "page descriptor " + std::to_string(first));
+        for (const PageDesc& d : descs)
+            if (d.flags == 0 && d.size == kPage && ((zeros[0] && d.offset == at[0]) || (zeros[1] && d.offset == at[1])))
+                ++n;
+    }
+    return n;
+}
+
 PageDesc KdumpFile::descriptor(uint64_t index) const {
     if (index >= stored_pages())
         throw Error("page index " + std::to_string(index) + " is past the stored pages (" +

@@ -54,6 +54,13 @@ public:
     // (Note::desc empty: they lie at desc_offset, desc_size bytes).
     const reader::NoteList& notes() const { return notes_; }
 
+    // The stored pages whose descriptor points at the file's shared zero
+    // page (raw, 4096 bytes, at the end of the descriptor table as
+    // makedumpfile puts it, or at the next block as ours do; only a page
+    // there that reads as zeros counts): its zero pages. Reads every
+    // descriptor, a window at a time.
+    uint64_t shared_zero_pages() const;
+
     // Descriptor of stored page `index` (checked: inside the file).
     PageDesc descriptor(uint64_t index) const;
     // Reads and decompresses stored page `index` into `out` (a page). Throws

@@ -606,7 +606,8 @@ PageSelection select_pages(const DumpLevelInput& input, unsigned level) {
     return c.run(level);
 }
 
-DumpLevelEstimate estimate_dump_levels(const DumpLevelInput& input) {
+DumpLevelEstimate estimate_dump_levels(const DumpLevelInput& input, unsigned also) {
+    if (also > kMaxDumpLevel) throw Error("dump level " + std::to_string(also) + " is out of range (0..31)");
     Classifier c(input);
     DumpLevelEstimate e;
     e.total_pages = input.present->nr_entries();
@@ -619,27 +620,35 @@ DumpLevelEstimate estimate_dump_levels(const DumpLevelInput& input) {
     for_each_entry_window(*input.present, [&](uint64_t, std::span<const PageEntry> w) {
         for (const auto& entry : w) {
             if ((++n & 4095) == 0) check_cancel(input.cancel);
-            if (input.reader(entry.pfn, PageSpan(buf)) && is_zero_page(buf)) zero.set(entry.pfn);
+            // A page that cannot be read is written as zeros: the shared zero page.
+            if (!input.reader(entry.pfn, PageSpan(buf)) || is_zero_page(buf)) zero.set(entry.pfn);
         }
     });
-    auto kept_nonzero = [&](const PageSelection& s, bool drop_zero) {
-        if (!drop_zero) return s.keep.count();
+    // The kept pages that are zero: a compact file keeps them as the shared zero page.
+    auto kept_zero = [&](const PageSelection& s) {
         PfnBitmap z(zero.size());
         z.merge_masked(zero, s.keep);
-        return s.keep.count() - z.count();
+        return z.count();
     };
-    std::vector<unsigned> levels = {1, 2, 4, 8, 16, 31};
-    if (std::find(levels.begin(), levels.end(), e.max_level) == levels.end()) levels.push_back(e.max_level);
+    std::vector<unsigned> levels = {0, 1, 2, 4, 8, 16, 31};
+    std::erase_if(levels, [&](unsigned l) { return c.supported(l) != l; });
+    for (unsigned l : {e.max_level, also})
+        if (std::find(levels.begin(), levels.end(), l) == levels.end()) levels.push_back(l);
+    std::sort(levels.begin(), levels.end());
     for (unsigned level : levels) {
-        if (c.supported(level) != level) continue;
+        if (level == 0) {  // a level-0 file keeps every present page (no selection)
+            e.levels.push_back({0, 0, e.total_pages, zero.count()});
+            continue;
+        }
         PageSelection s = c.run(level);
-        e.levels.push_back({level, kept_nonzero(s, level & kExcludeZero)});
+        const uint64_t zeros = kept_zero(s);
+        e.levels.push_back({level, s.level, s.keep.count(), zeros});
         if (level != e.max_level) continue;
         // The classes as the highest level the guest supports excludes them.
         e.excluded = s.excluded;
         e.protected_pages = s.protected_pages;
         e.unreadable_struct_pages = s.unreadable_struct_pages;
-        e.excluded[static_cast<size_t>(PageClass::zero)] = s.keep.count() - kept_nonzero(s, true);
+        e.excluded[static_cast<size_t>(PageClass::zero)] = zeros;
     }
     return e;
 }

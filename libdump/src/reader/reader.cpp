@@ -62,6 +62,11 @@ std::optional<CompactFormat> DumpReader::compact_format() const {
     return f;
 }
 
+std::optional<uint64_t> DumpReader::zero_pages() const {
+    if (!impl_->kdump) return std::nullopt;
+    return impl_->kdump->shared_zero_pages();
+}
+
 std::optional<KernelImageMapping> DumpReader::kernel_image_mapping() const {
     const auto& segs = impl_->elf.segments;
     if (impl_->format != FileFormat::v1 || segs.size() < 3) return std::nullopt;

@@ -163,19 +163,33 @@ PageSelection select_pages(const DumpLevelInput& input, unsigned level);
 // The pages and bytes each class holds and what each level keeps, as
 // `makedumpfile --mem-usage` reports them (reads every present page once
 // for the zero check, and the struct pages once per level).
+//
+// What a level keeps is what a compact file written at that level holds
+// (xen-dump-core(5)): `kept_pages` are the pages of its second bitmap, zero
+// pages included (level bit 1 leaves no page out: a zero page is kept as a
+// descriptor of the file's one shared zero page), and `zero_pages` are those
+// of them that are all zero, which take no page data. The same two figures
+// as DumpReader::nr_pages() and DumpReader::zero_pages() of the file.
+// (makedumpfile --mem-usage counts a level with bit 1 as kept_pages -
+// zero_pages.)
 struct LevelEstimate {
-    unsigned level;
-    uint64_t kept_pages;
+    unsigned level;             // as asked
+    unsigned applied;           // what a dump asked for `level` applies (DumpLevelInput's guest may lack a bit)
+    uint64_t kept_pages;        // the second bitmap's pages, zero pages included
+    uint64_t zero_pages;        // of them, all zero (stored as the shared zero page)
 };
 struct DumpLevelEstimate {
     uint64_t total_pages = 0;
-    std::array<uint64_t, kPageClasses> excluded{};  // level 31's exclusions per class
+    std::array<uint64_t, kPageClasses> excluded{};  // level 31's exclusions per class (zero: the zero pages it keeps)
     uint64_t protected_pages = 0;                    // at level 31
     uint64_t unreadable_struct_pages = 0;
-    std::vector<LevelEstimate> levels;               // 1, 2, 4, 8, 16, 31 (those supported)
+    // 0, 1, 2, 4, 8, 16, 31 (those the guest supports), the highest level
+    // the guest supports, and `also` (supported or not), ascending.
+    std::vector<LevelEstimate> levels;
     unsigned max_level = 0;                          // the highest level the guest supports
     std::vector<std::string> limits;
 };
-DumpLevelEstimate estimate_dump_levels(const DumpLevelInput& input);
+// `also`: a level (0..31; Error beyond) whose row is wanted as well.
+DumpLevelEstimate estimate_dump_levels(const DumpLevelInput& input, unsigned also = 0);
 
 }  // namespace xendump::kernel
