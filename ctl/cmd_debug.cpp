@@ -1,7 +1,8 @@
 // xen-dumpctl debug [MATCH...]: starts a debugger (crash, gdb or drgn) on a
 // dump, as `coredumpctl debug` does, with the guest kernel's debug vmlinux
 // found by the release the dump records (KERNEL= in its domain note, else
-// the release found in its pages): /usr/lib/debug/boot/vmlinux-RELEASE or
+// the release found in its pages; only a release name, kernel::is_release_name,
+// never the path or the text a hostile guest reports): /usr/lib/debug/boot/vmlinux-RELEASE or
 // /usr/lib/debug/lib/modules/RELEASE/vmlinux (Debian's linux-image-*-dbg),
 // else, when DEBUGINFOD_URLS is set, from debuginfod by the build id of the
 // dump's VMCOREINFO (debuginfod-find debuginfo BUILDID), or --vmlinux FILE. crash opens our dumps as kdump vmcores (xen-dump-core(5)),
@@ -35,12 +36,26 @@ namespace xendump::ctl {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// A release the guest chose that is no release name (xen-dumpctl(1) "Text
+// from the guest"): it names no path, no package and nothing to fetch.
+Error untrusted_release(const std::string& release) {
+    return Error("the guest kernel's release the dump records, " + shown_release(release) +
+                 ", is not a release name (one path component of [A-Za-z0-9._+~-]): the guest chose it, so it "
+                 "names no debug vmlinux and nothing is fetched for it; give --vmlinux FILE");
+}
+
+}  // namespace
+
 std::vector<fs::path> vmlinux_candidates(const std::string& release, const fs::path& root) {
+    if (!kernel::is_release_name(release)) return {};  // "/tmp/x" or "../.." would leave the directory
     return {root / "usr/lib/debug/boot" / ("vmlinux-" + release),
             root / "usr/lib/debug/lib/modules" / release / "vmlinux"};
 }
 
 fs::path find_vmlinux(const std::string& release, const fs::path& root) {
+    if (!kernel::is_release_name(release)) throw untrusted_release(release);
     const auto candidates = vmlinux_candidates(release, root);
     std::string tried;
     for (const auto& c : candidates) {
@@ -141,8 +156,8 @@ RecordedKernel recorded_kernel(const fs::path& dump) {
     if (auto text = r.vmcoreinfo())
         if (auto info = kernel::Vmcoreinfo::parse(*text))
             if (auto id = info->build_id()) k.build_id = std::string(*id);
-    if (auto v = r.domain().get(keys::kKernel); v && !v->empty()) {
-        k.release = *v;
+    if (auto noted = noted_release(r); !noted.empty()) {
+        k.release = std::move(noted);
         return k;
     }
     // Dumps written before KERNEL= existed, and converted xl files: look in the pages.
@@ -156,6 +171,11 @@ RecordedKernel recorded_kernel(const fs::path& dump) {
 // The debug vmlinux for `k`: installed under `root`, else (DEBUGINFOD_URLS
 // set) from debuginfod by the build id. Throws Error naming what was tried.
 fs::path locate_vmlinux(const RecordedKernel& k, const fs::path& dump, const fs::path& root) {
+    // A guest that reports a path for its release may be steering the
+    // debugger to a file it planted: no path, no package and no debuginfod
+    // fetch for such a dump (its build id is guest text too).
+    if (!k.release.empty() && !kernel::is_release_name(k.release))
+        throw untrusted_release(k.release).with_object(dump.string());
     const char* urls = std::getenv("DEBUGINFOD_URLS");
     const bool debuginfod = urls && *urls && !k.build_id.empty();
     if (k.release.empty() && !debuginfod)

@@ -20,6 +20,7 @@
 #include "xendump/kernel/printk_log.hpp"
 #include "xendump/kernel/prstatus.hpp"
 #include "xendump/reader.hpp"
+#include "xendump/text.hpp"
 
 namespace xendump::ctl {
 
@@ -108,7 +109,10 @@ nlohmann::json describe_kernel(const DumpReader& r) {
     const DumpKernel k = find_dump_kernel(r);
     nlohmann::json j;
     j["found"] = k.found();
+    // Raw in JSON; release_trusted says whether it may name the kernel
+    // (kernel::is_release_name: xen-dumpctl debug refuses it otherwise).
     j["release"] = k.release.empty() ? nlohmann::json(nullptr) : nlohmann::json(k.release);
+    j["release_trusted"] = k.release.empty() ? nlohmann::json(nullptr) : nlohmann::json(k.release_trusted());
     j["banner"] = k.banner ? nlohmann::json(*k.banner) : nlohmann::json(nullptr);
     j["vmcoreinfo"] = k.vmcoreinfo.has_value();
     auto offset = k.vmcoreinfo ? k.vmcoreinfo->value("KERNELOFFSET") : std::nullopt;
@@ -166,10 +170,22 @@ nlohmann::json describe(const DumpReader& r) {
     return j;
 }
 
+// A value for the text output: a string under the one rule for guest text
+// (escape_text: the notes, the banner, symbol names and errors may hold what
+// the guest or the file's writer chose), "-" for null.
 std::string text_of(const nlohmann::json& v) {
     if (v.is_null()) return "-";
-    if (v.is_string()) return v.get<std::string>();
+    if (v.is_string()) return escape_text(v.get<std::string>());
     return v.dump();
+}
+
+// A line of the guest's log as dmesg prints it (escaped already).
+std::string dmesg_text_of(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : text_of(v); }
+
+// A NT_XEN_DOMAIN value the writer escaped (NAME): under today's rule
+// whichever rule wrote it.
+std::string note_text_of(const nlohmann::json& v) {
+    return v.is_string() ? reescape_text(v.get<std::string>()) : text_of(v);
 }
 
 void print_text(const nlohmann::json& j) {
@@ -182,7 +198,7 @@ void print_text(const nlohmann::json& j) {
     line("Format:", format_column(w) + (w.format == "v1"      ? " (xen-dump-core)"
                                         : w.format == "kdump" ? " (compact: makedumpfile's compressed kdump file)"
                                                               : " (xl dump-core, sections only)"));
-    line("Domain:", text_of(j["domid"]) + " (" + text_of(j["name"]) + ")");
+    line("Domain:", text_of(j["domid"]) + " (" + note_text_of(j["name"]) + ")");
     line("UUID:", text_of(j["uuid"]));
     line("Type:", text_of(j["type"]) + ", " + std::to_string(j["guest_width"].get<unsigned>() * 8) + "-bit");
     const uint64_t pages = j["nr_pages"].get<uint64_t>();
@@ -209,7 +225,9 @@ void print_text(const nlohmann::json& j) {
         line("Kernel:", "no Linux kernel found (no VMCOREINFO, no kallsyms tables in the pages)");
         return;
     }
-    line("Kernel:", text_of(k["release"]));
+    if (k["release"].is_null()) line("Kernel:", "-");
+    else if (k["release_trusted"].get<bool>()) line("Kernel:", text_of(k["release"]));
+    else line("Kernel:", shown_release(k["release"].get<std::string>()) + ": not a release name, debug needs --vmlinux");
     line("Banner:", text_of(k["banner"]));
     line("VMCOREINFO:", k["vmcoreinfo"].get<bool>() ? "present" : "absent");
     if (!k["kernel_offset"].is_null()) line("Kernel offset:", "0x" + text_of(k["kernel_offset"]));
@@ -228,7 +246,7 @@ void print_text(const nlohmann::json& j) {
         line("Kernel log:", text_of(log["records"]) + " records" + (log["partial"].get<bool>() ? " (partial)" : "") +
                                 " (xen-dumpctl dmesg)");
         if (log["crash_reports"].empty()) line("Crash report:", "none in the log");
-        for (const auto& c : log["crash_reports"]) line("Crash report:", text_of(c["line"]));
+        for (const auto& c : log["crash_reports"]) line("Crash report:", dmesg_text_of(c["line"]));
     }
     if (const auto& bt = k["crash_backtrace"]; !bt.is_null()) {
         line("Crash VCPU:", bt["vcpu"].dump() + ", backtrace by " + text_of(bt["method"]) + " (xen-dumpctl backtrace):");

@@ -33,7 +33,8 @@ namespace {
 std::string utc_time(int64_t t) { return util::utc_time(static_cast<std::time_t>(t), "%Y-%m-%d %H:%M:%S"); }
 
 // The panic line for the table: without its "[seconds.micros] " time,
-// escaped, cut to kPanicWidth bytes ("-" when the guest's log had none).
+// escaped (as dmesg printed it, whichever version wrote the sidecar), cut to
+// kPanicWidth bytes ("-" when the guest's log had none).
 std::string panic_column(const std::optional<daemon::Sidecar>& info) {
     constexpr size_t kPanicWidth = 60;
     if (!info || !info->guest_panic) return "-";
@@ -41,7 +42,7 @@ std::string panic_column(const std::optional<daemon::Sidecar>& info) {
     if (text.starts_with('[')) {
         if (auto end = text.find("] "); end != std::string_view::npos) text.remove_prefix(end + 2);
     }
-    std::string out = escape_text(text);
+    std::string out = reescape_text(text);
     if (out.size() > kPanicWidth) out = out.substr(0, kPanicWidth - 3) + "...";
     return out;
 }

@@ -26,7 +26,7 @@ int cmd_status(Invocation& c) {
     // Crashes a full dump filesystem stopped, dumped when there is room.
     for (const auto& c : reply.value("crashes_waiting_for_room", nlohmann::json::array()))
         std::printf("Crash of domain %u waits for room (%u attempts): %s\n", c.value("domid", 0u),
-                    c.value("attempts", 0u), c.value("error", "").c_str());
+                    c.value("attempts", 0u), escape_text(c.value("error", "")).c_str());
     if (reply.contains("state_file_error"))
         std::printf("The crash state file cannot be written: %s\n", reply.value("state_file_error", "").c_str());
     const auto& jobs = reply["jobs"];
@@ -40,7 +40,7 @@ int cmd_status(Invocation& c) {
         std::string progress = total ? std::to_string(done * 100 / total) + "% of " + cli::human_bytes(total) : "-";
         std::printf("%5llu  %-8s %-16s %5u  %-8s %s\n", static_cast<unsigned long long>(j.value("id", uint64_t{0})),
                     j.value("state", "").c_str(), escape_text(j.value("domain", "")).c_str(), j.value("domid", 0u),
-                    j.value("reason", "").c_str(), progress.c_str());  // a guest's name may hold anything
+                    escape_text(j.value("reason", "")).c_str(), progress.c_str());  // a guest's name may hold anything
     }
     return cli::kExitOk;
 }

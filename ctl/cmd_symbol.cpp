@@ -14,6 +14,7 @@
 #include "options.hpp"
 #include "util/util.hpp"
 #include "xendump/reader.hpp"
+#include "xendump/text.hpp"
 
 namespace xendump::ctl {
 
@@ -47,7 +48,8 @@ int cmd_symbol(Invocation& c) {
     }
     if (list) {
         for (const kernel::KernelSymbol& s : k.kallsyms->table.symbols())
-            std::printf("%016llx %c %s\n", static_cast<unsigned long long>(s.address), s.type, s.name.c_str());
+            std::printf("%016llx %c %s\n", static_cast<unsigned long long>(s.address), s.type,
+                        escape_text(s.name).c_str());  // the guest's text (xendump/text.hpp)
         return cli::kExitOk;
     }
     const std::string& query = p.operands[1];
@@ -61,7 +63,7 @@ int cmd_symbol(Invocation& c) {
         if (c.json)
             print_json(j, c.json);
         else
-            std::printf("%s %c %s\n", hex(s->address).c_str(), s->type, s->name.c_str());
+            std::printf("%s %c %s\n", hex(s->address).c_str(), s->type, escape_text(s->name).c_str());
         return cli::kExitOk;
     }
     if (auto addr = parse_address(query)) {
@@ -71,13 +73,13 @@ int cmd_symbol(Invocation& c) {
             if (c.json)
                 print_json(j, c.json);
             else
-                std::printf("%s %s\n", hex(*addr).c_str(), sym->c_str());
+                std::printf("%s %s\n", hex(*addr).c_str(), escape_text(*sym).c_str());
             return cli::kExitOk;
         }
         std::fprintf(stderr, "xen-dumpctl symbol: %s is not inside the kernel image\n", hex(*addr).c_str());
         return cli::kExitFailure;
     }
-    std::fprintf(stderr, "xen-dumpctl symbol: no symbol named '%s'\n", query.c_str());
+    std::fprintf(stderr, "xen-dumpctl symbol: no symbol named '%s'\n", escape_text(query).c_str());
     return cli::kExitFailure;
 }
 

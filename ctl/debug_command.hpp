@@ -9,11 +9,13 @@
 namespace xendump::ctl {
 
 // Where Debian's linux-image-RELEASE-dbg puts the image, under `root` ("/",
-// or $XENDUMP_DEBUG_ROOT).
+// or $XENDUMP_DEBUG_ROOT); none when `release` is no release name
+// (kernel::is_release_name: a guest's "/tmp/x" or "../.." names no file).
 std::vector<std::filesystem::path> vmlinux_candidates(const std::string& release, const std::filesystem::path& root);
 
 // The first candidate that is a file; throws Error naming the paths tried and
-// the package to install.
+// the package to install, or, for a release that is no release name, saying
+// it is untrusted and asking for --vmlinux.
 std::filesystem::path find_vmlinux(const std::string& release, const std::filesystem::path& root);
 
 // The debug image of build id `build_id` (hex) from debuginfod: the path

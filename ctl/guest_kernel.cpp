@@ -1,6 +1,7 @@
 #include "guest_kernel.hpp"
 
 #include "xendump/dump_kernel_log.hpp"
+#include "xendump/text.hpp"
 
 #include <cstdio>
 
@@ -43,6 +44,16 @@ std::optional<std::string> DumpKernel::symbolize(uint64_t address) const {
     return table.describe(address);
 }
 
+std::string noted_release(const DumpReader& reader) {
+    if (auto v = reader.domain().get(keys::kKernel); v && !v->empty()) return *v;
+    if (auto v = reader.domain().get(keys::kKernelUntrusted)) return unescape_text(*v);
+    return {};
+}
+
+std::string shown_release(const std::string& release) {
+    return escape_text(release) + (kernel::is_release_name(release) ? "" : " (untrusted)");
+}
+
 DumpKernel find_dump_kernel(const DumpReader& reader) {
     DumpKernel k;
     if (auto text = reader.vmcoreinfo()) k.vmcoreinfo = kernel::Vmcoreinfo::parse(*text);
@@ -57,8 +68,8 @@ DumpKernel find_dump_kernel(const DumpReader& reader) {
     }
     if (k.vmcoreinfo && !k.vmcoreinfo->release().empty()) {
         k.release = std::string(k.vmcoreinfo->release());
-    } else if (auto v = reader.domain().get(keys::kKernel)) {
-        k.release = *v;
+    } else if (auto noted = noted_release(reader); !noted.empty()) {
+        k.release = std::move(noted);
     } else if (k.banner) {
         // "Linux version RELEASE (builder) ..." (init/version.c linux_banner).
         constexpr std::string_view kPrefix = "Linux version ";

@@ -19,6 +19,7 @@
 #include "xendump/fd.hpp"
 #include "xendump/kernel/dump_level.hpp"
 #include "xendump/reader.hpp"
+#include "xendump/text.hpp"
 
 namespace xendump::daemon {
 
@@ -213,8 +214,10 @@ std::string dump_journal_message(const Sidecar& s, const fs::path& dump) {
     const std::string what = "dump of " + s.domain_name + " (domain " + std::to_string(s.domid) + ")";
     if (s.result != DumpOutcome::ok) return what + " " + to_string(s.result) + ": " + s.error;
     std::string message = what + " written to " + dump.string();
-    if (s.guest_panic) message += "; the guest's log: " + *s.guest_panic;
-    if (s.guest_backtrace) message += "; backtrace: " + guest_backtrace_line(*s.guest_backtrace);
+    // The panic line and the frames are escaped already (as dmesg prints
+    // them); the message is escaped once, where it is logged (journal_log.hpp).
+    if (s.guest_panic) message += "; the guest's log: " + unescape_text(*s.guest_panic);
+    if (s.guest_backtrace) message += "; backtrace: " + unescape_text(guest_backtrace_line(*s.guest_backtrace));
     return message;
 }
 

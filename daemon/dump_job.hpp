@@ -67,7 +67,7 @@ struct DumpJobHooks {
 // dump whose guest log was read GUEST_PANIC= (its panic line),
 // GUEST_BACKTRACE= (guest_backtrace_line of the vcpu that reported it) and
 // GUEST_DMESG_PATH=; the message names the dump, and the panic line and
-// backtrace too.
+// backtrace too, unescaped: log_message escapes the whole message once.
 LogFields dump_journal_fields(const Sidecar& s, const std::filesystem::path& dump);
 std::string dump_journal_message(const Sidecar& s, const std::filesystem::path& dump);
 // "vcpu 0 (orc): panic+0x118 < sysrq_handle_crash+0x16 < ..." (innermost

@@ -22,6 +22,17 @@ size_t utf8_length(const unsigned char* s, size_t left) {
     return len;
 }
 
+// Code points that are valid UTF-8 yet change how a terminal or an editor
+// shows the text around them: the bidirectional controls (U+200E/U+200F,
+// U+202A-U+202E, U+2066-U+2069, Unicode UAX #9) reorder what follows, and the
+// line and paragraph separators (U+2028/U+2029) break a line. All are
+// E2 80 xx or E2 81 xx.
+bool is_layout_control(const unsigned char* s, size_t len) {
+    if (len != 3 || s[0] != 0xE2) return false;
+    if (s[1] == 0x80) return s[2] == 0x8E || s[2] == 0x8F || (s[2] >= 0xA8 && s[2] <= 0xAE);
+    return s[1] == 0x81 && s[2] >= 0xA6 && s[2] <= 0xA9;
+}
+
 }  // namespace
 
 std::string escape_text(std::string_view text) {
@@ -30,24 +41,24 @@ std::string escape_text(std::string_view text) {
     const auto* s = reinterpret_cast<const unsigned char*>(text.data());
     for (size_t i = 0; i < text.size();) {
         unsigned char c = s[i];
-        if (c >= 0x20 && c < 0x7F) {
+        if ((c >= 0x20 && c < 0x7F) || c == '\t') {
             if (c == '\\') out += '\\';
             out += static_cast<char>(c);
             ++i;
             continue;
         }
         size_t len = c >= 0x80 ? utf8_length(s + i, text.size() - i) : 0;
-        bool c1 = len == 2 && c == 0xC2 && s[i + 1] < 0xA0;  // U+0080-U+009F
-        if (len > 0 && !c1) {
+        const bool c1 = len == 2 && c == 0xC2 && s[i + 1] < 0xA0;  // U+0080-U+009F
+        const bool control = c1 || is_layout_control(s + i, len);
+        if (len > 0 && !control) {
             out.append(text.substr(i, len));
             i += len;
             continue;
         }
-        size_t bytes = c1 ? 2 : 1;
+        const size_t bytes = control ? len : 1;
         for (size_t k = 0; k < bytes; ++k) {
             unsigned char b = s[i + k];
             if (b == '\n') out += "\\n";
-            else if (b == '\t') out += "\\t";
             else if (b == '\r') out += "\\r";
             else {
                 char buf[5];
@@ -59,6 +70,8 @@ std::string escape_text(std::string_view text) {
     }
     return out;
 }
+
+std::string reescape_text(std::string_view text) { return escape_text(unescape_text(text)); }
 
 bool is_utf8(std::string_view text) {
     const auto* s = reinterpret_cast<const unsigned char*>(text.data());

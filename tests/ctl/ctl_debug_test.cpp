@@ -19,8 +19,10 @@
 #include <regex>
 
 #include "dump_support.hpp"
+#include "guest_ram.hpp"
 #include "test_support.hpp"
 #include "xendump/dumper.hpp"
+#include "xendump/keyvalues.hpp"
 #include "xendump/kernel/vmcoreinfo.hpp"
 #include "xendump/reader.hpp"
 
@@ -361,6 +363,93 @@ TEST(CtlDebugFixture, RunsCrashOnTheDumpForReal) {
     auto r = run({"sh", "-c", "printf 'sys\\nquit\\n' | timeout 600 \"$0\" debug -A -s \"$1\"", ctl, dump.string()});
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
     EXPECT_TRUE(std::regex_search(r.out, std::regex("RELEASE: 6\\.1\\.0-57-amd64"))) << r.out;
+}
+
+// Issue 32 item 1: a guest whose kernel release is an absolute path, and one
+// whose release climbs out with "..", dumped as the service dumps them. The
+// release is recorded escaped as KERNEL_UNTRUSTED=, never KERNEL=; debug
+// refuses it (no path, no -dbg package, no debuginfod fetch) and asks for
+// --vmlinux, which still works; info shows it escaped and "(untrusted)",
+// JSON raw with release_trusted false; dmesg shows the guest's controls escaped.
+struct HostileDump {
+    TempDir dir;
+    fs::path image = dir / "linux.raw", dump = dir / "hostile.core";
+    std::unique_ptr<sim::Host> host;
+    explicit HostileDump(std::string_view release) {
+        const std::string ram = hostile_guest_ram(release);
+        std::ofstream(image, std::ios::binary).write(ram.data(), static_cast<std::streamsize>(ram.size()));
+        constexpr uint64_t kPages = (128ULL << 20) / 4096;
+        json d = dump::hvm_domain(22, "hvm", kPages, json::array({json::array({0, 0x800000, kPages})}));
+        d["memory"] = json{{"image", image.string()}};
+        host = std::make_unique<sim::Host>(dump::host_spec({d}));
+        dump_domain_to_file(*host->hv, 22, dump);
+    }
+};
+
+// Output a terminal shows as the guest chose: a control that redraws, a
+// bidi control or a C1 control.
+bool has_raw_control(const std::string& text) {
+    for (std::string_view c : {"\x1b", "\r", "\v", "\f", "\xe2\x80\xae", "\xc2\x9b"})
+        if (text.find(c) != std::string::npos) return true;
+    return false;
+}
+
+TEST(CtlDebugUntrusted, AReleaseThatIsAPathNamesNoFileAndIsShownUntrusted) {
+    for (const std::string release : {"/tmp/abcdefghi", "../../../tmp/x"}) {
+        SCOPED_TRACE(release);
+        HostileDump h(release);
+        const DumpReader r = DumpReader::open(h.dump);
+        EXPECT_FALSE(r.domain().contains(keys::kKernel));
+        EXPECT_EQ(r.domain().get(keys::kKernelUntrusted), release);
+
+        // Where the old code looked: "../../../tmp/x" under the root's
+        // modules directory is ROOT/usr/lib/tmp/x/vmlinux; a file is planted there.
+        TempDir root, bin;
+        const fs::path planted = root / "usr/lib/tmp/x/vmlinux";
+        fs::create_directories(planted.parent_path());
+        std::ofstream(planted) << "planted";
+        std::ofstream(bin / "debuginfod-find") << "#!/bin/sh\ntouch \"$(dirname \"$0\")/called\"\necho /bin/sh\n";
+        fs::permissions(bin / "debuginfod-find", fs::perms::owner_all);
+        const std::vector<std::string> env = {"XENDUMP_DEBUG_ROOT=" + root.path().string(),
+                                              "PATH=" + bin.path().string() + ":/usr/bin:/bin",
+                                              "DEBUGINFOD_URLS=https://debuginfod.example"};
+        for (const char* debugger : {"crash", "gdb", "drgn"}) {
+            auto d = run({"xen-dumpctl", "debug", "--print-command", "--debugger", debugger, h.dump.string()}, env);
+            EXPECT_EQ(d.exit_code, 1) << d.out;
+            EXPECT_EQ(d.out, "");
+            EXPECT_NE(d.err.find(release + " (untrusted)"), std::string::npos) << d.err;
+            EXPECT_NE(d.err.find("--vmlinux"), std::string::npos) << d.err;
+            EXPECT_EQ(d.err.find("linux-image-"), std::string::npos) << d.err;
+            EXPECT_FALSE(fs::exists(bin / "called")) << "debuginfod was asked";
+        }
+        std::ofstream(h.dir / "vmlinux") << "x";
+        auto given = run({"xen-dumpctl", "debug", "--print-command", "--vmlinux", (h.dir / "vmlinux").string(),
+                          h.dump.string()}, env);
+        EXPECT_EQ(given.exit_code, 0) << given.err;
+        EXPECT_EQ(given.out, "crash " + (h.dir / "vmlinux").string() + " " + h.dump.string() + "\n");
+
+        auto info = run({"xen-dumpctl", "info", h.dump.string()});
+        ASSERT_EQ(info.exit_code, 0) << info.err;
+        EXPECT_NE(info.out.find("\nKernel:       " + release + " (untrusted): not a release name"), std::string::npos)
+            << info.out;
+        EXPECT_NE(info.out.find("\nCrash report: " + std::string(kHostilePanicLine) + "\n"), std::string::npos)
+            << info.out;
+        EXPECT_FALSE(has_raw_control(info.out)) << info.out;
+        auto info_json = run({"xen-dumpctl", "info", "--json", h.dump.string()});
+        ASSERT_EQ(info_json.exit_code, 0) << info_json.err;
+        const json k = json::parse(info_json.out).at("kernel");
+        EXPECT_EQ(k.at("release"), release);
+        EXPECT_EQ(k.at("release_trusted"), false);
+
+        auto dmesg = run({"xen-dumpctl", "dmesg", h.dump.string()});
+        ASSERT_EQ(dmesg.exit_code, 0) << dmesg.err;
+        EXPECT_NE(dmesg.out.find("\n" + std::string(kHostilePanicLine) + "\n"), std::string::npos);
+        EXPECT_NE(dmesg.out.find("Linux version " + release), std::string::npos);
+        EXPECT_FALSE(has_raw_control(dmesg.out));
+        auto bt = run({"xen-dumpctl", "backtrace", h.dump.string()});
+        EXPECT_EQ(bt.exit_code, 0) << bt.err;
+        EXPECT_FALSE(has_raw_control(bt.out));
+    }
 }
 
 }  // namespace

@@ -97,9 +97,31 @@ TEST(LogText, EscapeIsReversibleAndLeavesNoControlCharacter) {
     for (const auto& t : texts) {
         std::string e = xendump::escape_text(t);
         EXPECT_EQ(xendump::unescape_text(e), t) << e;
-        for (unsigned char c : e) EXPECT_TRUE(c >= 0x20 && c != 0x7f) << e;
+        for (unsigned char c : e) EXPECT_TRUE((c >= 0x20 || c == '\t') && c != 0x7f) << e;
         EXPECT_EQ(e.find("\xc2\x9b"), std::string::npos) << e;
     }
     EXPECT_EQ(xendump::escape_text("évé ☃"), "évé ☃");  // UTF-8 text stays readable
     EXPECT_EQ(xendump::unescape_text("C:\\dir"), "C:\\dir");  // an older writer's backslash
+}
+
+// Issue 32 item 3: the one rule escapes every C0 control but tab (\r, \v,
+// \f, ESC), DEL, C1, invalid UTF-8, and the code points that reorder or
+// break what a terminal shows: the bidi controls U+200E/F, U+202A-U+202E,
+// U+2066-U+2069 and the separators U+2028/U+2029; its inverse gives the bytes back.
+TEST(LogText, EscapeCoversEveryControlThatRedrawsOrReordersALine) {
+    EXPECT_EQ(xendump::escape_text("a\tb"), "a\tb");  // tab stays
+    EXPECT_EQ(xendump::escape_text("\r\v\f\x1b\x7f"), "\\r\\x0b\\x0c\\x1b\\x7f");
+    const std::vector<std::pair<std::string, std::string>> layout = {
+        {"\u200e", "\\xe2\\x80\\x8e"}, {"\u200f", "\\xe2\\x80\\x8f"}, {"\u2028", "\\xe2\\x80\\xa8"},
+        {"\u2029", "\\xe2\\x80\\xa9"}, {"\u202a", "\\xe2\\x80\\xaa"}, {"\u202b", "\\xe2\\x80\\xab"},
+        {"\u202c", "\\xe2\\x80\\xac"}, {"\u202d", "\\xe2\\x80\\xad"}, {"\u202e", "\\xe2\\x80\\xae"},
+        {"\u2066", "\\xe2\\x81\\xa6"}, {"\u2067", "\\xe2\\x81\\xa7"}, {"\u2068", "\\xe2\\x81\\xa8"},
+        {"\u2069", "\\xe2\\x81\\xa9"}};
+    for (const auto& [raw, escaped] : layout) {
+        EXPECT_EQ(xendump::escape_text("x" + raw + "y"), "x" + escaped + "y") << escaped;
+        EXPECT_EQ(xendump::unescape_text(escaped), raw);
+    }
+    // Their neighbours are text: U+200D (joiner), U+2027, U+202F, U+2065, U+206A stay.
+    for (const char* kept : {"\u200d", "\u2027", "\u202f", "\u2065", "\u206a"})
+        EXPECT_EQ(xendump::escape_text(kept), kept);
 }

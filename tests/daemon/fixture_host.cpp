@@ -12,15 +12,16 @@
 
 namespace xendump::test {
 
-void create_fixture_host(const std::filesystem::path& host, const std::filesystem::path& image) {
+void create_fixture_host(const std::filesystem::path& host, const std::filesystem::path& image,
+                         const std::string& linux_ram, const std::string& linux_name) {
     using nlohmann::json;
     {
-        const std::string ram = crashed_guest_ram();
+        const std::string ram = linux_ram.empty() ? crashed_guest_ram() : linux_ram;
         std::ofstream(image, std::ios::binary).write(ram.data(), static_cast<std::streamsize>(ram.size()));
     }
     // As tests/dump/dump_support.cpp's hvm_domain and pv_domain write them;
     // one vcpu: the crash report names no CPU, so the only vcpu made it.
-    json linux_guest = {{"domid", kFixtureLinux}, {"name", "linux"}, {"uuid", "0d5e9a3c-1f2b-4c6d-8e9f-000000000007"},
+    json linux_guest = {{"domid", kFixtureLinux}, {"name", linux_name}, {"uuid", "0d5e9a3c-1f2b-4c6d-8e9f-000000000007"},
                         {"type", "hvm"}, {"vcpus", 1}, {"p2m_size", kFixturePages},
                         {"extents", json::array({json::array({0, 0x800000, kFixturePages})})},
                         {"memory", {{"image", image.string()}}}, {"state", "running"}};
@@ -34,8 +35,10 @@ void create_fixture_host(const std::filesystem::path& host, const std::filesyste
     if (c.exit_code != 0) throw std::runtime_error("xen-dump-sim create: " + c.err);
 }
 
-FixtureHost::FixtureHost() {
-    create_fixture_host(host, image);
+FixtureHost::FixtureHost() : FixtureHost({}, "linux") {}
+
+FixtureHost::FixtureHost(const std::string& linux_ram, const std::string& linux_name) {
+    create_fixture_host(host, image, linux_ram, linux_name);
     std::filesystem::create_directory(dumps);
     std::ofstream(config) << "[Dump]\nKeepFree=0\n";
 }

@@ -24,7 +24,10 @@ inline constexpr uint32_t kFixtureLinux = 7, kFixturePattern = 8;
 
 // Writes the RAM image to `image` and the host (xen-dump-sim create) to
 // `host`, its spec beside it. Throws std::runtime_error when the simulator fails.
-void create_fixture_host(const std::filesystem::path& host, const std::filesystem::path& image);
+// `linux_ram` and `linux_name` replace the Linux guest's memory and name (a
+// hostile guest: guest_ram.hpp hostile_guest_ram).
+void create_fixture_host(const std::filesystem::path& host, const std::filesystem::path& image,
+                         const std::string& linux_ram = {}, const std::string& linux_name = "linux");
 
 struct FixtureHost {
     TempDir tmp;
@@ -34,6 +37,7 @@ struct FixtureHost {
     std::unique_ptr<ServiceProcess> service;
 
     FixtureHost();  // creates the host and the dump directory
+    FixtureHost(const std::string& linux_ram, const std::string& linux_name);  // create_fixture_host's
 
     // A service on the host writing to `dumps`, with `config_text` as its
     // configuration; made, not started (drop-ins may go in first).

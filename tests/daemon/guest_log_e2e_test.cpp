@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "dump_dir.hpp"
 #include "dump_job.hpp"
 #include "fixture_host.hpp"
 #include "guest_log.hpp"
@@ -23,6 +24,8 @@
 #include "journal_log.hpp"
 #include "service_harness.hpp"
 #include "sidecar.hpp"
+#include "xendump/keyvalues.hpp"
+#include "xendump/reader.hpp"
 
 namespace xendump::test {
 namespace {
@@ -136,6 +139,87 @@ TEST(ServiceGuestLog, CrashDumpsRecordTheGuestsLogAndPanicLine) {
     // Nothing of either record is left (the service's crash book stays).
     for (const auto& e : fs::directory_iterator(h.dumps))
         EXPECT_EQ(e.path().filename(), ".xen-dumpd-state.json") << e.path();
+}
+
+// Issue 32: a hostile guest, end to end through the service. Its kernel
+// release is an absolute path ("/tmp/abcdefghi", as long as the fixture's),
+// its panic line holds ESC[2J, \r, \v, \f, a right-to-left override and a C1
+// CSI, its name a right-to-left override, ESC and \r. Every human-readable
+// output shows them escaped by the one rule (escape_text): DUMP.dmesg.txt,
+// dmesg, the panic in the sidecar, list, info, the journal MESSAGE and the
+// service's log; JSON keeps the raw name. The release is recorded as
+// KERNEL_UNTRUSTED= (never KERNEL=), nowhere in the sidecar or the journal
+// fields, info marks it untrusted and debug refuses it without --vmlinux.
+bool has_raw_control(const std::string& text) {
+    for (std::string_view c : {"\x1b", "\r", "\v", "\f", "\xe2\x80\xae", "\xc2\x9b"})
+        if (text.find(c) != std::string::npos) return true;
+    return false;
+}
+
+TEST(ServiceGuestLog, AHostileGuestsTextIsEscapedAndItsReleaseUntrusted) {
+    const std::string release = "/tmp/abcdefghi";
+    const std::string name = "ev\xe2\x80\xaeil\x1b[2J\r";
+    const std::string shown_name = "ev\\xe2\\x80\\xaeil\\x1b[2J\\r";
+    FixtureHost h(hostile_guest_ram(release), name);
+    h.add_service("[Dump]\nKeepFree=0\n").start();
+    ASSERT_TRUE(h.service->wait_ready()) << "service not ready: " << h.service->log();
+    const fs::path dump = h.crash_and_wait(kLinux, daemon::encode_file_name_part(name));
+    ASSERT_FALSE(dump.empty());
+
+    const DumpReader reader = DumpReader::open(dump);
+    EXPECT_FALSE(reader.domain().contains(keys::kKernel));
+    EXPECT_EQ(reader.domain().get(keys::kKernelUntrusted), release);
+
+    const std::string saved = slurp_text(daemon::dmesg_path(dump));
+    EXPECT_NE(saved.find("\n" + std::string(kHostilePanicLine) + "\n"), std::string::npos);
+    EXPECT_FALSE(has_raw_control(saved));
+    RunResult printed = run({"xen-dumpctl", "dmesg", dump.string()});
+    EXPECT_EQ(printed.out, saved);
+
+    const std::string sidecar_text = slurp_text(daemon::sidecar_path(dump));
+    const json raw = json::parse(sidecar_text);
+    EXPECT_EQ(raw.at("domain"), name);  // JSON: the raw name
+    EXPECT_EQ(raw.at("guest_panic"), kHostilePanicLine);
+    EXPECT_EQ(sidecar_text.find(release), std::string::npos) << sidecar_text;
+
+    const daemon::Sidecar sc = daemon::read_sidecar(daemon::sidecar_path(dump));
+    const std::string message = daemon::dump_journal_message(sc, dump);
+    const auto items = daemon::journal_items(daemon::LogLevel::notice, message, daemon::dump_journal_fields(sc, dump),
+                                             daemon::kMessageDumpWritten);
+    ASSERT_TRUE(items.at(0).starts_with("MESSAGE=dump of " + shown_name + " (domain ")) << items.at(0);
+    EXPECT_FALSE(has_raw_control(items.at(0))) << items.at(0);
+    // The panic line escaped once, as dmesg prints it (not escaped again).
+    EXPECT_NE(items.at(0).find("; the guest's log: " + std::string(kHostilePanicLine) + ";"), std::string::npos)
+        << items.at(0);
+    EXPECT_NE(std::find(items.begin(), items.end(), "GUEST_PANIC=" + std::string(kHostilePanicLine)), items.end());
+    for (const auto& item : items) {
+        EXPECT_EQ(item.find(release), std::string::npos) << item;
+        EXPECT_FALSE(item.starts_with("KERNEL")) << item;
+    }
+    EXPECT_FALSE(has_raw_control(h.service->log())) << h.service->log();
+    EXPECT_NE(h.service->log().find(shown_name), std::string::npos) << h.service->log();
+
+    RunResult list = h.ctl({"list"});
+    ASSERT_EQ(list.exit_code, 0) << list.err;
+    EXPECT_FALSE(has_raw_control(list.out)) << list.out;
+    EXPECT_NE(list.out.find(shown_name), std::string::npos) << list.out;
+    EXPECT_NE(list.out.find("Kernel panic - not syncing: \\x1b[2J\\r\\x0b\\x0c\\xe2\\x80\\xae"), std::string::npos)
+        << list.out;
+    RunResult listed = h.ctl({"list", "--json"});
+    ASSERT_EQ(listed.exit_code, 0) << listed.err;
+    bool found = false;
+    for (const auto& e : json::parse(listed.out)) found = found || e.at("domain") == name;
+    EXPECT_TRUE(found) << listed.out;
+
+    RunResult info = h.ctl({"info", "DOMID=" + std::to_string(kLinux)});
+    ASSERT_EQ(info.exit_code, 0) << info.err;
+    EXPECT_FALSE(has_raw_control(info.out)) << info.out;
+    EXPECT_NE(info.out.find(" (" + shown_name + ")\n"), std::string::npos) << info.out;
+    EXPECT_NE(info.out.find(release + " (untrusted)"), std::string::npos) << info.out;
+    RunResult debug = h.ctl({"debug", "--print-command", "DOMID=" + std::to_string(kLinux)});
+    EXPECT_EQ(debug.exit_code, 1) << debug.out;
+    EXPECT_NE(debug.err.find("--vmlinux"), std::string::npos) << debug.err;
+    EXPECT_EQ(debug.err.find("linux-image-"), std::string::npos) << debug.err;
 }
 
 }  // namespace

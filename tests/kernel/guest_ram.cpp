@@ -33,18 +33,35 @@ std::span<const std::byte> guest_ram() {
     return ram;
 }
 
-std::string crashed_guest_ram() {
-    const std::string panic = std::string("Kernel panic - not syncing: testing\n\xc3\x01\tz", 40);
-    const std::string was = "clocksource: Switched to clocksource tsc";
-    std::string ram(reinterpret_cast<const char*>(guest_ram().data()), guest_ram().size());
+namespace {
+
+// The fixture's RAM with every copy of `was` replaced by `now` (as long);
+// a copy followed by `keep_before` (when not NUL) stays as it is.
+std::string replaced_ram(std::string ram, std::string_view was, std::string_view now, char keep_before = '\0') {
     size_t replaced = 0;
     for (size_t at = ram.find(was); at != std::string::npos; at = ram.find(was, at + 1))
-        if (ram[at + was.size()] != '-') {  // not the earlier "... tsc-early"
-            ram.replace(at, was.size(), panic);
+        if (keep_before == '\0' || ram[at + was.size()] != keep_before) {
+            ram.replace(at, was.size(), now);
             ++replaced;
         }
-    if (replaced == 0 || was.size() != panic.size()) throw std::runtime_error("the fixture changed");
+    if (replaced == 0 || was.size() != now.size()) throw std::runtime_error("the fixture changed");
     return ram;
+}
+
+std::string guest_ram_with_panic(std::string_view panic) {
+    // Not the earlier "... tsc-early".
+    return replaced_ram(std::string(reinterpret_cast<const char*>(guest_ram().data()), guest_ram().size()),
+                        "clocksource: Switched to clocksource tsc", panic, '-');
+}
+
+}  // namespace
+
+std::string crashed_guest_ram() {
+    return guest_ram_with_panic(std::string_view("Kernel panic - not syncing: testing\n\xc3\x01\tz", 40));
+}
+
+std::string hostile_guest_ram(std::string_view release) {
+    return replaced_ram(guest_ram_with_panic(kHostilePanicText), kFixtureRelease, release);
 }
 
 const kernel::Vmcoreinfo& fixture_vmcoreinfo() {

@@ -27,6 +27,18 @@ std::span<const std::byte> guest_ram();
 std::string crashed_guest_ram();
 inline constexpr std::string_view kCrashedPanicLine = "[    1.978455] Kernel panic - not syncing: testing";
 
+// A hostile guest (issue 32): crashed_guest_ram() with every copy of its
+// kernel release (kFixtureRelease: VMCOREINFO's OSRELEASE, init_uts_ns,
+// linux_banner) replaced by `release` (as long, e.g. "/tmp/abcdefghi" or
+// "../../../tmp/x"), and its panic text kHostilePanicText: ESC[2J, a
+// carriage return, \v, \f, a right-to-left override and a C1 CSI.
+std::string hostile_guest_ram(std::string_view release);
+inline constexpr std::string_view kFixtureRelease = "6.1.0-57-amd64";
+inline constexpr std::string_view kHostilePanicText = "Kernel panic - not syncing: \x1b[2J\r\v\f\xe2\x80\xae\xc2\x9b";
+// As dmesg prints it (escape_text).
+inline constexpr std::string_view kHostilePanicLine =
+    "[    1.978455] Kernel panic - not syncing: \\x1b[2J\\r\\x0b\\x0c\\xe2\\x80\\xae\\xc2\\x9b";
+
 // The VMCOREINFO found in guest_ram() (computed once).
 const kernel::Vmcoreinfo& fixture_vmcoreinfo();
 

@@ -211,12 +211,27 @@ TEST(PrintkRingbuffer, LeavesOutRecordsNotCommittedOrOfAnotherId) {
 TEST(PrintkFormat, IndentsContinuationLinesAndEscapesOtherBytes) {
     PrintkRecord r;
     r.time_ns = 12'000'999;
-    r.text = std::string("first\nsecond\ttab\x01\x7f\xc3\xa9", 20);
+    r.text = std::string("first\nsecond\ttab\x01\x7f\xc3\xa9\xc3", 21);
     EXPECT_EQ(kernel::format_dmesg_record(r),
-              "[    0.012000] first\n               second\ttab\\x01\\x7f\\xc3\\xa9\n");
+              "[    0.012000] first\n               second\ttab\\x01\\x7f\xc3\xa9\\xc3\n");
     r.time_ns = 123456'000'000'000ULL;  // wider than %5
     r.text.clear();
     EXPECT_EQ(kernel::format_dmesg_record(r), "[123456.000000] \n");
+}
+
+// Issue 32 item 3: the guest's text under the one rule for guest text
+// (escape_text) on every line of a record: a carriage return, \v, \f, ESC,
+// C1 and bidi controls cannot redraw or reorder what the terminal shows, and
+// a backslash is doubled so that no text of the guest passes for an escape.
+TEST(PrintkFormat, EscapesWhatRedrawsOrReordersTheTerminal) {
+    PrintkRecord r;
+    r.time_ns = 1'000'000;
+    r.text = "ok\rforged\v\f\x1b[2J\xc2\x9b\xe2\x80\xae\\x41\nsecond \xe2\x81\xa6line\r";
+    EXPECT_EQ(kernel::format_dmesg_record(r),
+              "[    0.001000] ok\\rforged\\x0b\\x0c\\x1b[2J\\xc2\\x9b\\xe2\\x80\\xae\\\\x41\n"
+              "               second \\xe2\\x81\\xa6line\\r\n");
+    EXPECT_EQ(kernel::dmesg_first_line(r),
+              "[    0.001000] ok\\rforged\\x0b\\x0c\\x1b[2J\\xc2\\x9b\\xe2\\x80\\xae\\\\x41");
 }
 
 // Hostile rings: every one ends, with an Error or a partial log.

@@ -64,6 +64,19 @@ const VmcoreinfoResult& fixture_result() {
 
 }  // namespace
 
+// Issue 32 item 1: a release names the kernel in a path only when it is one
+// path component of [A-Za-z0-9._+~-], at most 64 bytes, not "." or "..".
+TEST(ReleaseName, OnlyOnePathComponentOfTheReleaseAlphabet) {
+    for (const char* good : {"6.1.0-57-amd64", "5.10.0+", "6.6.0~rc1", "4.19.0_custom", "a", "..a", "a.."})
+        EXPECT_TRUE(kernel::is_release_name(good)) << good;
+    EXPECT_TRUE(kernel::is_release_name(std::string(64, '6')));
+    for (const char* bad : {"", ".", "..", "/tmp/abcdefghi", "../../../tmp/x", "6.1/..", "6.1 x", "6.1\n",
+                            "6.1\x1b[2J", "6.1\\x", "6.1:x", "6.1\xc3\xa9", "$(id)", "6.1*"})
+        EXPECT_FALSE(kernel::is_release_name(bad)) << bad;
+    EXPECT_FALSE(kernel::is_release_name(std::string(65, '6')));
+    EXPECT_FALSE(kernel::is_release_name(std::string("6.1\0x", 5)));
+}
+
 TEST(VmcoreinfoFixture, FoundInOnePassAndParsed) {
     const auto& r = fixture_result();
     EXPECT_TRUE(r.info.release().starts_with("6.1.")) << r.info.release();

@@ -43,7 +43,10 @@ inline constexpr const char* kWriter = "WRITER";
 inline constexpr const char* kSource = "SOURCE";
 inline constexpr const char* kLayout = "LAYOUT";
 inline constexpr const char* kSourceId = "SOURCE_ID";  // converted files: size, mtime, digest of the source
-inline constexpr const char* kKernel = "KERNEL";
+inline constexpr const char* kKernel = "KERNEL";  // the guest kernel's release, a kernel::is_release_name
+// A release the guest reported that is no release name (kernel::is_release_name),
+// escaped (escape_text): shown marked untrusted, never used to build a path.
+inline constexpr const char* kKernelUntrusted = "KERNEL_UNTRUSTED";
 inline constexpr const char* kKernelOffset = "KERNELOFFSET";
 }  // namespace keys
 

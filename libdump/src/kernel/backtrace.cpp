@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "xendump/text.hpp"
+
 namespace xendump::kernel {
 namespace {
 
@@ -334,8 +336,10 @@ Backtrace KernelUnwinder::unwind(const UnwindStart& start, const BacktraceLimits
 }
 
 std::string format_frame(const BacktraceFrame& f) {
+    // A symbol name is the guest's text (kallsyms in its pages): shown under
+    // the one rule for guest text, as every human-readable output shows it.
     std::string s = f.reliable ? "" : "? ";
-    return s + (f.symbol.empty() ? hex(f.ip) : f.symbol);
+    return s + (f.symbol.empty() ? hex(f.ip) : escape_text(f.symbol));
 }
 
 std::string format_backtrace(const Backtrace& t) {
@@ -350,7 +354,7 @@ std::string format_backtrace(const Backtrace& t) {
     if (t.user_ip) out += "    (user space at " + hex(*t.user_ip) + ")\n";
     if (t.method == UnwindMethod::stack_scan)
         out += "    (a stack scan: \"?\" frames are return addresses found on the stack, not a verified chain)\n";
-    if (t.partial()) out += "    (partial: " + t.stopped + ")\n";
+    if (t.partial()) out += "    (partial: " + escape_text(t.stopped) + ")\n";
     return out;
 }
 

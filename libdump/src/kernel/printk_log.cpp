@@ -10,6 +10,7 @@
 // three bits are the level, then (ringbuffer; printk_log with
 // CONFIG_PRINTK_CALLER) u32 caller_id.
 #include "xendump/kernel/printk_log.hpp"
+#include "xendump/text.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -385,19 +386,16 @@ std::string format_dmesg_record(const PrintkRecord& record) {
                                     static_cast<unsigned long long>(record.time_ns % 1000000000ULL / 1000));
     std::string out(prefix, static_cast<size_t>(width));
     out.reserve(out.size() + record.text.size() + 1);
-    for (const char c : record.text) {
-        const auto u = static_cast<unsigned char>(c);
-        if (u == '\n') {
-            out += '\n';
-            out.append(static_cast<size_t>(width), ' ');
-        } else if ((u >= 0x20 && u < 0x7f) || (u >= '\t' && u <= '\r')) {  // C-locale isprint || isspace
-            out += c;
-        } else {
-            char esc[8];
-            std::snprintf(esc, sizeof esc, "\\x%02x", u);
-            out += esc;
-        }
+    // Each line of the text under the one escaping rule for guest text
+    // (xendump/text.hpp): a '\r', '\v', ESC or bidi control of the guest's
+    // cannot redraw what the terminal shows.
+    std::string_view text = record.text;
+    for (size_t nl; (nl = text.find('\n')) != std::string_view::npos; text.remove_prefix(nl + 1)) {
+        out += escape_text(text.substr(0, nl));
+        out += '\n';
+        out.append(static_cast<size_t>(width), ' ');
     }
+    out += escape_text(text);
     out += '\n';
     return out;
 }

@@ -207,6 +207,15 @@ std::optional<std::string_view> Vmcoreinfo::value(std::string_view key) const {
 
 std::string_view Vmcoreinfo::release() const { return value("OSRELEASE").value_or(""); }
 
+bool is_release_name(std::string_view release) {
+    constexpr size_t kMaxRelease = 64;  // new_utsname.release is 65 bytes with its NUL
+    if (release.empty() || release.size() > kMaxRelease || release == "." || release == "..") return false;
+    return std::all_of(release.begin(), release.end(), [](char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+               c == '+' || c == '~' || c == '-';
+    });
+}
+
 uint64_t Vmcoreinfo::page_size() const {
     uint64_t ps = 0;
     if (auto v = value("PAGESIZE")) std::from_chars(v->data(), v->data() + v->size(), ps);

@@ -6,6 +6,7 @@
 #include "xendump/error.hpp"
 #include "xendump/kernel/guest_memory.hpp"
 #include "xendump/kernel/prstatus.hpp"
+#include "xendump/text.hpp"
 
 namespace xendump::pipeline {
 
@@ -78,7 +79,12 @@ void KernelObserver::finish(FoundNotes& notes) {
     }
     const kernel::Vmcoreinfo& info = found->info;
     notes.vmcoreinfo = info.text();
-    if (!info.release().empty()) notes.domain.set(keys::kKernel, std::string(info.release()));
+    // The release names the guest's kernel to tools (xen-dumpctl debug's
+    // vmlinux path): only a release name is recorded as one.
+    if (kernel::is_release_name(info.release()))
+        notes.domain.set(keys::kKernel, std::string(info.release()));
+    else if (!info.release().empty())
+        notes.domain.set(keys::kKernelUntrusted, escape_text(info.release()));
     if (auto off = info.value("KERNELOFFSET")) notes.domain.set(keys::kKernelOffset, std::string(*off));
     notes.kernel_image = kernel_image_segment(info);
 }

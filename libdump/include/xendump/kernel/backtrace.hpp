@@ -160,7 +160,8 @@ private:
 };
 
 // One frame as the kernel prints it in a trace: "name+0xoff" with "? "
-// before an unreliable one, the address when there is no symbol.
+// before an unreliable one, the address when there is no symbol; the name
+// escaped (escape_text, xendump/text.hpp: it is the guest's text).
 std::string format_frame(const BacktraceFrame& frame);
 
 // The trace as text, one frame a line ("#0 [sp] name+0xoff at ip"), then

@@ -85,8 +85,12 @@ std::vector<const PrintkRecord*> crash_records(const PrintkLog& log);
 
 // One record as `makedumpfile --dump-dmesg` prints it: "[%5llu.%06llu] "
 // (seconds, microseconds), the text with each '\n' followed by the prefix's
-// width of spaces, bytes that are neither printable nor space as "\xNN", and
-// a final newline.
+// width of spaces, and a final newline; each line of the text under the one
+// rule for guest text (escape_text, xendump/text.hpp). That rule differs from
+// makedumpfile's (bytes neither printable nor space as "\xNN") where a guest
+// could redraw the terminal or pass for an escape: '\r', '\v' and '\f' are
+// escaped, a backslash is doubled, and valid UTF-8 other than the bidi and
+// separator controls is kept.
 std::string format_dmesg_record(const PrintkRecord& record);
 
 // The whole log as `makedumpfile --dump-dmesg` writes it (every record,

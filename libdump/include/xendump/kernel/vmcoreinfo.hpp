@@ -49,6 +49,15 @@ private:
     std::map<std::string, std::string, std::less<>> entries_;
 };
 
+// Whether a kernel release the guest reports (OSRELEASE, the KERNEL= key, the
+// banner's "Linux version RELEASE") may name its kernel where it becomes a
+// file name, a command argument or a package name (xen-dumpctl debug's
+// vmlinux path and -dbg hint): one path component of [A-Za-z0-9._+~-], 1 to
+// 64 bytes (struct new_utsname's release field), neither "." nor "..".
+// Anything else is recorded escaped and marked untrusted (KERNEL_UNTRUSTED=,
+// xen-dump-core(5)) and is never used to build a path.
+bool is_release_name(std::string_view release);
+
 // Where a copy of the text lives. Linux keeps two page-aligned kernel copies:
 // vmcoreinfo_data (the text at offset 0 of a zeroed page) and
 // vmcoreinfo_note (the same text inside an ELF note "VMCOREINFO" whose header
