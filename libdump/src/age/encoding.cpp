@@ -127,6 +127,8 @@ std::string bech32_encode(std::string_view hrp, std::span<const uint8_t> data, b
     for (int i = 0; i < 6; ++i) values.push_back(static_cast<uint8_t>(mod >> (5 * (5 - i)) & 31));
     std::string out = h + '1';
     for (uint8_t v : values) out.push_back(kBech32[v]);
+    wipe(values.data(), values.size());
+    wipe(check.data(), check.size());
     if (up)
         for (char& c : out) c = upper(c);
     return out;
@@ -152,9 +154,17 @@ std::optional<Bech32> bech32_decode(std::string_view text) {
     }
     Bytes check = hrp_expand(hrp);
     check.insert(check.end(), values.begin(), values.end());
+    // The groups are an identity's secret for AGE-SECRET-KEY-1…: wiped.
+    struct Wipe {
+        Bytes& a;
+        Bytes& b;
+        ~Wipe() {
+            wipe(a.data(), a.size());
+            wipe(b.data(), b.size());
+        }
+    } wiped{values, check};
     if (bech32_polymod(check) != 1) return std::nullopt;
-    values.resize(values.size() - 6);
-    auto data = convert_bits(values, 5, 8, false);
+    auto data = convert_bits(std::span<const uint8_t>(values).first(values.size() - 6), 5, 8, false);
     if (!data) return std::nullopt;
     return Bech32{std::string(text.substr(0, sep)), std::move(*data)};
 }
