@@ -270,6 +270,13 @@ TEST_F(Fixture, ReorderedAndDuplicatedChunksAreNamed) {
     expect_error([&] { d.chunk(4); }, {"chunk 4 is past the end (4 chunks)"});
 }
 
+TEST_F(Fixture, APipeIsRefusedForRandomAccess) {
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    UniqueFd r(p[0]), w(p[1]);
+    expect_error([&] { Decryptor d(r.get(), "pipe", ids); }, {"pipe: is a FIFO", "read with random access"});
+}
+
 TEST_F(Fixture, AppendedBytesAreNamed) {
     make(kChunkSize);  // one full chunk, sealed as the last
     Bytes data = read_file(file);

@@ -122,6 +122,10 @@ Bytes encode_header(const std::vector<Stanza>& stanzas, const FileKey& file_key)
 FileHeader read_header(int fd, const std::string& name) {
     struct stat st{};
     if (::fstat(fd, &st) != 0) throw_errno("cannot stat", name);
+    // Chunks are read where they lie (pread): a pipe cannot be read so.
+    if (!S_ISREG(st.st_mode))
+        throw Error(std::string("is ") + util::file_kind(st.st_mode) + ": an age file is read with random access, from a regular file",
+                    name);
     FileHeader out;
     out.file_size = static_cast<uint64_t>(st.st_size);
     // Read a little, then more while no line "---…" ends in what was read:
