@@ -1,0 +1,289 @@
+// The age v1 payload (C2SP age, "Payload"): a 16-byte nonce, the payload key
+// HKDF-SHA-256(file key, nonce, "payload"), and STREAM: ChaCha20-Poly1305
+// over 64 KiB chunks, chunk i under the nonce of its 11-byte big-endian
+// counter i and a last-chunk flag byte (1 for the last chunk, else 0).
+#include <algorithm>
+
+#include "age/age.hpp"
+#include "age/encoding.hpp"
+#include "util/util.hpp"
+#include "xendump/error.hpp"
+
+namespace xendump::age {
+namespace {
+
+std::array<uint8_t, kAeadNonceSize> chunk_nonce(uint64_t index, bool last) {
+    std::array<uint8_t, kAeadNonceSize> n{};
+    for (int i = 0; i < 8; ++i) n[10 - i] = static_cast<uint8_t>(index >> (8 * i));
+    n[11] = last ? 1 : 0;
+    return n;
+}
+
+Key32 payload_key(const FileKey& file_key, std::span<const uint8_t> nonce) {
+    Key32 k;
+    hkdf_sha256(file_key.span(), nonce, "payload", k.span());
+    return k;
+}
+
+std::string chunk_name(uint64_t index) { return "chunk " + std::to_string(index); }
+
+// How far from a chunk's place a reader looks for the counter it was
+// sealed under, to tell a moved chunk from an altered one (error path only).
+constexpr uint64_t kMovedSearch = 256;
+
+}  // namespace
+
+// --- Encryptor --------------------------------------------------------------
+
+Encryptor::Encryptor(std::span<const Recipient> recipients) {
+    if (recipients.empty()) throw Error("age: no recipient to encrypt to");
+    FileKey file_key;
+    random_bytes(file_key.span());
+    std::vector<Stanza> stanzas;
+    for (const Recipient& r : recipients) stanzas.push_back(r.wrap(file_key));
+    head_ = encode_header(stanzas, file_key);
+    std::array<uint8_t, kPayloadNonceSize> nonce{};
+    random_bytes(nonce);
+    head_.insert(head_.end(), nonce.begin(), nonce.end());
+    payload_key_ = payload_key(file_key, nonce);
+}
+
+Encryptor::~Encryptor() = default;
+
+uint64_t Encryptor::file_size(uint64_t plaintext_size) const noexcept {
+    uint64_t n = plaintext_size == 0 ? 1 : (plaintext_size + kChunkSize - 1) / kChunkSize;
+    return head_.size() + plaintext_size + n * kTagSize;
+}
+
+void Encryptor::seal(uint64_t index, std::span<const uint8_t> plain, bool last, std::span<uint8_t> out) {
+    if (plain.size() > kChunkSize || (!last && plain.size() != kChunkSize))
+        throw Error("age: " + chunk_name(index) + " has " + std::to_string(plain.size()) + " bytes; every chunk but the last has " +
+                    std::to_string(kChunkSize) + ", the last at most that");
+    if (last && plain.empty() && index != 0)
+        throw Error("age: the last chunk may be empty only when it is the only one (" + chunk_name(index) + ")");
+    if (out.size() != plain.size() + kTagSize) throw Error("age: the output of " + chunk_name(index) + " is of the wrong size");
+    {
+        std::lock_guard lock(mutex_);
+        if (last_ && index > *last_)
+            throw Error("age: " + chunk_name(index) + " comes after the last chunk, " + chunk_name(*last_));
+        if (last && last_ && *last_ != index)
+            throw Error("age: " + chunk_name(index) + " sealed as the last chunk, but " + chunk_name(*last_) + " was");
+        if (last && sealed_.size() > index + 1)
+            throw Error("age: " + chunk_name(index) + " sealed as the last chunk after a later chunk");
+        if (index >= sealed_.size()) sealed_.resize(index + 1);
+        // Sealing a chunk twice would use its nonce twice: never.
+        if (sealed_[index]) throw Error("age: " + chunk_name(index) + " was already sealed");
+        sealed_[index] = true;
+        ++count_;
+        if (last) last_ = index;
+    }
+    aead_seal(payload_key_.span(), chunk_nonce(index, last), plain, out);
+}
+
+bool Encryptor::complete() const {
+    std::lock_guard lock(mutex_);
+    return last_ && count_ == *last_ + 1;
+}
+
+// --- StreamWriter -----------------------------------------------------------
+
+StreamWriter::StreamWriter(std::span<const Recipient> recipients, std::function<void(std::span<const uint8_t>)> out)
+    : enc_(recipients), out_(std::move(out)) {
+    buffer_.bytes().reserve(kChunkSize);
+}
+
+void StreamWriter::write(std::span<const uint8_t> data) {
+    if (finished_) throw Error("age: write after finish");
+    if (!started_) {
+        out_(enc_.head());
+        started_ = true;
+    }
+    Bytes& buf = buffer_.bytes();
+    while (!data.empty()) {
+        // A full chunk is sealed only once more data follows: the last chunk
+        // may be full, and must then carry the flag.
+        if (buf.size() == kChunkSize) emit(false);
+        size_t n = std::min(data.size(), kChunkSize - buf.size());
+        buf.insert(buf.end(), data.begin(), data.begin() + static_cast<std::ptrdiff_t>(n));
+        data = data.subspan(n);
+        size_ += n;
+    }
+}
+
+void StreamWriter::finish() {
+    if (finished_) return;
+    if (!started_) {
+        out_(enc_.head());
+        started_ = true;
+    }
+    emit(true);
+    finished_ = true;
+}
+
+void StreamWriter::emit(bool last) {
+    Bytes& buf = buffer_.bytes();
+    sealed_.resize(buf.size() + kTagSize);
+    enc_.seal(index_++, buf, last, sealed_);
+    out_(sealed_);
+    wipe(buf.data(), buf.size());
+    buf.clear();
+}
+
+// --- Decryptor --------------------------------------------------------------
+
+Decryptor::Decryptor(int fd, std::string name, std::span<const Identity> identities, size_t cache_chunks)
+    : fd_(fd), name_(std::move(name)), cache_(std::max<size_t>(cache_chunks, 1)) {
+    FileHeader fh = read_header(fd_, name_);
+    stanzas_ = std::move(fh.header.stanzas);
+    header_size_ = fh.header.size;
+    file_size_ = fh.file_size;
+    // age: a passphrase (scrypt) stanza must be alone, so that a file
+    // encrypted with a passphrase cannot also be opened by a key (spec "scrypt").
+    for (const Stanza& s : stanzas_)
+        if (s.args[0] == "scrypt" && stanzas_.size() != 1)
+            throw Error("age header: an scrypt stanza must be the only one", name_, s.offset);
+
+    std::optional<FileKey> file_key;
+    for (const Identity& id : identities) {
+        for (const Stanza& s : stanzas_) {
+            try {
+                file_key = id.unwrap(s);
+            } catch (const Error& e) {
+                throw Error("age header: " + e.message(), name_, s.offset);
+            }
+            if (file_key) break;
+        }
+        if (file_key) break;
+    }
+    if (!file_key) {
+        std::string types;
+        for (const Stanza& s : stanzas_) types += (types.empty() ? "" : ", ") + s.args[0];
+        throw Error("no identity matches: the file is encrypted to " + std::to_string(stanzas_.size()) +
+                        " recipient(s) (" + types + "), none of them one of the " + std::to_string(identities.size()) +
+                        " identities given",
+                    name_);
+    }
+    Key32 mac_key;
+    hkdf_sha256(file_key->span(), {}, "header", mac_key.span());
+    auto mac = hmac_sha256(mac_key.span(), std::span<const uint8_t>(fh.bytes).first(fh.header.mac_input_size));
+    if (!equal_ct(mac, fh.header.mac))
+        throw Error("age header: the header MAC does not match: the header was altered", name_,
+                    fh.header.mac_input_size - 3);
+
+    if (file_size_ < payload_offset())
+        throw Error("age header: the file ends inside the 16-byte payload nonce", name_, header_size_);
+    std::array<uint8_t, kPayloadNonceSize> nonce{};
+    long n = util::pread_full(fd_, nonce.data(), nonce.size(), header_size_);
+    if (n < 0) throw_errno("cannot read", name_, header_size_);
+    if (static_cast<size_t>(n) != nonce.size()) throw Error("the file shrank while it was read", name_, header_size_);
+    payload_key_ = payload_key(*file_key, nonce);
+
+    const uint64_t payload = file_size_ - payload_offset();
+    if (payload == 0) throw Error("age payload: no chunk after the nonce: the file is truncated", name_, payload_offset());
+    chunks_ = (payload + kSealedChunkSize - 1) / kSealedChunkSize;
+    const uint64_t last_sealed = payload - (chunks_ - 1) * kSealedChunkSize;
+    if (last_sealed < kTagSize)
+        throw Error("age payload: " + chunk_name(chunks_ - 1) + ", the last, is " + std::to_string(last_sealed) +
+                        " bytes, shorter than its 16-byte tag: the file is truncated (or has bytes appended)",
+                    name_, chunk_offset(chunks_ - 1));
+    size_ = (chunks_ - 1) * kChunkSize + (last_sealed - kTagSize);
+    // The last chunk is checked now: it proves the size (nothing cut off at
+    // a chunk boundary, nothing appended) before anything is read.
+    auto last = chunk(chunks_ - 1);
+    if (last.empty() && chunks_ > 1)
+        throw Error("age payload: " + chunk_name(chunks_ - 1) +
+                        ", the last, is empty, which only the first chunk of an empty file may be",
+                    name_, chunk_offset(chunks_ - 1));
+}
+
+Decryptor::~Decryptor() = default;
+
+std::span<const uint8_t> Decryptor::chunk(uint64_t index) {
+    if (index >= chunks_)
+        throw Error("age payload: " + chunk_name(index) + " is past the end (" + std::to_string(chunks_) + " chunks)", name_);
+    Cached* slot = &cache_[0];
+    for (Cached& c : cache_) {
+        if (c.index == index) {
+            c.used = ++clock_;
+            return c.plain.bytes();
+        }
+        if (c.used < slot->used) slot = &c;
+    }
+    slot->index = UINT64_MAX;
+    decrypt(index, slot->plain);
+    slot->index = index;
+    slot->used = ++clock_;
+    return slot->plain.bytes();
+}
+
+void Decryptor::decrypt(uint64_t index, SecretBuffer& out) {
+    const bool last = index == chunks_ - 1;
+    const uint64_t offset = chunk_offset(index);
+    const size_t len = last ? static_cast<size_t>(file_size_ - offset) : kSealedChunkSize;
+    sealed_.resize(len);
+    long n = util::pread_full(fd_, sealed_.data(), len, offset);
+    if (n < 0) throw_errno("cannot read " + chunk_name(index), name_, offset);
+    if (static_cast<size_t>(n) != len)
+        throw Error("age payload: the file ends inside " + chunk_name(index) + " (it shrank while open)", name_, offset);
+    out.bytes().resize(len - kTagSize);
+    if (aead_open(payload_key_.span(), chunk_nonce(index, last), sealed_, out.bytes())) return;
+
+    // Not authentic. Say why, as far as the keys can tell.
+    Bytes probe(len - kTagSize);
+    auto opens_as = [&](uint64_t i, bool flag) {
+        bool ok = aead_open(payload_key_.span(), chunk_nonce(i, flag), sealed_, probe);
+        wipe(probe.data(), probe.size());
+        return ok;
+    };
+    std::string what;
+    uint64_t where = offset;
+    if (opens_as(index, !last)) {
+        what = last ? chunk_name(index) + ", the last in the file, is not sealed as the last chunk: the file is "
+                                          "truncated at a chunk boundary"
+                    : chunk_name(index) + " is sealed as the last chunk, but " +
+                          std::to_string(file_size_ - offset - len) + " bytes follow it: bytes were appended";
+    } else if (last && index > 0 && previous_is_last(index - 1)) {
+        what = chunk_name(index - 1) + " is sealed as the last chunk, but " + std::to_string(len) +
+               " bytes follow it: bytes were appended";
+        where = chunk_offset(index - 1);
+    } else {
+        std::optional<uint64_t> moved;
+        const uint64_t lo = index > kMovedSearch ? index - kMovedSearch : 0;
+        for (uint64_t i = lo; i < std::min(chunks_, index + kMovedSearch) && !moved; ++i)
+            if (i != index && (opens_as(i, false) || opens_as(i, true))) moved = i;
+        if (moved)
+            what = chunk_name(index) + " holds " + chunk_name(*moved) + ": chunks were reordered or duplicated";
+        else if (last && len < kSealedChunkSize)
+            what = chunk_name(index) + ", the last (" + std::to_string(len) +
+                   " bytes), does not authenticate: the file is truncated inside a chunk, or the chunk was altered";
+        else
+            what = chunk_name(index) + " does not authenticate: its bytes were altered";
+    }
+    out.clear();
+    throw Error("age payload: " + what, name_, where);
+}
+
+bool Decryptor::previous_is_last(uint64_t index) {
+    Bytes sealed(kSealedChunkSize), probe(kChunkSize);
+    long n = util::pread_full(fd_, sealed.data(), sealed.size(), chunk_offset(index));
+    bool ok = n == static_cast<long>(sealed.size()) &&
+              aead_open(payload_key_.span(), chunk_nonce(index, true), sealed, probe);
+    wipe(probe.data(), probe.size());
+    return ok;
+}
+
+size_t Decryptor::read(uint64_t offset, std::span<uint8_t> out) {
+    size_t done = 0;
+    while (done < out.size() && offset < size_) {
+        uint64_t index = offset / kChunkSize;
+        size_t in = static_cast<size_t>(offset % kChunkSize);
+        auto c = chunk(index);
+        size_t n = std::min(out.size() - done, c.size() - in);
+        std::copy_n(c.begin() + static_cast<std::ptrdiff_t>(in), n, out.begin() + static_cast<std::ptrdiff_t>(done));
+        done += n;
+        offset += n;
+    }
+    return done;
+}
+
+}  // namespace xendump::age
