@@ -24,7 +24,7 @@ constexpr Command kCommands[] = {
     {"verify", Needs::dump_files, cmd_verify},
     {"symbol", Needs::nothing, cmd_symbol},
     {"dmesg", Needs::dump, cmd_dmesg},
-    {"estimate", Needs::dump, cmd_estimate, BadConfig::warn, check_estimate},
+    {"estimate", Needs::dump, cmd_estimate, check_estimate},
     {"backtrace", Needs::dump, cmd_backtrace},
     {"bt", Needs::dump, cmd_backtrace},
     {"debug", Needs::dump_path, cmd_debug, check_debug},
