@@ -201,12 +201,18 @@ private:
             co.kdump = o_.kdump;
             co.compression = o_.compression;
             co.dump_level = o_.dump_level;
+            co.write.recipients = o_.recipients;
             co.write.on_warning = [this](const std::string& w) { report_warning(w); };
             co.write.on_progress = [this, &job, worker](const WriteProgress& p) {
                 if (p.pages_total) current_[worker] = job.size * p.pages_done / p.pages_total;
                 show_progress();
             };
             std::error_code ec;
+            if (fs::exists(job.output, ec) && !o_.recipients.empty())
+                throw Error("output " + job.output.string() +
+                                " exists, and an encrypted output cannot be read back (no private key) to show it "
+                                "comes from this file; not overwritten: move it away to convert this file",
+                            job.input.string());
             if (fs::exists(job.output, ec)) {
                 // A previous run's output: done if it came from this very
                 // file and verifies; anything else is left alone, and so is
@@ -229,13 +235,15 @@ private:
             } else {
                 if (!job.output.parent_path().empty()) fs::create_directories(job.output.parent_path());
                 // Verified while it is made durable; one that does not verify
-                // is never published.
-                co.write.check_before_publish = [&job, digests = o_.digests](const fs::path& unpublished,
-                                                                             const VerifyOptions& read_back) {
-                    if (auto bad = verify_output(unpublished, job.output, digests, read_back.pages_read_back);
-                        !bad.empty())
-                        throw Error(bad, job.input.string());
-                };
+                // is never published. (Not an encrypted one: the writer
+                // cannot read it back, WriteOptions::recipients.)
+                if (o_.recipients.empty())
+                    co.write.check_before_publish = [&job, digests = o_.digests](const fs::path& unpublished,
+                                                                                 const VerifyOptions& read_back) {
+                        if (auto bad = verify_output(unpublished, job.output, digests, read_back.pages_read_back);
+                            !bad.empty())
+                            throw Error(bad, job.input.string());
+                    };
                 plan = convert_file(job.input, job.output, co);
                 rep.result = Result::converted;
                 rep.output = job.output.string();

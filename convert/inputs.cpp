@@ -27,10 +27,13 @@ bool skipped_name(const fs::path& p) {
     return p.filename().string().starts_with(AtomicFile::kTempPrefix);
 }
 
+// An encrypted output (-r/-R) is an age file: ".age" after the name it
+// would have (xen-dump-convert(1)); -o FILE is taken as given.
 fs::path output_for(const Options& o, const fs::path& input, const fs::path& relative) {
     if (o.output) return *o.output;
-    if (o.output_dir) return fs::path(*o.output_dir) / relative;
-    return input.parent_path() / default_output_name(input.filename().string(), o.kdump);
+    const std::string age = o.recipients.empty() ? "" : ".age";
+    if (o.output_dir) return fs::path(*o.output_dir) / (relative.string() + age);
+    return input.parent_path() / (default_output_name(input.filename().string(), o.kdump) + age);
 }
 
 // The same file however it was named; the path itself when that cannot be

@@ -7,6 +7,7 @@
 #include "cli_options.hpp"
 #include "dump_format.hpp"
 #include "options_table.hpp"
+#include "recipients.hpp"
 #include "xendump/writer.hpp"
 
 #include "xendump_config.h"
@@ -85,8 +86,15 @@ ParseStatus parse_options(int argc, char** argv, Options& o) {
         o.kdump = format.kdump;
         o.compression = format.compression;
         o.dump_level = format.dump_level;
+        o.recipients = cli::recipients_choice(p);
     } catch (const cli::UsageError& e) {
         usage_error(e.message);
+        return ParseStatus::usage_error;
+    }
+    if (o.remove_source && !o.recipients.empty()) {
+        // A source goes only once its output is shown to come from it, which
+        // needs the output's plaintext: a private key the converter lacks.
+        usage_error("--remove-source needs outputs that can be read back: not with -r or -R");
         return ParseStatus::usage_error;
     }
     if (o.remove_source && o.dry_run) {

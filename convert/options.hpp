@@ -25,6 +25,7 @@ struct Options {
     Compression compression = Compression::zstd;  // --compress ALG (kdump)
     unsigned dump_level = 0;                  // --dump-level N (kdump)
     unsigned threads = 1;                     // --threads N, default: the cores shared among the jobs
+    std::vector<std::string> recipients;      // -r/-R (canonical): encrypted outputs, NAME.v1.core.age
 };
 
 enum class ParseStatus { run, exit_ok, usage_error };

@@ -9,6 +9,7 @@
 #include "cli.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/dump_level.hpp"
+#include "xendump/recipients.hpp"
 #include "xendump/writer.hpp"
 #include "xendump_config.h"
 
@@ -141,9 +142,33 @@ const std::map<std::string, FormatSetter>& format_setters() {
     return table;
 }
 
-// Format=, Compress=, DumpLevel= into `keys` (a section's), remembering
-// where Format= and DumpLevel= were set; false for another key.
+// Recipient= (one recipient, as age -r takes it) and RecipientsFile= (an
+// absolute path, read now as age -R reads it: its errors name FILE:LINE)
+// add to the section's list; an empty value empties it. Either way the
+// section has a list of its own from then on.
+bool set_recipient_key(DumpFormatKeys& keys, const std::string& key, const std::string& value) {
+    if (key != "Recipient" && key != "RecipientsFile") return false;
+    std::vector<std::string>& list = keys.recipients.emplace(keys.recipients.value_or(std::vector<std::string>{}));
+    if (value.empty()) {
+        list.clear();
+    } else if (key == "Recipient") {
+        list.push_back(parse_recipient(value));
+    } else {
+        if (value.front() != '/') throw Error("RecipientsFile must be an absolute path");
+        try {
+            for (std::string& r : read_recipients_file(value)) list.push_back(std::move(r));
+        } catch (const Error& e) {
+            throw Error(e.what());  // FILE:LINE of the recipients file, after the configuration's
+        }
+    }
+    return true;
+}
+
+// Format=, Compress=, DumpLevel=, Recipient=, RecipientsFile= into `keys`
+// (a section's), remembering where Format= and DumpLevel= were set; false
+// for another key.
 bool set_format_key(DumpFormatKeys& keys, const std::string& key, const std::string& value, const std::string& where) {
+    if (set_recipient_key(keys, key, value)) return true;
     auto it = format_setters().find(key);
     if (it == format_setters().end()) return false;
     it->second(keys, value);
@@ -194,7 +219,9 @@ void apply_config_text(Config& config, const std::string& text, const std::strin
         } catch (const Error& e) {
             fail(key + "=: " + e.message());
         }
-        if (domain) fail(key + "= cannot be set per domain: a [Domain NAME] section holds Format=, Compress= and DumpLevel=");
+        if (domain)
+            fail(key + "= cannot be set per domain: a [Domain NAME] section holds Format=, Compress=, DumpLevel=, "
+                       "Recipient= and RecipientsFile=");
         auto it = setters().find(key);
         if (it == setters().end()) fail("unknown key \"" + key + "\"");
         try {
@@ -234,6 +261,12 @@ DumpFormat Config::format_for(std::string_view domain_name) const {
     take(dump_format);
     if (auto it = domain_formats.find(domain_name); it != domain_formats.end()) take(it->second);
     return f;
+}
+
+std::vector<std::string> Config::recipients_for(std::string_view domain_name) const {
+    if (auto it = domain_formats.find(domain_name); it != domain_formats.end() && it->second.recipients)
+        return *it->second.recipients;
+    return dump_format.recipients.value_or(std::vector<std::string>{});
 }
 
 Config load_config(const std::filesystem::path& main_file) {

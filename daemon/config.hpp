@@ -1,8 +1,8 @@
 // The service's configuration: /etc/xen-dumpd.conf, then the drop-ins
 // /etc/xen-dumpd.conf.d/*.conf in lexical order (a later file overrides an
 // earlier one key by key). INI syntax: the [Dump] section, and [Domain NAME]
-// sections holding Format=, Compress= and DumpLevel= for the guest named
-// NAME (any file may hold them). Every value is checked; the first bad one is
+// sections holding Format=, Compress=, DumpLevel=, Recipient= and
+// RecipientsFile= for the guest named NAME (any file may hold them). Every value is checked; the first bad one is
 // refused as "FILE:LINE: message" and the caller keeps whatever
 // configuration it had before.
 #pragma once
@@ -46,6 +46,10 @@ struct DumpFormatKeys {
     std::optional<Compression> compression;
     std::optional<unsigned> dump_level;
     std::string kdump_origin, dump_level_origin;
+    // Recipient= and RecipientsFile= (xendump/recipients.hpp, canonical
+    // form): set, the section's list (a [Domain NAME]'s replaces [Dump]'s;
+    // an empty value empties it); unset, [Dump]'s, else none (plaintext).
+    std::optional<std::vector<std::string>> recipients;
 };
 
 struct Config {
@@ -72,6 +76,10 @@ struct Config {
     // How the dumps of the guest named `domain_name` are written: its
     // [Domain] section's keys, else [Dump]'s, else v1.
     DumpFormat format_for(std::string_view domain_name) const;
+    // Whom the dumps of the guest named `domain_name` are encrypted to: its
+    // [Domain] section's Recipient=/RecipientsFile=, else [Dump]'s; empty:
+    // not encrypted.
+    std::vector<std::string> recipients_for(std::string_view domain_name) const;
 };
 
 // The drop-in directory belonging to a main file: "FILE.d".

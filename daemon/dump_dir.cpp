@@ -22,6 +22,14 @@ namespace {
 
 constexpr std::string_view kDumpSuffix = ".core";
 constexpr std::string_view kSidecarSuffix = ".core.json";
+// An encrypted dump (xen-dump-core(5), "Encrypted dumps"): the age file of a .core.
+constexpr std::string_view kEncryptedDumpSuffix = ".core.age";
+constexpr std::string_view kEncryptedSidecarSuffix = ".core.age.json";
+
+bool is_dump_name(std::string_view n) { return n.ends_with(kDumpSuffix) || n.ends_with(kEncryptedDumpSuffix); }
+bool is_sidecar_name(std::string_view n) {
+    return n.ends_with(kSidecarSuffix) || n.ends_with(kEncryptedSidecarSuffix);
+}
 
 uint64_t disk_bytes(const fs::path& p, int64_t* mtime = nullptr) {
     struct stat st {};
@@ -65,11 +73,11 @@ bool is_leftover(const fs::path& dir, const std::string& name) {
     // after the last '.'), so a finished dump or sidecar never ends like one,
     // even when an older version named it after a guest called ".xendump-tmp.".
     if (name.starts_with(AtomicFile::kTempPrefix))
-        return !name.ends_with(kDumpSuffix) && !name.ends_with(kSidecarSuffix);
+        return !is_dump_name(name) && !is_sidecar_name(name);
     // The room held for a sidecar has the dump's name and never a sidecar of its own.
     if (name.starts_with(kSidecarRoomPrefix)) {
         std::error_code ec;
-        return name.ends_with(kDumpSuffix) &&
+        return is_dump_name(name) &&
                fs::symlink_status(sidecar_path(dir / name), ec).type() == fs::file_type::not_found;
     }
     return false;
@@ -87,10 +95,10 @@ std::vector<DumpEntry> scan_dump_dir(const fs::path& dir) {
         std::string n = p.filename().string();
         if (is_leftover(dir, n)) continue;
         DumpEntry entry;
-        if (n.ends_with(kSidecarSuffix)) {
+        if (is_sidecar_name(n)) {
             entry.sidecar = p;
             entry.dump = p.string().substr(0, p.string().size() - 5);
-        } else if (n.ends_with(kDumpSuffix)) {
+        } else if (is_dump_name(n)) {
             entry.dump = p;
             entry.sidecar = sidecar_path(p);
             // Counted once, through its sidecar, when it has one.
@@ -187,23 +195,27 @@ std::string encode_file_name_part(std::string_view name) {
     return out;
 }
 
-std::string dump_file_name(const std::string& domain_name, uint32_t domid, int64_t unix_time) {
+std::string dump_file_name(const std::string& domain_name, uint32_t domid, int64_t unix_time, bool encrypted) {
     const std::string stamp = util::utc_time(static_cast<std::time_t>(unix_time), "%Y%m%dT%H%M%SZ");
     std::string part = domain_name.empty() ? std::string("domain") : encode_file_name_part(domain_name);
-    return part + "-" + std::to_string(domid) + "-" + stamp + std::string(kDumpSuffix);
+    return part + "-" + std::to_string(domid) + "-" + stamp + std::string(encrypted ? kEncryptedDumpSuffix : kDumpSuffix);
+}
+
+std::string numbered_dump_name(const std::string& base_name, unsigned n) {
+    const std::string_view suffix = base_name.ends_with(kEncryptedDumpSuffix) ? kEncryptedDumpSuffix : kDumpSuffix;
+    std::string stem = base_name;
+    if (stem.ends_with(suffix)) stem.erase(stem.size() - suffix.size());
+    return (n == 0 ? stem : stem + "-" + std::to_string(n)) + std::string(suffix);
 }
 
 fs::path unique_dump_path(const fs::path& dir, const std::string& base_name) {
-    std::string stem = base_name;
-    if (stem.ends_with(kDumpSuffix)) stem.erase(stem.size() - kDumpSuffix.size());
     // lstat, not stat: a dangling symbolic link is a taken name.
     auto taken = [](const fs::path& p) {
         std::error_code ec;
         return fs::symlink_status(p, ec).type() != fs::file_type::not_found;
     };
     for (unsigned n = 0; n < 100000; ++n) {
-        std::string name = n == 0 ? stem : stem + "-" + std::to_string(n);
-        fs::path p = dir / (name + std::string(kDumpSuffix));
+        fs::path p = dir / numbered_dump_name(base_name, n);
         if (!taken(p) && !taken(sidecar_path(p)) && !taken(dmesg_path(p))) return p;
     }
     throw Error("no free dump name", (dir / base_name).string());

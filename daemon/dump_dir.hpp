@@ -74,10 +74,12 @@ std::string encode_file_name_part(std::string_view name);
 inline constexpr size_t kMaxEncodedName = 128;
 
 // ENCODED-DOMID-YYYYMMDDTHHMMSSZ.core (UTC), ENCODED from encode_file_name_part
-// ("domain" for an empty name).
-std::string dump_file_name(const std::string& domain_name, uint32_t domid, int64_t unix_time);
+// ("domain" for an empty name); `encrypted`: .core.age.
+std::string dump_file_name(const std::string& domain_name, uint32_t domid, int64_t unix_time, bool encrypted = false);
+// `base_name` (NAME.core or NAME.core.age) with "-N" before its suffix (N > 0).
+std::string numbered_dump_name(const std::string& base_name, unsigned n);
 
-// dir / NAME-DOMID-YYYYMMDDTHHMMSSZ.core, with "-1", "-2", ... before ".core"
+// dir / NAME-DOMID-YYYYMMDDTHHMMSSZ.core (or .core.age), with "-1", "-2", ... before ".core"
 // when that name (or its sidecar, or its DUMP.dmesg.txt) is taken, by a file of any type, a dangling
 // symbolic link included (a link is never followed nor replaced).
 std::filesystem::path unique_dump_path(const std::filesystem::path& dir, const std::string& base_name);

@@ -19,6 +19,7 @@
 #include "xendump/fd.hpp"
 #include "xendump/kernel/dump_level.hpp"
 #include "xendump/reader.hpp"
+#include "xendump/recipients.hpp"
 #include "xendump/text.hpp"
 
 namespace xendump::daemon {
@@ -63,7 +64,7 @@ public:
         std::lock_guard lock(g_inflight_mutex);
         fs::path p = unique_dump_path(dir, base);
         for (unsigned n = 1; g_inflight.count(p); ++n)
-            p = unique_dump_path(dir, base.substr(0, base.size() - 5) + "-" + std::to_string(n) + ".core");
+            p = unique_dump_path(dir, numbered_dump_name(base, n));
         path_ = p;
         g_inflight[path_] = InFlight{granted, 0};
     }
@@ -183,6 +184,15 @@ private:
     bool held_ = false;
 };
 
+// The storage limits applied once a dump is written (never removing it).
+void vacuum_after(const Config& config, const fs::path& dump) {
+    try {
+        vacuum_dump_dir(config, dump);
+    } catch (const Error& e) {
+        log_message(LogLevel::warning, std::string("cannot apply storage limits: ") + e.what());
+    }
+}
+
 }  // namespace
 
 std::string guest_backtrace_line(const GuestBacktrace& b) {
@@ -203,6 +213,10 @@ LogFields dump_journal_fields(const Sidecar& s, const fs::path& dump) {
                      {vocab::kFormat.journal, s.format}};
     if (s.compression) fields.emplace_back(vocab::kCompression.journal, *s.compression);
     if (s.dump_level) fields.emplace_back(vocab::kDumpLevel.journal, std::to_string(*s.dump_level));
+    if (s.recipients) {
+        fields.emplace_back(vocab::kEncrypted.journal, "1");
+        fields.emplace_back(vocab::kRecipients.journal, std::to_string(s.recipients));
+    }
     if (s.guest_panic) fields.emplace_back(vocab::kGuestPanic.journal, *s.guest_panic);
     if (s.guest_backtrace) fields.emplace_back(vocab::kGuestBacktrace.journal, guest_backtrace_line(*s.guest_backtrace));
     if (s.guest_log && !s.guest_log->dmesg_file.empty())
@@ -249,6 +263,21 @@ DumpFormat dump_format_of_request(const nlohmann::json& request) {
     return f;
 }
 
+std::vector<std::string> recipients_of_request(const nlohmann::json& request) {
+    const auto& list = request.at("recipients");
+    if (!list.is_array() || list.empty()) throw Error("recipients must be an array of recipients, at least one");
+    std::vector<std::string> out;
+    for (size_t i = 0; i < list.size(); ++i) {
+        if (!list[i].is_string()) throw Error("recipients must be an array of strings");
+        try {
+            out.push_back(parse_recipient(list[i].get<std::string>()));
+        } catch (const Error& e) {
+            throw Error("recipient " + std::to_string(i + 1) + ": " + e.message());
+        }
+    }
+    return out;
+}
+
 uint64_t estimate_dump_size(const DomainInfo& info) {
     // Pages, plus per page a PFN->GMFN entry (16 bytes), an xxh64 digest and a
     // .xen_pfn entry (8 + 8), plus 1 MiB for headers, notes and vcpu contexts.
@@ -276,6 +305,11 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
         s.dump_level = how.dump_level;
     }
     if (s.domain_name.empty()) s.domain_name = "domain" + std::to_string(request.domid);
+    // Encrypted (the request's recipients, else the configuration's for the
+    // guest): NAME.core.age, and nothing read from its pages kept in clear.
+    const std::vector<std::string> recipients =
+        request.recipients ? *request.recipients : config.recipients_for(s.domain_name);
+    s.recipients = static_cast<unsigned>(recipients.size());
     // Room is counted from what the file occupies (zero pages are holes), so
     // a dump starts with room for its first step and asks for more as it
     // grows (GrowingRoom), not for the whole guest's size.
@@ -288,7 +322,7 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     }
 
     ensure_dump_dir(config);
-    Reservation name(config.dump_dir, dump_file_name(s.domain_name, request.domid, s.start_time), first);
+    Reservation name(config.dump_dir, dump_file_name(s.domain_name, request.domid, s.start_time, !recipients.empty()), first);
     out.path = name.path();
     out.sidecar = sidecar_path(out.path);
     s.dump_file = out.path.filename().string();
@@ -344,6 +378,7 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     options.kdump = how.kdump;
     options.compression = how.compression;
     options.dump_level = how.dump_level;
+    options.write.recipients = recipients;
     options.write.room = [&growing](uint64_t occupied, uint64_t needed, uint64_t wanted) {
         return growing(occupied, needed, wanted);
     };
@@ -365,6 +400,13 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
         const auto* cancel = hooks.dump.write.cancel;
         bool cancelled = cancel && cancel->load();
         return finish(cancelled ? DumpOutcome::cancelled : DumpOutcome::failed, e.what());
+    }
+    // The service holds no private key: an encrypted file is not read back
+    // (no zero pages, no guest log, no DUMP.dmesg.txt: xen-dumpd(8)).
+    if (!recipients.empty()) {
+        finish(DumpOutcome::ok, {});
+        vacuum_after(config, out.path);
+        return out;
     }
     // A compact file's zero pages, as info counts them (its descriptors).
     if (how.kdump) {
@@ -390,11 +432,7 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     s.guest_panic = std::move(guest.panic);
     s.guest_backtrace = std::move(guest.backtrace);
     finish(DumpOutcome::ok, {});
-    try {
-        vacuum_dump_dir(config, out.path);
-    } catch (const Error& e) {
-        log_message(LogLevel::warning, std::string("cannot apply storage limits: ") + e.what());
-    }
+    vacuum_after(config, out.path);
     return out;
 }
 

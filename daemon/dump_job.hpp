@@ -33,6 +33,9 @@ struct DumpRequest {
     // configuration's for the guest's name (Config::format_for).
     std::optional<DumpFormat> file_format;
     unsigned threads = 1;  // WriteOptions::threads (Config::write_threads(), or the requester's)
+    // Whom the dump is encrypted to (xen-dumpd -r/-R, canonical form);
+    // unset: the configuration's for the guest (Config::recipients_for).
+    std::optional<std::vector<std::string>> recipients;
 };
 
 // DumpFormat in a dump request on the control socket ("format", and for
@@ -41,6 +44,9 @@ struct DumpRequest {
 // would refuse.
 nlohmann::json dump_format_json(const DumpFormat& format);
 DumpFormat dump_format_of_request(const nlohmann::json& request);
+// A dump request's "recipients" (an array of recipient strings, at least
+// one), each checked; throws Error naming the one that does not parse.
+std::vector<std::string> recipients_of_request(const nlohmann::json& request);
 
 struct DumpJobResult {
     DumpOutcome result = DumpOutcome::failed;

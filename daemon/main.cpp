@@ -10,6 +10,7 @@
 #include "json_style.hpp"
 #include "one_shot.hpp"
 #include "options_table.hpp"
+#include "recipients.hpp"
 #include "service.hpp"
 #include "xendump/writer.hpp"
 #include "xendump_config.h"
@@ -20,7 +21,7 @@ const char* kUsage =
     "Usage: xen-dumpd [--config FILE] [--host HOST] [--dump-dir DIR] [--socket PATH] [--threads N]\n"
     "       xen-dumpd --domain ID|NAME [-o PATH|-] [--live] [--host HOST] [--dump-dir DIR]\n"
     "                 [--no-digests] [--format v1|kdump] [--compress ALG] [--dump-level N]\n"
-    "                 [--threads N] [-q|--quiet]\n"
+    "                 [-r RECIPIENT]... [-R FILE]... [--threads N] [-q|--quiet]\n"
     "       xen-dumpd --domain ID|NAME --estimate [--dump-level N] [--json[=short|pretty]] [--live]\n"
     "                 [--host HOST]\n"
     "\n"
@@ -73,16 +74,17 @@ int main(int argc, char** argv) {
     // Options that make no sense for the service.
     const bool one_shot_only = p.has("--output") || p.has("--live") || p.has("--no-digests") || p.has("--quiet") ||
                                p.has("--format") || p.has("--compress") || p.has("--dump-level") ||
-                               p.has("--estimate");
+                               p.has("--estimate") || p.has("--recipient") || p.has("--recipients-file");
     if (one_shot_only && !have_domain)
         return usage_error(
-            "-o, --live, --no-digests, --format, --compress, --dump-level, --estimate and --quiet need --domain");
+            "-o, --live, --no-digests, --format, --compress, --dump-level, -r, -R, --estimate and --quiet need "
+            "--domain");
     one.estimate = p.has("--estimate");
     if (p.has("--json") && !one.estimate) return usage_error("--json needs --estimate");
     if (one.estimate && (p.has("--output") || p.has("--no-digests") || p.has("--format") || p.has("--compress") ||
-                         p.has("--threads")))
-        return usage_error("--estimate writes no dump: it takes no -o, --no-digests, --format, --compress "
-                           "or --threads");
+                         p.has("--threads") || p.has("--recipient") || p.has("--recipients-file")))
+        return usage_error("--estimate writes no dump: it takes no -o, --no-digests, --format, --compress, "
+                           "-r, -R or --threads");
     try {
         one.json = xendump::cli::json_style(p);
         // With --estimate, --dump-level N adds level N's row (a compact dump's level, no --format).
@@ -90,6 +92,7 @@ int main(int argc, char** argv) {
         const xendump::cli::DumpFormatChoice format =
             one.estimate ? xendump::cli::DumpFormatChoice{} : xendump::cli::dump_format_choice(p);
         if (p.has("--format")) one.format = DumpFormat{format.kdump, format.compression, format.dump_level};
+        if (p.has("--recipient") || p.has("--recipients-file")) one.recipients = xendump::cli::recipients_choice(p);
     } catch (const xendump::cli::UsageError& e) {
         return usage_error(e.message);
     }

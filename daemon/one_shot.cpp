@@ -64,6 +64,7 @@ ViaService ask_service(const OneShotOptions& o, const Config& cfg, int& exit_cod
     if (o.overrides.dump_dir) request["dump_dir"] = std::filesystem::absolute(*o.overrides.dump_dir).string();
     if (o.overrides.threads) request["threads"] = *o.overrides.threads;
     if (o.format) request.update(dump_format_json(*o.format));
+    if (o.recipients) request["recipients"] = *o.recipients;
     cli::ProgressBar bar("dumping " + o.domain, !o.quiet);
     std::optional<uint64_t> job;
     try {
@@ -186,6 +187,8 @@ int run_one_shot(const OneShotOptions& o) {
         opts.write.on_warning = [&](const std::string& w) {
             if (!o.quiet) say("warning: " + w);
         };
+        // -o too: the configured recipients when -r/-R name none.
+        opts.write.recipients = o.recipients ? *o.recipients : cfg.recipients_for(hv->domain_name(domid));
         if (o.output == std::string("-")) {
             if (isatty(STDOUT_FILENO)) {
                 say("refusing to write a dump to a terminal; redirect standard output");
@@ -207,6 +210,7 @@ int run_one_shot(const OneShotOptions& o) {
         req.live = o.live;
         req.digests = o.digests;
         req.file_format = o.format;
+        req.recipients = o.recipients;
         req.threads = cfg.write_threads();
         DumpJobHooks hooks;
         hooks.dump = opts;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "config.hpp"
 #include "json_style.hpp"
@@ -23,6 +24,9 @@ struct OneShotOptions {
     // --format (--compress, --dump-level): unset, the configuration's
     // Format=, Compress=, DumpLevel= for the domain (-o: v1).
     std::optional<DumpFormat> format;
+    // -r/-R (canonical): the dump is encrypted to them; unset: to the
+    // configuration's Recipient=/RecipientsFile= for the guest (also with -o).
+    std::optional<std::vector<std::string>> recipients;
     bool estimate = false;  // --estimate: what each dump level keeps; no dump
     unsigned estimate_level = 0;  // --estimate --dump-level N: level N's row too
     cli::JsonStyle json;    // --json (with --estimate)

@@ -113,6 +113,15 @@ void Service::handle_dump_request(JsonLineConnection& conn, const nlohmann::json
             return;
         }
     }
+    // xen-dumpd -r/-R: the dump is encrypted to these instead of the configured recipients.
+    if (request.contains("recipients")) {
+        try {
+            req.recipients = recipients_of_request(request);
+        } catch (const Error& e) {
+            conn.send(control_error("request", e.message()));
+            return;
+        }
+    }
     std::string domain = request.value("domain", "");
     std::string label;
     try {

@@ -82,6 +82,10 @@ std::string Sidecar::to_json() const {
     if (compression) j[vocab::kCompression.sidecar] = *compression;
     if (dump_level) j[vocab::kDumpLevel.sidecar] = *dump_level;
     if (zero_pages) j[vocab::kZeroPages.sidecar] = *zero_pages;
+    if (recipients) {
+        j[vocab::kEncrypted.sidecar] = true;
+        j[vocab::kRecipients.sidecar] = recipients;
+    }
     if (guest_log) {
         nlohmann::ordered_json g = nlohmann::ordered_json::object();
         if (guest_log->records) {
@@ -129,6 +133,7 @@ Sidecar Sidecar::from_json(const std::string& text, const std::string& origin) {
         if (j.contains(vocab::kCompression.sidecar)) s.compression = j[vocab::kCompression.sidecar].get<std::string>();
         if (j.contains(vocab::kDumpLevel.sidecar)) s.dump_level = j[vocab::kDumpLevel.sidecar].get<unsigned>();
         if (j.contains(vocab::kZeroPages.sidecar)) s.zero_pages = j[vocab::kZeroPages.sidecar].get<uint64_t>();
+        if (j.value(vocab::kEncrypted.sidecar, false)) s.recipients = j.value(vocab::kRecipients.sidecar, 1u);
         if (j.contains("guest_log") && j["guest_log"].is_object()) {
             const auto& g = j["guest_log"];
             GuestLog log;

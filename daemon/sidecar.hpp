@@ -61,6 +61,11 @@ struct Sidecar {
     // bitmap, zero pages included) stored as its one shared zero page
     // (DumpReader::zero_pages). Absent for v1 files and in failed dumps.
     std::optional<uint64_t> zero_pages;
+    // An encrypted dump (WriteOptions::recipients): to how many recipients
+    // (0: not encrypted; the sidecar then has no "encrypted" key). Nothing
+    // read from the guest's memory is kept in clear for it: no guest_log,
+    // guest_panic or guest_backtrace, and no DUMP.dmesg.txt.
+    unsigned recipients = 0;
     // Written dumps only (absent in failed ones and sidecars of older versions):
     std::optional<GuestLog> guest_log;
     std::optional<std::string> guest_panic;  // the log's first crash report line, as dmesg prints it

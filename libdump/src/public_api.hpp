@@ -32,6 +32,7 @@
 #include "xendump/page_source.hpp"
 #include "xendump/pages_read_back.hpp"
 #include "xendump/reader.hpp"
+#include "xendump/recipients.hpp"
 #include "xendump/simulated_host.hpp"
 #include "xendump/text.hpp"
 #include "xendump/writer.hpp"

@@ -47,5 +47,10 @@ inline constexpr Term kDumpLevel{nullptr, "dump_level", "DUMP_LEVEL", nullptr, "
 // xen-dumpctl estimate's zero_pages of the level). Absent (sidecar) or null
 // (list --json) for v1 files.
 inline constexpr Term kZeroPages{nullptr, "zero_pages", nullptr, nullptr, "zero_pages"};
+// An encrypted dump (issue 33; xen-dump-core(5) "Encrypted dumps"): that it
+// is, and to how many recipients (the sidecar and the journal say no more of
+// them). list --json's keys are the reader's to add.
+inline constexpr Term kEncrypted{nullptr, "encrypted", "DUMP_ENCRYPTED", nullptr, nullptr};
+inline constexpr Term kRecipients{nullptr, "recipients", "DUMP_RECIPIENTS", nullptr, nullptr};
 
 }  // namespace xendump::vocab

@@ -110,10 +110,18 @@ struct WriteOptions {
     // write with an Error (nothing is published). Regular files only; unset:
     // no limit.
     std::function<uint64_t(uint64_t occupied, uint64_t needed, uint64_t wanted)> room;
+    // Encrypt the file to these recipients (xendump/recipients.hpp; empty:
+    // plaintext): the file is an age v1 file whose plaintext is exactly the
+    // file written without them (xen-dump-core(5), "Encrypted dumps"); no
+    // byte of the plaintext reaches a disk, temporary files included. Every
+    // writer, v1 and compact, takes them; `sparse` has no effect (an age file
+    // has no holes), `room` counts the encrypted file, and check_before_publish
+    // is not called (the writer holds no private key to read the file back).
+    std::vector<std::string> recipients;
 };
 
 struct WriteResult {
-    uint64_t file_size = 0;
+    uint64_t file_size = 0;  // the file's bytes (encrypted: the age file's)
     uint64_t nr_pages = 0;
     uint64_t nr_runs = 0;
     std::vector<uint64_t> unreadable_pfns;

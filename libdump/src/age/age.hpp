@@ -67,6 +67,9 @@ private:
 // and empty lines skipped; errors name "FILE:LINE" (never the line's text).
 std::vector<Recipient> parse_recipients(std::string_view text, const std::string& name);
 std::vector<Recipient> read_recipients_file(const std::filesystem::path& file);
+// WriteOptions::recipients parsed (xendump/recipients.hpp); errors name the
+// recipient by its place in the list ("recipient 2 of 3: …").
+std::vector<Recipient> parse_recipient_list(const std::vector<std::string>& texts);
 
 // A private key: an age X25519 identity (AGE-SECRET-KEY-1…) or an SSH
 // ed25519 private key (unencrypted OpenSSH format). Secrets are wiped on

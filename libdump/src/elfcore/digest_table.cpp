@@ -3,7 +3,6 @@
 #include <cerrno>
 
 #include "elfcore/notes.hpp"
-#include "io/temp_file.hpp"
 #include "util/util.hpp"
 #include "xendump/error.hpp"
 #include "xendump/format.hpp"
@@ -47,15 +46,8 @@ void DigestTable::flush() {
     if (place_) {
         place_->write_ahead(offset_ + flushed_ * kDigest, bytes);
     } else {
-        if (!spill_) {
-            io::UnnamedTempFile f = io::unnamed_temp_file("the page digests");
-            spill_ = std::move(f.fd);
-            spill_dir_ = std::move(f.dir);
-        }
-        const uint64_t at = flushed_ * kDigest;
-        const size_t done = util::pwrite_full(spill_.get(), bytes.data(), bytes.size(), at);
-        if (done < bytes.size())
-            throw_errno("cannot write the page digests of " + name_ + " to a temporary file", spill_dir_, at + done);
+        if (!spill_) spill_ = std::make_unique<io::SealedTempFile>("the page digests of " + name_);
+        spill_->write(flushed_ * kDigest, bytes.data(), bytes.size());
     }
     flushed_ += buf_.size();
     buf_.clear();
@@ -72,12 +64,7 @@ void DigestTable::write_to(io::Sink& out) {
         for (uint64_t k = 0; k < flushed_;) {
             const size_t n = static_cast<size_t>(std::min<uint64_t>(window_, flushed_ - k));
             const auto bytes = std::as_writable_bytes(std::span(window).first(n));
-            const long got = util::pread_full(spill_.get(), bytes.data(), bytes.size(), k * kDigest);
-            if (got != static_cast<long>(bytes.size())) {
-                if (got >= 0) errno = EIO;  // shorter than what was written there
-                throw_errno("cannot read back the page digests of " + name_ + " from a temporary file", spill_dir_,
-                            k * kDigest);
-            }
+            spill_->read(k * kDigest, bytes.data(), bytes.size());
             out.write(bytes);
             k += n;
         }

@@ -7,7 +7,8 @@
 //    reaches the table, it passes over what is there and writes the rest;
 //  - spilled (a pipe; a compact file, whose note area's offset is known only
 //    after the pages): each full window goes to an unlinked temporary file
-//    (O_TMPFILE in $TMPDIR, else /var/tmp), copied out when the note is
+//    (O_TMPFILE in $TMPDIR, else /var/tmp), sealed under a key of its own
+//    (io::SealedTempFile: no digest lies on disk in clear), copied out when the note is
 //    written. A table of at most one window never touches the disk.
 // Either way the bytes written are the digests in order, as if held whole.
 #pragma once
@@ -16,10 +17,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "io/sealed_temp_file.hpp"
 #include "io/sink.hpp"
 #include "xendump/fd.hpp"
 
@@ -58,8 +61,7 @@ private:
     uint64_t flushed_ = 0;                 // digests written out (in place or to the spill file)
     io::Sink* place_ = nullptr;
     uint64_t offset_ = 0;
-    UniqueFd spill_;
-    std::string spill_dir_;
+    std::unique_ptr<io::SealedTempFile> spill_;  // sealed: digests of pages are not left on disk in clear
 };
 
 // Writes NT_XEN_DIGEST (xen-dump-core(5) "Trailer notes") at out's

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "age/age.hpp"
+#include "io/encrypting_output.hpp"
 #include "util/util.hpp"
 #include "xendump/error.hpp"
 #include "xendump/writer.hpp"
@@ -25,8 +27,30 @@ const std::byte* zero_block() {
 }
 }  // namespace
 
-Sink::Sink(int fd, bool seekable, bool sparse, std::string name)
+Sink::Sink(int fd, bool seekable, bool sparse, std::string name, std::span<const age::Recipient> recipients)
     : fd_(fd), seekable_(seekable), name_(std::move(name)) {
+    if (!recipients.empty()) {
+        sparse = false;
+        enc_ = std::make_unique<EncryptingOutput>(
+            recipients,
+            [this](uint64_t at, std::span<const uint8_t> bytes) {
+                iovec v{const_cast<uint8_t*>(bytes.data()), bytes.size()};
+                make_room(bytes.size());
+                emit(at, std::span<const iovec>(&v, 1));
+            },
+            name_);
+    }
+    init(sparse);
+    if (enc_) enc_->begin();
+}
+
+Sink::~Sink() = default;
+
+uint64_t Sink::disk_pos() const noexcept { return enc_ ? enc_->file_offset(pos_) : pos_; }
+
+uint64_t Sink::file_size() const noexcept { return enc_ ? enc_->file_size(pos_) : pos_; }
+
+void Sink::init(bool sparse) {
     if (!seekable_) {
         // A pipe's default 64 KiB buffer costs a wake-up of the reader every
         // 16 pages; the largest size an unprivileged process may set (1 MiB
@@ -45,16 +69,15 @@ Sink::Sink(int fd, bool seekable, bool sparse, std::string name)
     struct stat st {};
     if (::fstat(fd_, &st) != 0) throw_errno("cannot stat output", name_);
     regular_ = S_ISREG(st.st_mode);
-    if (sparse && regular_) {
-        if (::ftruncate(fd_, 0) != 0) throw_errno("cannot truncate output", name_);
-        holes_ = true;
-    }
+    // An encrypted file is truncated too: no byte of an earlier content stays.
+    if ((sparse || enc_) && regular_ && ::ftruncate(fd_, 0) != 0) throw_errno("cannot truncate output", name_);
+    holes_ = sparse && regular_;
 }
 
 void Sink::ask_room(RoomFn f, uint64_t planned) {
     if (!f || !regular_ || !seekable_) return;
     room_ = std::move(f);
-    room_planned_ = planned;
+    room_planned_ = enc_ && planned ? enc_->file_size(planned) : planned;
     room_bound_ = room_granted_ = 0;
     room_asked_ = false;
     make_room(0);
@@ -73,7 +96,8 @@ void Sink::make_room(uint64_t n) {
         // What is still to come: up to the planned end (and a few blocks
         // more for the filesystem's rounding), else a step at a time.
         constexpr uint64_t kSlack = 64 << 10;
-        const uint64_t rest = room_planned_ > pos_ ? room_planned_ - pos_ + kSlack : kSlack;
+        const uint64_t at = disk_pos();
+        const uint64_t rest = room_planned_ > at ? room_planned_ - at + kSlack : kSlack;
         const uint64_t step = std::max(n, room_planned_ ? std::min(kRoomStep, rest) : kRoomStep);
         const uint64_t needed = occupied + step;
         const uint64_t wanted = room_planned_ ? std::max(needed, occupied + rest) : needed;
@@ -82,7 +106,7 @@ void Sink::make_room(uint64_t n) {
             throw Error("no room on disk to go on: the file occupies " + std::to_string(occupied) +
                             " bytes and needs " + std::to_string(needed) + ", " + std::to_string(granted) +
                             " granted",
-                        name_, pos_);
+                        name_, disk_pos());
         room_granted_ = granted;
         room_asked_ = true;
     }
@@ -93,6 +117,10 @@ void Sink::write_at(uint64_t offset, std::span<const std::byte> data) {
     if (!seekable_) throw Error("internal error: rewriting a stream that cannot seek", name_, offset);
     if (offset > pos_ || data.size() > pos_ - offset)
         throw Error("internal error: rewriting bytes not written yet", name_, offset);
+    if (enc_) {
+        enc_->rewrite(offset, data);
+        return;
+    }
     make_room(data.size());  // what was a hole takes blocks now
     const size_t done = util::pwrite_full(fd_, data.data(), data.size(), offset);
     if (done < data.size()) throw_errno("cannot rewrite the head of the file", name_, offset + done);
@@ -105,9 +133,13 @@ void Sink::write_ahead(uint64_t offset, std::span<const std::byte> data) {
     // One stretch ahead at a time, written front to back.
     if (ahead_end_ > ahead_begin_ && offset != ahead_end_)
         throw Error("internal error: writes ahead out of order", name_, offset);
-    make_room(data.size());
-    const size_t done = util::pwrite_full(fd_, data.data(), data.size(), offset);
-    if (done < data.size()) throw_errno("write failed", name_, offset + done);
+    if (enc_) {
+        enc_->put(offset, data.data(), data.size());
+    } else {
+        make_room(data.size());
+        const size_t done = util::pwrite_full(fd_, data.data(), data.size(), offset);
+        if (done < data.size()) throw_errno("write failed", name_, offset + done);
+    }
     if (ahead_end_ == ahead_begin_) ahead_begin_ = offset;
     ahead_end_ = offset + data.size();
 }
@@ -126,11 +158,27 @@ void Sink::write(std::span<const std::byte> data) {
     writev(std::span<const iovec>(&iov, 1));
 }
 
-void Sink::writev(std::span<const iovec> iov_in) {
-    if (room_) {
-        uint64_t total = 0;
-        for (const iovec& v : iov_in) total += v.iov_len;
+void Sink::writev(std::span<const iovec> iov) {
+    uint64_t total = 0;
+    for (const iovec& v : iov) total += v.iov_len;
+    if (enc_) {
+        for (const iovec& v : iov) {
+            enc_->put(pos_, static_cast<const std::byte*>(v.iov_base), v.iov_len);
+            pos_ += v.iov_len;
+        }
+    } else {
         make_room(total);
+        emit(pos_, iov);
+        pos_ += total;
+    }
+    write_behind();
+}
+
+void Sink::emit(uint64_t at, std::span<const iovec> iov_in) {
+    if (enc_ && !seekable_) {
+        // A stream: the head and the chunks come in order (nothing is rewritten).
+        if (at != stream_end_)
+            throw Error("internal error: an encrypted stream's chunks out of order", name_, at);
     }
     std::vector<iovec> iov(iov_in.begin(), iov_in.end());
     size_t i = 0;
@@ -140,20 +188,20 @@ void Sink::writev(std::span<const iovec> iov_in) {
             continue;
         }
         // Also after a signal cut a blocked write short (EINTR or a partial count).
-        const auto cancelled = [this] {
-            if (cancel_ && cancel_->load()) throw Error("cancelled", name_, pos_);
+        const auto cancelled = [this, &at] {
+            if (cancel_ && cancel_->load()) throw Error("cancelled", name_, at);
         };
         cancelled();
         const int cnt = static_cast<int>(std::min<size_t>(iov.size() - i, IOV_MAX));
         const ssize_t n = util::retry_eintr(
             [&] {
-                return seekable_ ? ::pwritev(fd_, &iov[i], cnt, static_cast<off_t>(pos_)) : ::writev(fd_, &iov[i], cnt);
+                return seekable_ ? ::pwritev(fd_, &iov[i], cnt, static_cast<off_t>(at)) : ::writev(fd_, &iov[i], cnt);
             },
             cancelled);
-        if (n < 0) throw_errno("write failed", name_, pos_);
-        if (n == 0) throw Error("write returned 0", name_, pos_);
-        pos_ += static_cast<uint64_t>(n);
-        write_behind();
+        if (n < 0) throw_errno("write failed", name_, at);
+        if (n == 0) throw Error("write returned 0", name_, at);
+        at += static_cast<uint64_t>(n);
+        if (!seekable_) stream_end_ += static_cast<uint64_t>(n);
         auto left = static_cast<size_t>(n);
         while (i < iov.size() && left >= iov[i].iov_len) left -= iov[i++].iov_len;
         if (left > 0) {
@@ -172,11 +220,13 @@ void Sink::write_behind() {
     // Every move of the position comes here: it must not have run over bytes written ahead.
     if (ahead_end_ > ahead_begin_ && pos_ > ahead_begin_)
         throw Error("internal error: wrote over bytes written ahead", name_, ahead_begin_);
-    if (!regular_ || !seekable_ || pos_ - started_ < kWriteBehindWindow) return;
+    // Encrypted: counted in the file's offsets, where the position's chunk lies.
+    const uint64_t at = disk_pos();
+    if (!regular_ || !seekable_ || at < started_ || at - started_ < kWriteBehindWindow) return;
     // A filesystem that refuses these calls loses only speed. A write error
     // they report must not be lost: the kernel reports it once per open
     // file, so the final fsync would no longer see it.
-    const uint64_t end = pos_ - pos_ % kWriteBehindWindow;
+    const uint64_t end = at - at % kWriteBehindWindow;
     if (::sync_file_range(fd_, static_cast<off_t>(started_), static_cast<off_t>(end - started_),
                           SYNC_FILE_RANGE_WRITE) != 0 &&
         !unsupported(errno))
@@ -194,7 +244,24 @@ void Sink::write_behind() {
     flushed_ = done;
 }
 
+void Sink::reserve(uint64_t n) {
+    if (!enc_) return zeros(n);
+    enc_->reserve(pos_, n);
+    pos_ += n;
+    write_behind();
+}
+
+void Sink::hold(uint64_t offset, uint64_t n) {
+    if (enc_) enc_->hold(offset, n);
+}
+
 void Sink::zeros(uint64_t n) {
+    if (enc_) {
+        enc_->put(pos_, nullptr, n);
+        pos_ += n;
+        write_behind();
+        return;
+    }
     if (holes_) {
         pos_ += n;
         write_behind();
@@ -208,7 +275,7 @@ void Sink::zeros(uint64_t n) {
 }
 
 bool Sink::copy_from(int src_fd, uint64_t src_off, uint64_t n) {
-    if (!seekable_) return false;
+    if (!seekable_ || enc_) return false;  // encrypted: the caller writes, through the chunks
     make_room(n);
     uint64_t done = 0;
     while (done < n) {
@@ -232,6 +299,10 @@ bool Sink::copy_from(int src_fd, uint64_t src_off, uint64_t n) {
 }
 
 void Sink::finish() {
+    if (enc_) {
+        enc_->finish(pos_);
+        return;
+    }
     if (!holes_) return;
     struct stat st {};
     if (::fstat(fd_, &st) != 0) throw_errno("cannot stat output", name_);

@@ -1,6 +1,11 @@
 // An output that is written strictly front to back: a pipe or a file. The
 // same calls produce the same bytes on both; a file may leave zero ranges as
 // holes (xen-dump-core(5) "Page data": holes read as zeros, so the layout does not change).
+// Given recipients, the output is the age file of those bytes
+// (io/encrypting_output.hpp, xen-dump-core(5) "Encrypted dumps"): offsets,
+// offset() and the calls stay those of the plaintext; no holes, no
+// copy_from(), and every placeholder rewritten later is declared with
+// reserve() or hold().
 #pragma once
 
 #include <sys/uio.h>
@@ -10,27 +15,47 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <memory>
 #include <string>
 
+namespace xendump::age {
+class Recipient;
+}
+
 namespace xendump::io {
+
+class EncryptingOutput;
 
 class Sink {
 public:
     // `seekable`: positional writes (pwrite) from offset 0, no lseek. Holes are
     // used only when `sparse` and the fd is a regular file (which is then
     // truncated to 0 first so that skipped ranges read as zeros).
-    Sink(int fd, bool seekable, bool sparse, std::string name);
+    // With `recipients`, the output is encrypted to them (`sparse` then has
+    // no effect: an age file has no holes).
+    Sink(int fd, bool seekable, bool sparse, std::string name, std::span<const age::Recipient> recipients = {});
+    ~Sink();
+    Sink(const Sink&) = delete;
+    Sink& operator=(const Sink&) = delete;
 
     void write(std::span<const std::byte> data);
     void writev(std::span<const iovec> iov);  // several buffers, one syscall when possible
     void zeros(uint64_t n);                   // a hole when allowed, else written zeros
+    // A placeholder: `n` zero bytes (as zeros()) that write_at() replaces
+    // after the position has moved on; what is not replaced stays zeros.
+    void reserve(uint64_t n);
+    // Bytes at [offset, offset + n), written (or about to be) as usual,
+    // that write_at() may still rewrite until finish(). Only an encrypted
+    // output cares: it keeps their chunks until then.
+    void hold(uint64_t offset, uint64_t n);
     // Moves `n` bytes from `src_fd` at `src_off` (copy_file_range); returns
     // false (nothing done) when the kernel cannot, so the caller writes instead.
     bool copy_from(int src_fd, uint64_t src_off, uint64_t n);
     void finish();                            // sets the final size after a trailing hole
     // Rewrites bytes already written, at `offset` (a seekable output only:
     // Error otherwise): what an encoder learns after the pages goes into
-    // the head it wrote first. The position stays where it was.
+    // the head it wrote first. The position stays where it was. Encrypted:
+    // only bytes of a reserve() not rewritten yet or of a hold() (else Error).
     void write_at(uint64_t offset, std::span<const std::byte> data);
     // Writes bytes ahead of the position, at `offset` >= offset() (a
     // seekable output only: Error otherwise): what an encoder knows the
@@ -71,12 +96,21 @@ public:
     void ask_room(RoomFn f, uint64_t planned);
 
     uint64_t offset() const noexcept { return pos_; }
+    // The bytes of the file written for offset() bytes: offset() unless
+    // encrypted (then the age file's size; final after finish()).
+    uint64_t file_size() const noexcept;
+    bool encrypted() const noexcept { return enc_ != nullptr; }
     bool holes() const noexcept { return holes_; }
     bool positional() const noexcept { return seekable_; }
 
 private:
+    void init(bool sparse);
     void write_behind();
     void make_room(uint64_t n);  // before `n` more bytes are written (ask_room)
+    // Writes `iov` at file offset `at` (a seekable output; else at the end
+    // of the stream), whole.
+    void emit(uint64_t at, std::span<const iovec> iov);
+    uint64_t disk_pos() const noexcept;  // where offset() lies in the file
 
     int fd_;
     bool seekable_;
@@ -95,6 +129,8 @@ private:
     uint64_t room_planned_ = 0, room_bound_ = 0, room_granted_ = 0;
     bool room_asked_ = false;
     std::string name_;
+    std::unique_ptr<EncryptingOutput> enc_;
+    uint64_t stream_end_ = 0;  // an encrypted stream: the ciphertext written
 };
 
 }  // namespace xendump::io

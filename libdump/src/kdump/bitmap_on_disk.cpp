@@ -28,7 +28,19 @@ uint64_t popcount_bits(const std::byte* p, uint64_t limit) {
 
 BitmapOnDisk::BitmapOnDisk(std::shared_ptr<const reader::DumpFile> file, uint64_t offset, uint64_t bytes,
                            uint64_t frames, std::string structure)
-    : file_(std::move(file)), offset_(offset), bytes_(bytes), frames_(frames), structure_(std::move(structure)) {
+    : file_(std::move(file)), path_(file_->path()), offset_(offset), bytes_(bytes), frames_(frames),
+      structure_(std::move(structure)) {
+    count_blocks();
+}
+
+BitmapOnDisk::BitmapOnDisk(std::shared_ptr<const io::SealedTempFile> file, uint64_t bytes, uint64_t frames,
+                           std::string structure)
+    : sealed_(std::move(file)), path_("temporary file in " + sealed_->dir()), bytes_(bytes), frames_(frames),
+      structure_(std::move(structure)) {
+    count_blocks();
+}
+
+void BitmapOnDisk::count_blocks() {
     const uint64_t blocks = (bytes_ + kBlockBytes - 1) / kBlockBytes;
     before_.reserve(blocks + 1);
     before_.push_back(0);
@@ -54,8 +66,11 @@ void BitmapOnDisk::read(uint64_t first, std::span<std::byte> out) const {
     if (first > bytes_ || bytes_ - first < out.size())
         throw Error(structure_ + ": bytes " + std::to_string(first) + "+" + std::to_string(out.size()) +
                         " are past the bitmap (" + std::to_string(bytes_) + " bytes)",
-                    file_->path(), offset_ + first);
-    file_->read_exact(offset_ + first, out, structure_);
+                    path_, offset_ + first);
+    if (sealed_)
+        sealed_->read(offset_ + first, out.data(), out.size());
+    else
+        file_->read_exact(offset_ + first, out, structure_);
 }
 
 template <class Use>
@@ -89,7 +104,7 @@ uint64_t BitmapOnDisk::rank(uint64_t frame) const {
 uint64_t BitmapOnDisk::select(uint64_t k) const {
     if (k >= count_)
         throw Error(structure_ + ": set bit " + std::to_string(k) + " of " + std::to_string(count_) + " does not exist",
-                    file_->path(), offset_);
+                    path_, offset_);
     // The block whose count passes k.
     const auto it = std::upper_bound(before_.begin(), before_.end(), k);
     const uint64_t b = static_cast<uint64_t>(it - before_.begin()) - 1;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "io/sealed_temp_file.hpp"
 #include "kdump/format.hpp"
 #include "reader/dump_file.hpp"
 
@@ -33,6 +34,9 @@ public:
     // a bit set at or past `frames` is reported through first_past_frames().
     BitmapOnDisk(std::shared_ptr<const reader::DumpFile> file, uint64_t offset, uint64_t bytes, uint64_t frames,
                  std::string structure);
+    // The same over a sealed temporary file (a bitmap the writer made: no
+    // plaintext on disk, io/sealed_temp_file.hpp), its bytes from offset 0.
+    BitmapOnDisk(std::shared_ptr<const io::SealedTempFile> file, uint64_t bytes, uint64_t frames, std::string structure);
 
     uint64_t offset() const { return offset_; }
     uint64_t bytes() const { return bytes_; }
@@ -81,7 +85,10 @@ private:
         std::array<std::pair<uint64_t, std::vector<std::byte>>, 8> blocks;
     };
 
+    void count_blocks();  // before_, count_, past_
     std::shared_ptr<const reader::DumpFile> file_;
+    std::shared_ptr<const io::SealedTempFile> sealed_;  // instead of file_
+    std::string path_;                                  // the file, in errors
     uint64_t offset_ = 0, bytes_ = 0, frames_ = 0, count_ = 0, past_ = ~uint64_t{0};
     std::string structure_;
     std::vector<uint64_t> before_;  // set bits (below frames_) before block b; one more at the end

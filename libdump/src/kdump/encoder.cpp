@@ -79,7 +79,7 @@ KdumpEncoder::KdumpEncoder(const DumpSpec& spec, const PageSource& stored, const
 }
 
 void KdumpEncoder::begin(io::Sink& out) {
-    out.zeros(layout_.data_offset);  // written in finish(); the zero page stays zeros
+    out.reserve(layout_.data_offset);  // written in finish(); the zero page stays zeros
 }
 
 void KdumpEncoder::prepare(pipeline::PageBatch& b) const {

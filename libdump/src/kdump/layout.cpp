@@ -6,7 +6,7 @@
 #include <bit>
 #include <string>
 
-#include "io/temp_file.hpp"
+#include "io/sealed_temp_file.hpp"
 #include "kdump/heads.hpp"
 #include "stream_hash.hpp"
 #include "reader/dump_file.hpp"
@@ -142,16 +142,10 @@ namespace {
 // refusing two pfns that share a frame.
 BitmapOnDisk frames_on_disk(const PageSource& stored, const KdumpLayout& layout) {
     if (layout.index != Index::machine) throw Error("internal error: descriptor ranks of pfns");
-    io::UnnamedTempFile f = io::unnamed_temp_file("a bitmap of the machine frames");
-    const std::string name = "temporary file in " + f.dir;
-    if (::ftruncate(f.fd.get(), static_cast<off_t>(layout.bitmap_size)) != 0)
-        throw_errno("cannot size a bitmap of the machine frames", name);
+    // Sealed (io/sealed_temp_file.hpp): which frames a guest has are not left on disk in clear.
+    auto f = std::make_shared<io::SealedTempFile>("a bitmap of the machine frames");
     for_each_bitmap_chunk(
-        layout, stored, false,
-        [&](uint64_t lo, std::span<const std::byte> chunk) {
-            if (util::pwrite_full(f.fd.get(), chunk.data(), chunk.size(), lo) != chunk.size())
-                throw_errno("cannot write a bitmap of the machine frames", name, lo);
-        },
+        layout, stored, false, [&](uint64_t lo, std::span<const std::byte> chunk) { f->write(lo, chunk.data(), chunk.size()); },
         [&](const PageEntry& e) {
             // The other pfn of this frame (the first), for the message.
             uint64_t other = 0;
@@ -166,8 +160,7 @@ BitmapOnDisk frames_on_disk(const PageSource& stored, const KdumpLayout& layout)
             throw Error("pfns " + std::to_string(other) + " and " + std::to_string(e.pfn) + " share machine frame " +
                         std::to_string(e.gmfn));
         });
-    return BitmapOnDisk(std::make_shared<const reader::DumpFile>(std::move(f.fd), name), 0, layout.bitmap_size,
-                        layout.max_mapnr, "bitmap of the machine frames");
+    return BitmapOnDisk(std::move(f), layout.bitmap_size, layout.max_mapnr, "bitmap of the machine frames");
 }
 
 }  // namespace

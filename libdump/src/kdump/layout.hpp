@@ -69,8 +69,8 @@ XXH128_canonical_t write_key_bitmap(io::Sink& out, uint64_t at, const KdumpLayou
                       bool ascending);
 
 // A PV guest's stored machine frames when they do not rise with the pfns:
-// their bitmap, made a chunk at a time into an unnamed temporary file
-// (io::unnamed_temp_file) and read there through a small block cache with
+// their bitmap, made a chunk at a time into an unnamed temporary file,
+// sealed (io::SealedTempFile: no plaintext on disk) and read there through a small block cache with
 // the count of set bits before every block of 32768 frames in memory
 // (BitmapOnDisk): a page's descriptor slot (the rank of its frame) is known
 // as it is written, and memory does not grow with the frames but for that

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "age/age.hpp"
 #include "elfcore/entries_only.hpp"
 #include "elfcore/runs.hpp"
 #include "io/sink.hpp"
@@ -47,7 +48,8 @@ WriteResult write_kdump_to(int fd, const std::string& name, const DumpSpec& spec
         if (wo.on_warning) wo.on_warning(w);
     kdump::KdumpEncoder encoder(spec, stored.pages, stored.present, options.compression, wo.digests,
                                 stored.dump_level, source, name);
-    io::Sink sink(fd, true, wo.sparse, name);
+    const std::vector<age::Recipient> recipients = age::parse_recipient_list(wo.recipients);
+    io::Sink sink(fd, true, wo.sparse, name, recipients);
     sink.cancel_on(wo.cancel);
     std::optional<pipeline::KernelObserver> kernel;
     pipeline::Stages stages{source, stored.select, {}, encoder};
@@ -58,7 +60,7 @@ WriteResult write_kdump_to(int fd, const std::string& name, const DumpSpec& spec
         if (wo.on_warning) wo.on_warning(w);
         r.warnings.push_back(std::move(w));
     }
-    r.file_size = sink.offset();
+    r.file_size = sink.file_size();
     r.nr_pages = stored.pages.nr_entries();
     r.nr_runs = elfcore::count_runs(stored.pages);
     r.unreadable_pfns = std::move(out.pass.unreadable_pfns);
@@ -72,7 +74,8 @@ WriteResult write_published(const std::filesystem::path& path, const DumpSpec& s
         WriteResult r = write_kdump_to(file.fd(), path.string(), spec, source, stored, options);
         // Nothing is read back behind a compact file's writes: its check reads the pages.
         std::function<void(const std::filesystem::path&)> check;
-        if (options.write.check_before_publish)
+        // An encrypted file cannot be read back without a private key.
+        if (options.write.check_before_publish && options.write.recipients.empty())
             check = [&](const std::filesystem::path& p) { options.write.check_before_publish(p, VerifyOptions{}); };
         file.commit(check);
         return r;

@@ -5,11 +5,12 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "io/temp_file.hpp"
+#include "io/sealed_temp_file.hpp"
 #include "util/util.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
@@ -57,8 +58,7 @@ struct PfnBitmap::Impl {
     std::unique_ptr<uint64_t[]> words;
     size_t capacity = 0;
     uint64_t tick = 0;
-    UniqueFd file;
-    std::string dir;
+    std::unique_ptr<io::SealedTempFile> file;  // sealed: which pages a guest has are not left on disk in clear
     // The cache (slots, words, file, Block::slot and stored) for const
     // members, which may run at once; the others have the bitmap to
     // themselves and take no lock. Block::ones changes only in those.
@@ -101,11 +101,7 @@ struct PfnBitmap::Impl {
             fill_ones(w, bits_in(b));
         } else {
             if (!blk.stored || !file) throw Error("internal error: a block of a pfn bitmap is neither cached nor stored");
-            const long got = util::pread_full(file.get(), w, kBlockBytes, b * kBlockBytes);
-            if (got != static_cast<long>(kBlockBytes)) {
-                if (got >= 0) errno = EIO;
-                throw_errno("cannot read back a bitmap of pfns from a temporary file", dir, b * kBlockBytes);
-            }
+            file->read(b * kBlockBytes, w, kBlockBytes);
         }
         slots[s] = {b, ++tick, false};
         blk.slot = static_cast<int16_t>(s);
@@ -121,15 +117,8 @@ struct PfnBitmap::Impl {
             if (zero(slot.block) || full(slot.block)) {
                 blk.stored = false;
             } else {
-                if (!file) {
-                    io::UnnamedTempFile f = io::unnamed_temp_file("a bitmap of pfns");
-                    file = std::move(f.fd);
-                    dir = std::move(f.dir);
-                }
-                const uint64_t at = slot.block * kBlockBytes;
-                const size_t done = util::pwrite_full(file.get(), words.get() + s * kWords, kBlockBytes, at);
-                if (done < kBlockBytes)
-                    throw_errno("cannot write a bitmap of pfns to a temporary file", dir, at + done);
+                if (!file) file = std::make_unique<io::SealedTempFile>("a bitmap of pfns");
+                file->write(slot.block * kBlockBytes, words.get() + s * kWords, kBlockBytes);
                 blk.stored = true;
             }
         }

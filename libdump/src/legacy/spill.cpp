@@ -7,26 +7,23 @@
 #include <cstring>
 #include <utility>
 
-#include "io/temp_file.hpp"
+#include "io/sealed_temp_file.hpp"
 #include "util/util.hpp"
 #include "xendump/error.hpp"
 
 namespace xendump::legacy {
 
-TempFile::TempFile() {
-    io::UnnamedTempFile f = io::unnamed_temp_file("the conversion's tables");
-    fd_ = std::move(f.fd);
-    dir_ = std::move(f.dir);
-}
+TempFile::TempFile() : file_(std::make_unique<io::SealedTempFile>("the conversion's tables")) {}
+TempFile::~TempFile() = default;
+TempFile::TempFile(TempFile&&) noexcept = default;
+TempFile& TempFile::operator=(TempFile&&) noexcept = default;
 
-void TempFile::write(uint64_t offset, const void* data, size_t size) const {
-    if (util::pwrite_full(fd_.get(), data, size, offset) != size)
-        throw Error(std::string("cannot write a temporary file: ") + std::strerror(errno), dir_, offset);
-}
+void TempFile::write(uint64_t offset, const void* data, size_t size) const { file_->write(offset, data, size); }
 
 void TempFile::read(uint64_t offset, void* out, size_t size) const {
-    if (util::pread_full(fd_.get(), out, size, offset) != static_cast<long>(size))
-        throw Error(std::string("cannot read back a temporary file: ") + std::strerror(errno), dir_, offset);
+    if (offset > file_->size() || file_->size() - offset < size)
+        throw Error("cannot read back a temporary file: past what was written", file_->dir(), offset);
+    file_->read(offset, out, size);
 }
 
 void* map_anonymous(size_t bytes) {

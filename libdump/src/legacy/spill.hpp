@@ -18,19 +18,26 @@
 
 #include "xendump/fd.hpp"
 
+namespace xendump::io {
+class SealedTempFile;
+}
+
 namespace xendump::legacy {
 
-// io::unnamed_temp_file with positional reads and writes that throw Error
-// naming the directory and offset.
+// An io::SealedTempFile (sealed under a key of its own: no plaintext on
+// disk) with positional reads and writes that throw Error naming the
+// directory and offset.
 class TempFile {
 public:
     TempFile();
+    ~TempFile();
+    TempFile(TempFile&&) noexcept;
+    TempFile& operator=(TempFile&&) noexcept;
     void write(uint64_t offset, const void* data, size_t size) const;
     void read(uint64_t offset, void* out, size_t size) const;
 
 private:
-    UniqueFd fd_;
-    std::string dir_;
+    std::unique_ptr<io::SealedTempFile> file_;
 };
 
 // A fixed-capacity array of trivially copyable T in its own anonymous

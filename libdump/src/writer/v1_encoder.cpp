@@ -80,6 +80,13 @@ void V1Encoder::begin(io::Sink& out) {
     // A seekable output gets each window of digests in its place in the
     // trailer at once (planned); a pipe's go to a temporary file.
     if (digests() && out.positional()) chunk_digests_.place_in(out, chunk_digests_offset());
+    // What finish() may patch in the head (finish_notes, the kernel image
+    // segment's program header, e_phnum): an encrypted output keeps it until then.
+    if (plan_.late_room && out.positional()) {
+        out.hold(plan_.layout.notes_offset, plan_.layout.notes_size);
+        if (plan_.kernel_phdr_offset && !plan_.phdrs_at_end()) out.hold(plan_.kernel_phdr_offset, sizeof(Elf64_Phdr));
+        if (!plan_.machine_view) out.hold(offsetof(Elf64_Ehdr, e_phnum), sizeof(Elf64_Half));
+    }
     out.write(plan_.head);
 }
 

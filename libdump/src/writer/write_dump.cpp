@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "elfcore/entries_only.hpp"
+#include "age/age.hpp"
 #include "io/sink.hpp"
 #include "pipeline/kernel_observer.hpp"
 #include "pipeline/pipeline.hpp"
@@ -31,9 +32,11 @@ WriteResult writer::write_v1(int fd, bool seekable, const std::string& name, con
     const writer::DumpPlan& plan = encoder.plan();
 
     std::optional<pipeline::ReadBehind> behind;  // before the sink: the sink's hook refers to it
-    io::Sink sink(fd, seekable, options.sparse, name);
+    const std::vector<age::Recipient> recipients = age::parse_recipient_list(options.recipients);
+    io::Sink sink(fd, seekable, options.sparse, name, recipients);
     sink.cancel_on(options.cancel);
-    if (read_back && plan.digest_note_size) {
+    // What an encrypted file holds on disk is not the pages: nothing to read back.
+    if (read_back && plan.digest_note_size && !sink.encrypted()) {
         behind.emplace(fd, plan.layout.pages_offset, plan.layout.pages_size,
                        uint64_t{format::kDigestChunkPages} * format::kPageSize, name);
         sink.before_drop([&behind](uint64_t offset, uint64_t size) { behind->take(offset, size); });
@@ -52,7 +55,7 @@ WriteResult writer::write_v1(int fd, bool seekable, const std::string& name, con
         if (options.on_warning) options.on_warning(w);
         r.warnings.push_back(std::move(w));
     }
-    r.file_size = plan.file_size;
+    r.file_size = sink.file_size();
     r.nr_pages = pages.nr_entries();
     r.nr_runs = plan.nr_runs;
     r.kernel_segment = encoder.kernel_segment();
@@ -74,7 +77,8 @@ WriteResult write_dump_file(const std::filesystem::path& path, const DumpSpec& s
                             const WriteOptions& options) {
     try {
         AtomicFile file(path);
-        const auto& check = options.check_before_publish;
+        // An encrypted file cannot be read back without a private key.
+        const auto& check = options.recipients.empty() ? options.check_before_publish : nullptr;
         PagesReadBack read_back;
         WriteResult r = writer::write_v1(file.fd(), true, path.string(), spec, pages, options, {},
                                          check ? &read_back : nullptr);

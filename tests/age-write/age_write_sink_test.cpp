@@ -1,0 +1,294 @@
+// Issue 33 item 2: the encrypting output under io::Sink. The same calls on
+// a plain Sink and on one encrypted to a fresh identity give the same
+// bytes once decrypted: placeholders (reserve, hold) rewritten later, holes,
+// writes ahead, an empty file, chunk boundaries, a pipe. A chunk is sealed
+// once: rewriting one already sealed, or bytes never declared as a
+// placeholder, is an internal error; copy_from is refused; memory stays a
+// few chunks for a compact file's pattern (descriptors filled in order).
+// The sealed temporary files hold no plaintext and read back what was written.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <random>
+
+#include "age/age.hpp"
+#include "age_write_helpers.hpp"
+#include "io/encrypting_output.hpp"
+#include "io/sealed_temp_file.hpp"
+#include "io/sink.hpp"
+#include "test_support.hpp"
+#include "xendump/error.hpp"
+#include "xendump/fd.hpp"
+
+namespace xendump::test::agewrite {
+namespace {
+
+namespace fs = std::filesystem;
+using age::kChunkSize;
+
+std::vector<std::byte> bytes_of(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::byte> b(n);
+    for (auto& x : b) x = static_cast<std::byte>(rng());
+    return b;
+}
+
+// What a test does to a Sink.
+using Script = std::function<void(io::Sink&)>;
+
+std::vector<std::byte> run_plain(const fs::path& p, const Script& script) {
+    UniqueFd fd(::open(p.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    io::Sink sink(fd.get(), true, true, p.string());
+    script(sink);
+    sink.finish();
+    return slurp(p);
+}
+
+// The plaintext of the age file written by `script` (decrypted with our Decryptor).
+std::vector<std::byte> run_encrypted(const fs::path& p, const Script& script, uint64_t* file_size = nullptr) {
+    const age::Identity id = age::Identity::generate();
+    const std::vector<age::Recipient> to{id.recipient()};
+    {
+        UniqueFd fd(::open(p.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+        io::Sink sink(fd.get(), true, true, p.string(), to);
+        EXPECT_TRUE(sink.encrypted());
+        script(sink);
+        sink.finish();
+        if (file_size) *file_size = sink.file_size();
+    }
+    EXPECT_TRUE(starts_with_age_magic(p));
+    UniqueFd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+    age::Decryptor d(fd.get(), p.string(), std::span(&id, 1));
+    std::vector<std::byte> out(d.size());
+    EXPECT_EQ(d.read(0, std::span(reinterpret_cast<uint8_t*>(out.data()), out.size())), out.size());
+    return out;
+}
+
+void expect_same(const Script& script) {
+    TempDir dir;
+    const auto plain = run_plain(dir / "plain", script);
+    uint64_t size = 0;
+    const auto decrypted = run_encrypted(dir / "enc", script, &size);
+    EXPECT_EQ(decrypted.size(), plain.size());
+    EXPECT_TRUE(decrypted == plain);
+    EXPECT_EQ(size, fs::file_size(dir / "enc"));
+}
+
+TEST(EncryptingSink, StreamOfEverySize) {
+    for (size_t n : {size_t{0}, size_t{1}, kChunkSize - 1, kChunkSize, kChunkSize + 1, 3 * kChunkSize + 5}) {
+        SCOPED_TRACE(n);
+        const auto data = bytes_of(n, static_cast<uint32_t>(n));
+        expect_same([&](io::Sink& s) {
+            // In pieces that cross chunk boundaries.
+            for (size_t at = 0; at < n; at += 7001) s.write(std::span(data).subspan(at, std::min<size_t>(7001, n - at)));
+        });
+    }
+}
+
+TEST(EncryptingSink, ZerosBecomeEncryptedZeros) {
+    const auto data = bytes_of(5000, 1);
+    expect_same([&](io::Sink& s) {
+        s.write(data);
+        s.zeros(5 * kChunkSize + 123);  // a hole in the plain file
+        s.write(data);
+        s.zeros(kChunkSize);  // a trailing hole
+    });
+}
+
+// A compact file's pattern (kdump/encoder.cpp): the head, bitmaps and
+// descriptors reserved, the pages streamed, descriptors filled as they go,
+// the head last; a reserved byte never written stays zero.
+TEST(EncryptingSink, ReservedHeadFilledAfterThePages) {
+    const auto pages = bytes_of(9 * kChunkSize + 77, 2);
+    const uint64_t reserved = 4 * kChunkSize + 300, descs = kChunkSize + 1000;
+    const auto desc = bytes_of(reserved - descs, 3);
+    const auto head = bytes_of(900, 4);
+    expect_same([&](io::Sink& s) {
+        s.reserve(reserved);
+        const uint64_t step = 50000;
+        for (uint64_t at = 0, k = 0; at < pages.size(); at += step, ++k) {
+            s.write(std::span(pages).subspan(at, std::min<uint64_t>(step, pages.size() - at)));
+            const uint64_t lo = k * 40000;
+            if (lo < desc.size())
+                s.write_at(descs + lo, std::span(desc).subspan(lo, std::min<uint64_t>(40000, desc.size() - lo)));
+        }
+        s.write_at(0, head);  // bytes 900..descs stay zeros
+    });
+}
+
+// The v1 pattern (writer/v1_encoder.cpp): the head written with room that
+// finish() may patch (hold), digests written ahead and passed over.
+TEST(EncryptingSink, HeldHeadAndWritesAhead) {
+    const auto head = bytes_of(3 * kChunkSize + 10, 5);
+    const auto pages = bytes_of(6 * kChunkSize, 6);
+    const auto ahead = bytes_of(kChunkSize + 99, 7);
+    const auto patch = bytes_of(4000, 8);
+    expect_same([&](io::Sink& s) {
+        s.hold(kChunkSize - 2000, 4000);  // across a chunk boundary
+        s.hold(56, 2);
+        s.write(head);
+        const uint64_t ahead_at = head.size() + pages.size() + 4096;
+        s.write_ahead(ahead_at, std::span(ahead).first(5000));
+        s.write_ahead(ahead_at + 5000, std::span(ahead).subspan(5000));
+        s.write(pages);
+        s.zeros(4096);
+        s.skip_written(ahead.size());
+        s.write(std::span(patch).first(100));
+        s.write_at(kChunkSize - 2000, patch);
+        s.write_at(56, std::span(patch).first(2));
+    });
+}
+
+TEST(EncryptingSink, ThroughAPipe) {
+    const age::Identity id = age::Identity::generate();
+    const std::vector<age::Recipient> to{id.recipient()};
+    const auto data = bytes_of(2 * kChunkSize + 5, 9);
+    const auto got = through_pipe([&](int fd) {
+        io::Sink sink(fd, false, true, "pipe", to);
+        sink.write(data);
+        sink.zeros(100);
+        sink.finish();
+    });
+    TempDir dir;
+    {
+        UniqueFd out(::open((dir / "p.age").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+        ASSERT_EQ(::write(out.get(), got.data(), got.size()), static_cast<ssize_t>(got.size()));
+    }
+    UniqueFd fd(::open((dir / "p.age").c_str(), O_RDONLY | O_CLOEXEC));
+    age::Decryptor d(fd.get(), "p.age", std::span(&id, 1));
+    ASSERT_EQ(d.size(), data.size() + 100);
+    std::vector<std::byte> back(d.size());
+    d.read(0, std::span(reinterpret_cast<uint8_t*>(back.data()), back.size()));
+    EXPECT_TRUE(std::equal(data.begin(), data.end(), back.begin()));
+}
+
+// A Sink over a fresh file, encrypted to a fresh identity.
+struct EncryptedFile {
+    TempDir dir;
+    std::vector<age::Recipient> to{age::Identity::generate().recipient()};
+    UniqueFd fd{::open((dir / "f").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)};
+    io::Sink s{fd.get(), true, true, (dir / "f").string(), to};
+};
+
+TEST(EncryptingSink, RewritingASealedChunkIsAnInternalError) {
+    EncryptedFile f;
+    io::Sink& s = f.s;
+    const auto data = bytes_of(3 * kChunkSize, 10);
+    s.write(data);  // chunks 0 and 1 are sealed (something lies past them)
+    try {
+        s.write_at(10, std::span(data).first(4));
+        FAIL() << "rewrote a sealed chunk";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("internal error"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("sealed already"), std::string::npos) << e.what();
+        EXPECT_EQ(e.offset(), 10u);
+    }
+    // The last chunk is not sealed yet, but its bytes were never a placeholder.
+    EXPECT_THROW(s.write_at(2 * kChunkSize + 5, std::span(data).first(4)), Error);
+}
+
+TEST(EncryptingSink, APlaceholderIsFilledOnce) {
+    EncryptedFile f;
+    io::Sink& s = f.s;
+    const auto data = bytes_of(100, 11);
+    s.reserve(1000);
+    s.write(data);
+    s.write_at(10, std::span(data).first(20));
+    EXPECT_THROW(s.write_at(15, std::span(data).first(4)), Error);  // filled already
+    s.write_at(100, std::span(data).first(4));                      // still reserved
+}
+
+TEST(EncryptingSink, CopyFromIsRefused) {
+    EncryptedFile f;
+    io::Sink& s = f.s;
+    const auto src_bytes = bytes_of(8192, 12);
+    {
+        UniqueFd w(::open((f.dir / "src").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+        ASSERT_EQ(::write(w.get(), src_bytes.data(), src_bytes.size()), 8192);
+    }
+    UniqueFd src(::open((f.dir / "src").c_str(), O_RDONLY | O_CLOEXEC));
+    EXPECT_FALSE(s.copy_from(src.get(), 0, 8192));
+    EXPECT_EQ(s.offset(), 0u);
+    EXPECT_FALSE(s.holes());
+}
+
+// The room a file may take is counted on the ciphertext (Sink::ask_room).
+TEST(EncryptingSink, RoomCountsTheEncryptedFile) {
+    EncryptedFile f;
+    io::Sink& s = f.s;
+    const uint64_t planned = 40 * kChunkSize;
+    uint64_t granted = 0, wanted_first = 0;
+    s.ask_room(
+        [&](uint64_t, uint64_t needed, uint64_t wanted) {
+            if (!wanted_first) wanted_first = wanted;
+            granted = std::max(granted, needed);
+            return needed;
+        },
+        planned);
+    const auto data = bytes_of(planned, 13);
+    s.write(data);
+    s.finish();
+    EXPECT_GE(wanted_first, s.file_size());  // the plan in ciphertext bytes
+    struct stat st {};
+    ASSERT_EQ(::fstat(f.fd.get(), &st), 0);
+    EXPECT_EQ(static_cast<uint64_t>(st.st_size), s.file_size());
+    EXPECT_GE(granted, s.file_size() - kChunkSize);  // granted as it grew, up to about the whole
+}
+
+// Memory: a compact file's descriptors filled in order keep a few chunks,
+// whatever the reserved region's size: the head's (filled last), the
+// descriptors' being filled, the one where they meet the pages, the
+// stream's, and one being sealed.
+TEST(EncryptingOutput, DescriptorsInOrderKeepFewChunks) {
+    const std::vector<age::Recipient> to{age::Identity::generate().recipient()};
+    uint64_t emitted = 0;
+    io::EncryptingOutput out(to, [&](uint64_t, std::span<const uint8_t> b) { emitted += b.size(); }, "mem");
+    out.begin();
+    const uint64_t desc_region = 50 * kChunkSize;  // 3.1 MiB of descriptors
+    out.reserve(0, desc_region + 4096);
+    const std::vector<std::byte> page(256, std::byte{1});  // pages compressed well
+    const std::vector<std::byte> descs(24 * 64, std::byte{2});  // 64 pages' descriptors per batch
+    uint64_t at = desc_region + 4096, d = 4096;
+    while (d + descs.size() <= desc_region + 4096) {
+        for (int i = 0; i < 64; ++i) {
+            out.put(at, page.data(), page.size());
+            at += page.size();
+        }
+        out.rewrite(d, descs);
+        d += descs.size();
+        EXPECT_LE(out.pending_chunks(), 5u);
+    }
+    out.finish(at);
+    EXPECT_LE(out.peak_pending_chunks(), 5u);
+    EXPECT_EQ(out.pending_chunks(), 0u);
+    EXPECT_EQ(emitted, out.file_size(at));
+}
+
+TEST(SealedTempFile, ReadsBackWhatWasWrittenAndHoldsNoPlaintext) {
+    TempDir dir;
+    ASSERT_EQ(::setenv("TMPDIR", dir.path().c_str(), 1), 0);
+    const std::string marker = "SEALED-TEMP-MARKER-5b1f0c";
+    std::vector<std::byte> data(3 * io::SealedTempFile::kBlock + 100);
+    for (size_t i = 0; i + marker.size() <= data.size(); i += 512) std::memcpy(&data[i], marker.data(), marker.size());
+    {
+        io::SealedTempFile f("a test");
+        f.write(1000, data.data(), data.size());
+        f.write(1500, marker.data(), marker.size());  // a rewrite inside a block
+        std::memcpy(&data[500], marker.data(), marker.size());
+        std::vector<std::byte> back(data.size() + 2000);
+        f.read(0, back.data(), back.size());
+        EXPECT_TRUE(std::all_of(back.begin(), back.begin() + 1000, [](std::byte b) { return b == std::byte{0}; }));
+        EXPECT_TRUE(std::equal(data.begin(), data.end(), back.begin() + 1000));
+        EXPECT_EQ(f.size(), 1000 + data.size());
+        EXPECT_TRUE(files_with_marker({dir.path()}, marker).empty());
+    }
+    ::unsetenv("TMPDIR");
+}
+
+}  // namespace
+}  // namespace xendump::test::agewrite
