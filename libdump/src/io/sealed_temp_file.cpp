@@ -10,61 +10,61 @@
 namespace xendump::io {
 
 namespace {
-constexpr uint64_t kSealedBlock = SealedTempFile::kBlock + age::kTagSize;
-
-std::array<uint8_t, age::kAeadNonceSize> block_nonce(uint64_t block, uint32_t count) {
-    std::array<uint8_t, age::kAeadNonceSize> n{};
-    for (int i = 0; i < 8; ++i) n[i] = static_cast<uint8_t>(block >> (8 * i));
-    for (int i = 0; i < 4; ++i) n[8 + i] = static_cast<uint8_t>(count >> (8 * i));
-    return n;
-}
+constexpr size_t kNonce = age::kAeadNonceSize;
+constexpr size_t kBlock = SealedTempFile::kBlock;
+constexpr size_t kSealedBlock = SealedTempFile::kSealedBlock;
 }  // namespace
 
 SealedTempFile::SealedTempFile(const std::string& what)
-    : file_(unnamed_temp_file(what)), what_(what), cipher_(kSealedBlock) {
+    : file_(unnamed_temp_file(what)), what_(what), sealed_(kSealedBlock) {
     age::random_bytes(key_.span());
 }
 
 SealedTempFile::~SealedTempFile() = default;
 
-void SealedTempFile::load(uint64_t block, uint8_t* plain) const {
-    if (block >= sealed_.size() || sealed_[block] == 0) {
-        std::memset(plain, 0, kBlock);
+void SealedTempFile::load(uint64_t block) const {
+    uint8_t* plain = plain_.bytes().data();
+    const uint64_t at = block * kSealedBlock;
+    const long got = util::pread_full(file_.fd.get(), sealed_.data(), kSealedBlock, at);
+    if (got < 0) throw_errno("cannot read back " + what_ + " from a temporary file", file_.dir, at);
+    // Past the end, or a hole: never written.
+    if (static_cast<size_t>(got) < kSealedBlock) std::fill(sealed_.begin() + got, sealed_.end(), 0);
+    if (std::all_of(sealed_.begin(), sealed_.end(), [](uint8_t b) { return b == 0; })) {
+        std::memset(plain + 8, 0, kBlock);
         return;
     }
-    const uint64_t at = block * kSealedBlock;
-    const long got = util::pread_full(file_.fd.get(), cipher_.data(), kSealedBlock, at);
-    if (got < 0) throw_errno("cannot read back " + what_ + " from a temporary file", file_.dir, at);
-    if (static_cast<uint64_t>(got) != kSealedBlock)
-        throw Error("cannot read back " + what_ + " from a temporary file: it is shorter than written", file_.dir, at);
-    if (!age::aead_open(key_.span(), block_nonce(block, sealed_[block]), cipher_, std::span(plain, kBlock)))
+    const auto nonce = std::span<const uint8_t, kNonce>(sealed_.data(), kNonce);
+    const bool opened =
+        age::aead_open(key_.span(), nonce, std::span(sealed_).subspan(kNonce), std::span(plain, 8 + kBlock));
+    uint64_t number = ~block;
+    if (opened) std::memcpy(&number, plain, 8);
+    if (number != block)
         throw Error("cannot read back " + what_ + " from a temporary file: block " + std::to_string(block) +
                         " was altered on disk",
                     file_.dir, at);
 }
 
-void SealedTempFile::store(uint64_t block, const uint8_t* plain) {
-    if (block >= sealed_.size()) sealed_.resize(block + 1, 0);
-    if (sealed_[block] == UINT32_MAX)
-        throw Error("internal error: a block of a temporary file rewritten 2^32 times", file_.dir, block * kSealedBlock);
-    const uint32_t count = sealed_[block] + 1;
-    age::aead_seal(key_.span(), block_nonce(block, count), std::span(plain, kBlock), cipher_);
+void SealedTempFile::store(uint64_t block) {
+    uint8_t* plain = plain_.bytes().data();
+    std::memcpy(plain, &block, 8);
+    age::random_bytes(std::span(sealed_).first(kNonce));
+    const auto nonce = std::span<const uint8_t, kNonce>(sealed_.data(), kNonce);
+    age::aead_seal(key_.span(), nonce, std::span(plain, 8 + kBlock), std::span(sealed_).subspan(kNonce));
     const uint64_t at = block * kSealedBlock;
-    const size_t done = util::pwrite_full(file_.fd.get(), cipher_.data(), kSealedBlock, at);
+    const size_t done = util::pwrite_full(file_.fd.get(), sealed_.data(), kSealedBlock, at);
     if (done < kSealedBlock) throw_errno("cannot write " + what_ + " to a temporary file", file_.dir, at + done);
-    sealed_[block] = count;
 }
 
 void SealedTempFile::write(uint64_t offset, const void* data, size_t size) {
     std::lock_guard lock(mutex_);
     const auto* src = static_cast<const uint8_t*>(data);
-    uint8_t* plain = plain_.bytes().data();
+    uint8_t* plain = plain_.bytes().data() + 8;
     for (uint64_t at = offset; at < offset + size;) {
         const uint64_t block = at / kBlock, in = at % kBlock;
         const size_t len = static_cast<size_t>(std::min<uint64_t>(kBlock - in, offset + size - at));
-        if (len != kBlock) load(block, plain);  // a block written in part keeps its other bytes
+        if (len != kBlock) load(block);  // a block written in part keeps its other bytes
         std::memcpy(plain + in, src + (at - offset), len);
-        store(block, plain);
+        store(block);
         at += len;
     }
     size_ = std::max(size_, offset + size);
@@ -73,11 +73,11 @@ void SealedTempFile::write(uint64_t offset, const void* data, size_t size) {
 void SealedTempFile::read(uint64_t offset, void* out, size_t size) const {
     std::lock_guard lock(mutex_);
     auto* dst = static_cast<uint8_t*>(out);
-    uint8_t* plain = plain_.bytes().data();
+    const uint8_t* plain = plain_.bytes().data() + 8;
     for (uint64_t at = offset; at < offset + size;) {
         const uint64_t block = at / kBlock, in = at % kBlock;
         const size_t len = static_cast<size_t>(std::min<uint64_t>(kBlock - in, offset + size - at));
-        load(block, plain);
+        load(block);
         std::memcpy(dst + (at - offset), plain + in, len);
         at += len;
     }

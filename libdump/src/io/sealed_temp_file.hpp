@@ -8,11 +8,13 @@
 // The file is read and written at any offset, bytes rewritten included,
 // which age's STREAM (each chunk sealed once) does not allow; so it is cut
 // into blocks of kBlock bytes, each sealed on its own with ChaCha20-Poly1305
-// (OpenSSL, age/crypto.hpp) under the nonce (block number, how many times
-// the block was sealed): a nonce is never used twice under the key, and a
-// block read back from another place or an older write does not
-// authenticate. A block is at kBlock + 16 bytes times its number; the counts
-// stay in memory (4 bytes per 4 KiB block: 1/1024 of the file).
+// (OpenSSL, age/crypto.hpp) under a fresh random 96-bit nonce stored before
+// it (random nonces: no count per block in memory, which must not grow with
+// the file; 2^32 seals under one key, the bound for random nonces, would be
+// 16 TiB written). The block's number is sealed with its bytes, so a block
+// read back from another place fails; a block of zeros on disk (never
+// written: a hole) reads as zeros. On disk a block takes kSealedBlock bytes
+// at kSealedBlock times its number.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +31,7 @@ namespace xendump::io {
 class SealedTempFile {
 public:
     static constexpr size_t kBlock = 4096;
+    static constexpr size_t kSealedBlock = age::kAeadNonceSize + 8 + kBlock + age::kTagSize;
 
     // `what` says what the file is for, in errors ("the page digests").
     explicit SealedTempFile(const std::string& what);
@@ -45,17 +48,17 @@ public:
     uint64_t size() const noexcept { return size_; }  // the end of the furthest byte written
 
 private:
-    void load(uint64_t block, uint8_t* plain) const;  // callers hold mutex_
-    void store(uint64_t block, const uint8_t* plain);
+    // Callers hold mutex_; plain_ holds the block number, then its bytes.
+    void load(uint64_t block) const;
+    void store(uint64_t block);
 
     UnnamedTempFile file_;
     std::string what_;
     age::Key32 key_;
-    std::vector<uint32_t> sealed_;  // per block: how many times it was sealed (0: never written)
     uint64_t size_ = 0;
     mutable std::mutex mutex_;
-    mutable age::SecretBuffer plain_{kBlock};
-    mutable age::Bytes cipher_;
+    mutable age::SecretBuffer plain_{8 + kBlock};
+    mutable age::Bytes sealed_;
 };
 
 }  // namespace xendump::io

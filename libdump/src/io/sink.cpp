@@ -36,7 +36,7 @@ Sink::Sink(int fd, bool seekable, bool sparse, std::string name, std::span<const
             [this](uint64_t at, std::span<const uint8_t> bytes) {
                 iovec v{const_cast<uint8_t*>(bytes.data()), bytes.size()};
                 make_room(bytes.size());
-                emit(at, std::span<const iovec>(&v, 1));
+                emit(at, std::span<const iovec>(&v, 1), false);
             },
             name_);
     }
@@ -166,15 +166,14 @@ void Sink::writev(std::span<const iovec> iov) {
             enc_->put(pos_, static_cast<const std::byte*>(v.iov_base), v.iov_len);
             pos_ += v.iov_len;
         }
+        write_behind();
     } else {
         make_room(total);
-        emit(pos_, iov);
-        pos_ += total;
+        emit(pos_, iov, true);
     }
-    write_behind();
 }
 
-void Sink::emit(uint64_t at, std::span<const iovec> iov_in) {
+void Sink::emit(uint64_t at, std::span<const iovec> iov_in, bool stream) {
     if (enc_ && !seekable_) {
         // A stream: the head and the chunks come in order (nothing is rewritten).
         if (at != stream_end_)
@@ -202,6 +201,10 @@ void Sink::emit(uint64_t at, std::span<const iovec> iov_in) {
         if (n == 0) throw Error("write returned 0", name_, at);
         at += static_cast<uint64_t>(n);
         if (!seekable_) stream_end_ += static_cast<uint64_t>(n);
+        if (stream) {  // what did go in counts, also when the rest fails
+            pos_ = at;
+            write_behind();
+        }
         auto left = static_cast<size_t>(n);
         while (i < iov.size() && left >= iov[i].iov_len) left -= iov[i++].iov_len;
         if (left > 0) {

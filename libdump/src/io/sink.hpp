@@ -108,8 +108,9 @@ private:
     void write_behind();
     void make_room(uint64_t n);  // before `n` more bytes are written (ask_room)
     // Writes `iov` at file offset `at` (a seekable output; else at the end
-    // of the stream), whole.
-    void emit(uint64_t at, std::span<const iovec> iov);
+    // of the stream), whole; `stream`: the bytes at the position (which
+    // then moves past each part written, also when the rest fails).
+    void emit(uint64_t at, std::span<const iovec> iov, bool stream);
     uint64_t disk_pos() const noexcept;  // where offset() lies in the file
 
     int fd_;
