@@ -55,6 +55,9 @@ json guest(const std::string& type, const fs::path& image) {
     if (type == "pv")
         d = dump::pv_domain(7, 8, "tree", 4200,
                             json::array({json::array({0, 0x100000, 1024}), json::array({1100, 0x102000, 948})}));
+    else if (type == "pv_unordered")  // frames that do not rise with the pfns: descriptors in rank order
+        d = dump::pv_domain(7, 8, "tree", 4200,
+                            json::array({json::array({0, 0x300000, 700}), json::array({700, 0x100000, 1348})}));
     else if (type == "hvm")
         d = dump::hvm_domain(12, "hvm", 0x1000,
                              json::array({json::array({0, 0x400000, 0xA0}), json::array({0xC0, 0x4000C0, 1800})}));
@@ -80,6 +83,7 @@ std::vector<Case> cases() {
         for (Compression c : {Compression::zstd, Compression::lz4, Compression::lzo, Compression::zlib, Compression::none})
             out.push_back({type, true, c});
     }
+    out.push_back({"pv_unordered", true, Compression::zstd});
     return out;
 }
 
