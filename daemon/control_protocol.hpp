@@ -6,6 +6,9 @@
 //      (optional "format":"v1"|"kdump" with "compress":ALG and "dump_level":N
 //      for kdump: else the configuration's Format=, Compress=, DumpLevel= for
 //      the domain)
+//      (optional "recipients":["age1…", "ssh-ed25519 …", …], at least one: the
+//      dump is encrypted to them, NAME.core.age, instead of to the
+//      configuration's Recipient=/RecipientsFile= for the domain; xen-dumpd -r/-R)
 //   <- {"event":"queued","id":3}
 //   <- {"event":"started","id":3,"path":"/var/lib/xen/dump/web01-7-....core"}
 //   <- {"event":"progress","id":3,"bytes_done":N,"bytes_total":M}   (repeated)
