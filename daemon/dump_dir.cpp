@@ -23,6 +23,19 @@ namespace {
 constexpr std::string_view kDumpSuffix = ".core";
 constexpr std::string_view kSidecarSuffix = ".core.json";
 
+// The names of dumps: NAME.core, and an encrypted one's NAME.core.age (a
+// compact one's NAME.kdump, NAME.kdump.age); a sidecar is the dump's name
+// and ".json" (sidecar_path).
+constexpr std::string_view kDumpSuffixes[] = {".core", ".core.age", ".kdump", ".kdump.age"};
+bool is_dump_name(std::string_view name) {
+    for (auto s : kDumpSuffixes)
+        if (name.ends_with(s)) return true;
+    return false;
+}
+bool is_sidecar_name(std::string_view name) {
+    return name.ends_with(".json") && is_dump_name(name.substr(0, name.size() - 5));
+}
+
 uint64_t disk_bytes(const fs::path& p, int64_t* mtime = nullptr) {
     struct stat st {};
     if (::stat(p.c_str(), &st) != 0) return 0;
@@ -87,10 +100,10 @@ std::vector<DumpEntry> scan_dump_dir(const fs::path& dir) {
         std::string n = p.filename().string();
         if (is_leftover(dir, n)) continue;
         DumpEntry entry;
-        if (n.ends_with(kSidecarSuffix)) {
+        if (is_sidecar_name(n)) {
             entry.sidecar = p;
             entry.dump = p.string().substr(0, p.string().size() - 5);
-        } else if (n.ends_with(kDumpSuffix)) {
+        } else if (is_dump_name(n)) {
             entry.dump = p;
             entry.sidecar = sidecar_path(p);
             // Counted once, through its sidecar, when it has one.
