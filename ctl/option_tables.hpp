@@ -129,7 +129,8 @@ inline const std::vector<VerbTable>& verb_tables() {
          "crash reports (panic, Oops, BUG) of the kernel's log, and the top frames\n"
          "of the backtrace of the vcpu that reported the crash.\n"
          "Of the dumps MATCH selects, the latest one that has a file is shown.\n"
-         "With --json, one JSON object instead of text.\n",
+         "With --json, one JSON object instead of text. An encrypted dump is read with\n"
+         "the key of -i; without one, info shows its age header and its sidecar.\n",
          join({kJsonOption, kIdentityOptions, kSelectionOptions, kServiceOptions})},
         {"verify", "check a dump file against the format, digests included",
          "xen-dumpctl verify [--no-digests] [--allow-no-digests] [-q|--quiet] " XENDUMP_CTL_SELECTION,
@@ -138,6 +139,8 @@ inline const std::vector<VerbTable>& verb_tables() {
          "A file without digests fails unless --allow-no-digests is given.\n"
          "Exit status 0 when every check passes, 1 otherwise. The OK line of a file\n"
          "accepted with --allow-no-digests says the pages were not checked.\n"
+         "An encrypted file (NAME.core.age) is checked with the key of -i; without\n"
+         "one its age header alone is checked, and the exit status is 3.\n"
          "Every dump MATCH selects is checked (-1 for the latest only); a selected dump\n"
          "whose file is gone is a failure (\"FILE: missing\").\n",
          join({kVerifyOwn, kIdentityOptions, kSelectionOptions, kServiceOptions})},

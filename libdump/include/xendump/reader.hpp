@@ -124,6 +124,7 @@ struct VerifyReport {
 struct OpenOptions {
     // Identity files as `age -i` reads them: AGE-SECRET-KEY-1... lines or one
     // unencrypted OpenSSH ed25519 private key; the first that matches is used.
+    // Read only when the dump is encrypted.
     std::vector<std::filesystem::path> identity_files;
     // Accept an identity file that group or others may read (else refused).
     bool allow_insecure_identity = false;

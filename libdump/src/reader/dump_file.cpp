@@ -20,7 +20,7 @@ namespace xendump::reader {
 // away from its descriptor's chunk in practice), 64 KiB each.
 constexpr size_t kCachedChunks = 8;
 
-DumpFile::DumpFile(std::string path, std::span<const age::Identity> identities) : path_(std::move(path)) {
+DumpFile::DumpFile(std::string path, const Identities& get_identities) : path_(std::move(path)) {
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd_ < 0) throw_errno("cannot open", path_);
     take_size();
@@ -28,6 +28,7 @@ DumpFile::DumpFile(std::string path, std::span<const age::Identity> identities) 
     if (int fl = ::fcntl(fd_, F_GETFL); fl >= 0) ::fcntl(fd_, F_SETFL, fl & ~O_NONBLOCK);
     if (!starts_as_age(fd_, size_)) return;
     try {
+        const std::vector<age::Identity> identities = get_identities ? get_identities() : std::vector<age::Identity>{};
         if (identities.empty()) {
             // The header is parsed all the same: a damaged one says so first.
             const age::FileHeader h = age::read_header(fd_, path_);

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -33,9 +34,12 @@ bool starts_as_age(int fd, uint64_t size);
 
 class DumpFile {
 public:
-    // An encrypted file is decrypted with the first of `identities` that
-    // matches; without identities it is refused (Error saying it is encrypted).
-    explicit DumpFile(std::string path, std::span<const age::Identity> identities = {});
+    // The identities to decrypt with, asked for only when the file is
+    // encrypted (a plain file needs no key file, nor that it be readable).
+    using Identities = std::function<std::vector<age::Identity>()>;
+    // An encrypted file is decrypted with the first identity that matches;
+    // without identities it is refused (Error saying it is encrypted).
+    explicit DumpFile(std::string path, const Identities& identities = {});
     // A regular file already open for reading (its fd now owned), named
     // `name` in errors: a file the library wrote itself (a temporary one).
     DumpFile(UniqueFd fd, std::string name);
