@@ -22,6 +22,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "encrypted.hpp"
 #include "debug_command.hpp"
 #include "dump_selection.hpp"
 #include "guest_kernel.hpp"
@@ -215,6 +216,16 @@ int cmd_debug(Invocation& c) {
         for (auto& w : split_words(value)) extra.push_back(std::move(w));
 
     const fs::path& dump = c.dump_path;
+    // crash, gdb and drgn read a file where it lies, with random access: an
+    // encrypted dump's plaintext would have to be written out whole (a disk
+    // file is what encryption keeps it from; in memory it is as large as the
+    // dump). Refused, before any key is read (xen-dumpctl(1) "ENCRYPTED DUMPS").
+    if (auto e = encryption_of(dump))
+        throw Error(describe_encryption(*e) +
+                        ": a debugger reads a plaintext file, which xen-dumpctl does not write for an encrypted dump; "
+                        "use info, dmesg, backtrace and symbol with -i, or decrypt it with age -d where plaintext "
+                        "may lie",
+                    dump.string());
     fs::path vmlinux;
     if (auto v = p.value("--vmlinux")) {
         vmlinux = *v;

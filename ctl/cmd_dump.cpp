@@ -11,6 +11,7 @@
 // the dump itself). A FILE appears only when complete (AtomicFile); '-' streams to
 // standard output.
 #include <elf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -179,9 +180,21 @@ std::string check_dump(const Invocation& c) {
     return {};
 }
 
+// The vmcore of an encrypted dump is its plaintext: written to a pipe only
+// (-o - on a pipe or socket), never to a file on a disk (xen-dumpctl(1)
+// "ENCRYPTED DUMPS"; issue 33: plaintext never on a disk).
+void refuse_plaintext_file(const DumpReader& reader, const std::string& target) {
+    if (!reader.encryption()) return;
+    struct stat st{};
+    if (target == "-" && ::fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return;
+    throw Error("is encrypted: its vmcore would be its plaintext on a disk; write it to a pipe (-o - | ...) instead",
+                reader.path().string());
+}
+
 int cmd_dump(Invocation& c) {
     const DumpReader& reader = *c.dump;
     const std::string target = *c.p.value("--output");  // check_dump: given
+    refuse_plaintext_file(reader, target);
     write_vmcore(reader, target);
     // A PV guest's page tables hold machine frames, which a pfn-addressed
     // vmcore cannot resolve (crash stops at the first page-table walk);

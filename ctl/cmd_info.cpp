@@ -10,6 +10,8 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "encrypted.hpp"
+#include "sidecar.hpp"
 #include "dump_selection.hpp"
 #include "guest_kernel.hpp"
 #include "options.hpp"
@@ -191,6 +193,11 @@ std::string note_text_of(const nlohmann::json& v) {
 void print_text(const nlohmann::json& j) {
     auto line = [](const char* label, const std::string& value) { std::printf("%-13s %s\n", label, value.c_str()); };
     line("File:", text_of(j["file"]));
+    if (j.contains("encrypted")) {
+        std::string types;
+        for (const auto& t : j["encrypted"]["types"]) types += (types.empty() ? "" : ", ") + text_of(t);
+        line("Encrypted:", "age, " + j["encrypted"]["recipients"].dump() + " recipient(s): " + types);
+    }
     // As list's FORMAT column (v1, kdump/zstd/d31), then what it is.
     WrittenAs w{text_of(j["format"]), std::nullopt, std::nullopt};
     if (!j["compression"].is_null()) w.compression = j["compression"].get<std::string>();
@@ -259,10 +266,64 @@ void print_text(const nlohmann::json& j) {
     }
 }
 
+// An encrypted dump without an identity (xen-dumpctl(1) "ENCRYPTED DUMPS"):
+// what its age header says and, when it has one, its sidecar's clear
+// metadata (the service writes it beside the dump: sidecar.hpp).
+nlohmann::json describe_locked(const std::filesystem::path& path, const EncryptionInfo& e) {
+    nlohmann::json j;
+    j["file"] = path.string();
+    j["encrypted"] = {{"format", "age"}, {"recipients", e.recipient_types.size()}, {"types", e.recipient_types}};
+    j["file_size"] = e.file_size;
+    j["readable"] = false;
+    j["sidecar"] = nullptr;
+    std::error_code ec;
+    if (const auto sc = daemon::sidecar_path(path); std::filesystem::exists(sc, ec)) {
+        try {
+            const daemon::Sidecar s = daemon::read_sidecar(sc);
+            j["sidecar"] = {{"domain", s.domain_name}, {"domid", s.domid},   {"uuid", s.uuid},     {"type", s.type},
+                            {"reason", s.reason},      {"pages", s.pages},   {"format", s.format},
+                            {"start_time", s.start_time}, {"result", daemon::to_string(s.result)}};
+        } catch (const Error& err) {
+            j["sidecar_error"] = err.what();
+        }
+    }
+    return j;
+}
+
+void print_locked(const nlohmann::json& j, const EncryptionInfo& e) {
+    auto line = [](const char* label, const std::string& value) { std::printf("%-13s %s\n", label, value.c_str()); };
+    line("File:", text_of(j["file"]));
+    line("Encrypted:", describe_encryption(e).substr(std::string_view("encrypted ").size()));
+    if (const auto& s = j["sidecar"]; !s.is_null()) {
+        line("Domain:", text_of(s["domid"]) + " (" + text_of(s["domain"]) + ")");
+        line("UUID:", text_of(s["uuid"]));
+        line("Type:", text_of(s["type"]));
+        line("Format:", text_of(s["format"]));
+        line("Pages:", text_of(s["pages"]));
+        line("Reason:", text_of(s["reason"]));
+        line("Time:", util::utc_time(static_cast<std::time_t>(s["start_time"].get<int64_t>()), "%Y-%m-%dT%H:%M:%SZ"));
+        line("Result:", text_of(s["result"]));
+    } else {
+        line("Sidecar:", j.contains("sidecar_error") ? "unreadable: " + text_of(j["sidecar_error"]) : "none");
+    }
+    line("Contents:", "need a key: give an identity with -i FILE (or $XEN_DUMP_IDENTITY)");
+}
+
 }  // namespace
 
 int cmd_info(Invocation& c) {
+    if (c.locked) {
+        const auto j = describe_locked(c.dump_path, *c.locked);
+        if (c.json)
+            print_json(j, c.json);
+        else
+            print_locked(j, *c.locked);
+        return cli::kExitOk;
+    }
     auto j = describe(*c.dump);
+    // An encrypted dump read with its key says so (and nothing more differs).
+    if (const auto e = c.dump->encryption())
+        j["encrypted"] = {{"format", "age"}, {"recipients", e->recipient_types.size()}, {"types", e->recipient_types}};
     if (c.json)
         print_json(j, c.json);
     else

@@ -3,7 +3,8 @@
 // reason, size, result, how the file was written (format, compression, dump
 // level: the sidecar's, else the file's own headers), and the guest's panic
 // line when its log had one (issue 20: the sidecar's guest_panic, from the
-// log saved as DUMP.dmesg.txt).
+// log saved as DUMP.dmesg.txt), and whether the dump is encrypted (FORMAT
+// "+age"; --json "encrypted", "recipients": its age header, no key needed).
 // Refused and failed dumps appear too; they have no file; a dump whose sidecar
 // records it but whose file is gone shows MISSING. MATCH and the selection
 // options: dump_selection.hpp. Text from the sidecars is escaped for the
@@ -15,6 +16,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "encrypted.hpp"
 #include "dump_dir.hpp"
 #include "dump_selection.hpp"
 #include "options.hpp"
@@ -73,6 +75,28 @@ std::optional<uint64_t> zero_pages(const daemon::DumpEntry& e) {
     }
 }
 
+// Whether a dump is encrypted and to how many recipients (its age header,
+// read without a key; a file gone: its name's .age). recipients is nullopt
+// when the header cannot be read.
+struct Encrypted {
+    bool encrypted = false;
+    std::optional<size_t> recipients;
+};
+Encrypted encrypted(const daemon::DumpEntry& e) {
+    Encrypted out;
+    out.encrypted = has_age_suffix(e.dump);
+    if (!is_present(e)) return out;
+    try {
+        if (const auto info = encryption_of(e.dump)) {
+            out.encrypted = true;
+            out.recipients = info->recipient_types.size();
+        }
+    } catch (const Error&) {
+        // A damaged header: still encrypted by its name (verify says what is wrong).
+    }
+    return out;
+}
+
 template <class T>
 nlohmann::ordered_json or_null(const std::optional<T>& v) {
     return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
@@ -115,6 +139,9 @@ int cmd_list(Invocation& c) {
             j[vocab::kCompression.json] = written ? or_null(written->compression) : nullptr;
             j[vocab::kDumpLevel.json] = written ? or_null(written->dump_level) : nullptr;
             j[vocab::kZeroPages.json] = or_null(zero_pages(e));
+            const Encrypted enc = encrypted(e);
+            j["encrypted"] = enc.encrypted;
+            j["recipients"] = or_null(enc.recipients);
             out.push_back(j);
         }
         print_json(out, c.json);
@@ -132,7 +159,9 @@ int cmd_list(Invocation& c) {
         files.push_back(escape_text(is_present(e) || is_missing(e) ? e.dump.filename().string() : "(none)"));
         file_width = std::max(file_width, files.back().size());
         const auto written = written_as(e);
-        formats.push_back(written ? format_column(*written) : "-");
+        // An encrypted dump: "+age" (alone when nothing else says how it was written).
+        const bool enc = encrypted(e).encrypted;
+        formats.push_back(written ? format_column(*written) + (enc ? "+age" : "") : enc ? "age" : "-");
         format_width = std::max(format_width, formats.back().size());
     }
     const int fw = static_cast<int>(file_width), mw = static_cast<int>(format_width);

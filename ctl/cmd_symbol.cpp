@@ -10,6 +10,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "encrypted.hpp"
 #include "guest_kernel.hpp"
 #include "options.hpp"
 #include "util/util.hpp"
@@ -39,7 +40,7 @@ int cmd_symbol(Invocation& c) {
     if (list && (p.operands.size() != 1 || p.has("--json")))
         return c.usage("--list takes one FILE and no --json");
     if (!list && p.operands.size() != 2) return c.usage("expected FILE and NAME or ADDRESS");
-    auto reader = DumpReader::open(p.operands[0]);
+    auto reader = open_dump(p.operands[0], c.open);
     const DumpKernel k = find_dump_kernel(reader);
     if (!k.kallsyms) {
         std::fprintf(stderr, "xen-dumpctl symbol: %s: no Linux kernel symbol table found in the dump\n",

@@ -37,6 +37,9 @@ struct Invocation {
     Targets targets;        // Needs::dump_files
     std::filesystem::path dump_path;  // Needs::dump_path, Needs::dump: the FILE given, else the latest selected dump
     std::optional<DumpReader> dump;   // Needs::dump
+    OpenOptions open;                 // -i, $XEN_DUMP_IDENTITY, --allow-insecure-identity (encrypted.hpp)
+    // Needs::dump: the dump is encrypted and no identity was given (dump is empty): info shows what it can.
+    std::optional<EncryptionInfo> locked;
 
     // "xen-dumpctl VERB: MESSAGE (see ...)" on stderr; returns 2.
     int usage(const std::string& message) const { return usage_error(verb, message); }
@@ -49,9 +52,12 @@ struct Command {
     // Checks the command's own options before the dump is looked for: a usage
     // error message, "" when fine (it may throw Error).
     std::string (*check)(const Invocation& c) = nullptr;
+    // Needs::dump: runs on an encrypted dump without an identity (info);
+    // other commands then stop with KeyNeeded (encrypted.hpp).
+    bool without_key = false;
 };
 
-int cmd_info(Invocation& c);
+int cmd_info(Invocation& c);  // with c.locked: what an encrypted dump says without a key
 int cmd_verify(Invocation& c);
 int cmd_symbol(Invocation& c);
 int cmd_dmesg(Invocation& c);

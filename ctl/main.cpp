@@ -12,6 +12,7 @@
 #include "cli.hpp"
 #include "cli_options.hpp"
 #include "commands.hpp"
+#include "encrypted.hpp"
 #include "option_tables.hpp"
 #include "xendump/error.hpp"
 #include "xendump_config.h"
@@ -20,7 +21,7 @@ namespace xendump::ctl {
 namespace {
 
 constexpr Command kCommands[] = {
-    {"info", Needs::dump, cmd_info},
+    {"info", Needs::dump, cmd_info, nullptr, true},
     {"verify", Needs::dump_files, cmd_verify},
     {"symbol", Needs::nothing, cmd_symbol},
     {"dmesg", Needs::dump, cmd_dmesg},
@@ -97,6 +98,7 @@ int run_command(const Command& cmd, Args args) {
     }
     if (!problem.empty()) return refuse_config(c, problem);
     c.json = c.p.json();
+    c.open = identity_options(c.p);
     if (!c.p.error.empty()) return c.usage(c.p.error);
     const bool reads_dumps = cmd.needs != Needs::nothing && cmd.needs != Needs::service;
     if (verb_table(c.verb)->selects()) {
@@ -117,7 +119,10 @@ int run_command(const Command& cmd, Args args) {
                         t.missing.back().string());
         c.dump_path = t.files.front();
     }
-    if (cmd.needs == Needs::dump) c.dump.emplace(DumpReader::open(c.dump_path));
+    if (cmd.needs == Needs::dump) {
+        if (c.open.identity_files.empty() && cmd.without_key) c.locked = encryption_of(c.dump_path);
+        if (!c.locked) c.dump.emplace(open_dump(c.dump_path, c.open));
+    }
     return cmd.run(c);
 }
 
@@ -145,9 +150,13 @@ int main(int argc, char** argv) {
     const int first = argc - static_cast<int>(top.operands.size());
     for (const auto& c : ctl::kCommands) {
         if (c.name != argv[first]) continue;
-        // A bad input file or a failed operation: one line, exit 1.
+        // A bad input file or a failed operation: one line, exit 1; an
+        // encrypted dump without an identity: one line, exit 3.
         try {
             return ctl::run_command(c, ctl::Args(argv + first, static_cast<size_t>(argc - first)));
+        } catch (const ctl::KeyNeeded& e) {
+            std::fprintf(stderr, "xen-dumpctl %s: %s\n", argv[first], e.what());
+            return ctl::kExitNeedsKey;
         } catch (const std::exception& e) {
             std::fprintf(stderr, "xen-dumpctl %s: %s\n", argv[first], e.what());
             return cli::kExitFailure;

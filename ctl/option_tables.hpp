@@ -47,6 +47,15 @@ inline constexpr Option kJsonOption[] = {
     {"json", 0, Arg::optional, "short|pretty", "print JSON instead of text (short: on one line)"},
 };
 
+// The private keys of encrypted dumps (xen-dump-core(5) "Encrypted dumps"),
+// for every command that reads a dump's contents.
+inline constexpr Option kIdentityOptions[] = {
+    {"identity", 'i', Arg::required, "FILE",
+     "an age identity file (AGE-SECRET-KEY-1... lines or an ssh-ed25519\nprivate key) to read an encrypted dump; "
+     "repeatable (default:\n$XEN_DUMP_IDENTITY)"},
+    {"allow-insecure-identity", 0, Arg::none, "", "accept an identity file that group or others may read"},
+};
+
 inline constexpr Option kVerifyOwn[] = {
     {"no-digests", 0, Arg::none, "", "skip recomputing the page digests"},
     {"allow-no-digests", 0, Arg::none, "",
@@ -93,9 +102,9 @@ struct VerbTable {
     }
 };
 
-// The selection and the service options, which every command but symbol,
-// vacuum, status and cancel takes, in its usage line.
-#define XENDUMP_CTL_SELECTION "[-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH..."
+// The identity, selection and service options, which every command but
+// symbol, list, vacuum, status and cancel takes, in its usage line.
+#define XENDUMP_CTL_SELECTION "[-i FILE]... [--allow-insecure-identity] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH..."
 
 inline constexpr std::string_view kBacktraceUsage =
     "xen-dumpctl backtrace [--json[=short|pretty]] " XENDUMP_CTL_SELECTION "\n       (bt is short for backtrace)";
@@ -120,8 +129,9 @@ inline const std::vector<VerbTable>& verb_tables() {
          "crash reports (panic, Oops, BUG) of the kernel's log, and the top frames\n"
          "of the backtrace of the vcpu that reported the crash.\n"
          "Of the dumps MATCH selects, the latest one that has a file is shown.\n"
-         "With --json, one JSON object instead of text.\n",
-         join({kJsonOption, kSelectionOptions, kServiceOptions})},
+         "With --json, one JSON object instead of text. An encrypted dump is read with\n"
+         "the key of -i; without one, info shows its age header and its sidecar.\n",
+         join({kJsonOption, kIdentityOptions, kSelectionOptions, kServiceOptions})},
         {"verify", "check a dump file against the format, digests included",
          "xen-dumpctl verify [--no-digests] [--allow-no-digests] [-q|--quiet] " XENDUMP_CTL_SELECTION,
          "Check dump files against the xen-dump-core format: ELF structure, notes,\n"
@@ -129,16 +139,18 @@ inline const std::vector<VerbTable>& verb_tables() {
          "A file without digests fails unless --allow-no-digests is given.\n"
          "Exit status 0 when every check passes, 1 otherwise. The OK line of a file\n"
          "accepted with --allow-no-digests says the pages were not checked.\n"
+         "An encrypted file (NAME.core.age) is checked with the key of -i; without\n"
+         "one its age header alone is checked, and the exit status is 3.\n"
          "Every dump MATCH selects is checked (-1 for the latest only); a selected dump\n"
          "whose file is gone is a failure (\"FILE: missing\").\n",
-         join({kVerifyOwn, kSelectionOptions, kServiceOptions})},
+         join({kVerifyOwn, kIdentityOptions, kSelectionOptions, kServiceOptions})},
         {"symbol", "look up a guest kernel symbol by name or address (kallsyms in the dump)",
-         "xen-dumpctl symbol [--json[=short|pretty]] FILE NAME|ADDRESS | --list FILE",
+         "xen-dumpctl symbol [--json[=short|pretty]] [-i FILE]... [--allow-insecure-identity] FILE NAME|ADDRESS | --list FILE",
          "Look up a guest kernel symbol by name (per-cpu variables with or without\n"
          "the per_cpu__ prefix) or an address (hex) as symbol+offset, using the kallsyms\n"
          "tables found in the dump's pages. --list gives a System.map for tools that\n"
          "want one.\n",
-         join({kJsonOption, kSymbolOwn})},
+         join({kJsonOption, kSymbolOwn, kIdentityOptions})},
         {"dmesg", "print the guest kernel's log (its printk buffer) from a dump",
          "xen-dumpctl dmesg [--json[=short|pretty]] " XENDUMP_CTL_SELECTION,
          "Print the guest kernel's log (its printk buffer, as dmesg shows it) from the\n"
@@ -147,7 +159,7 @@ inline const std::vector<VerbTable>& verb_tables() {
          "With --json, one JSON object: the format, whether the log is partial and\n"
          "why, and the records (sequence, time_ns, level, facility, caller, text).\n"
          "Of the dumps MATCH selects, the latest one that has a file is read.\n",
-         join({kJsonOption, kSelectionOptions, kServiceOptions})},
+         join({kJsonOption, kIdentityOptions, kSelectionOptions, kServiceOptions})},
         {"estimate", "show what each dump level (makedumpfile -d) would keep of a dump's guest",
          "xen-dumpctl estimate [--dump-level N] [--json[=short|pretty]] " XENDUMP_CTL_SELECTION,
          "Show what each dump level (makedumpfile -d: bit 1 zero pages, 2 cache, 4 private\n"
@@ -158,11 +170,11 @@ inline const std::vector<VerbTable>& verb_tables() {
          "included (each kept as the file's one shared zero page: the ZERO PAGES column), as\n"
          "info and list count them. With --json, one JSON object.\n"
          "Of the dumps MATCH selects, the latest one that has a file is read.\n",
-         join({kEstimateOwn, kJsonOption, kSelectionOptions, kServiceOptions})},
+         join({kEstimateOwn, kJsonOption, kIdentityOptions, kSelectionOptions, kServiceOptions})},
         {"backtrace", "print a backtrace of every vcpu of the guest kernel in a dump", kBacktraceUsage, kBacktraceHelp,
-         join({kJsonOption, kSelectionOptions, kServiceOptions})},
+         join({kJsonOption, kIdentityOptions, kSelectionOptions, kServiceOptions})},
         {"bt", "short for backtrace", kBacktraceUsage, kBacktraceHelp,
-         join({kJsonOption, kSelectionOptions, kServiceOptions})},
+         join({kJsonOption, kIdentityOptions, kSelectionOptions, kServiceOptions})},
         {"debug", "start crash (or gdb, drgn) on a dump with the guest kernel's debug vmlinux",
          "xen-dumpctl debug [--debugger=crash|gdb|drgn] [--vmlinux FILE] [-A ARGS] [--print-command] "
          XENDUMP_CTL_SELECTION,
@@ -172,7 +184,7 @@ inline const std::vector<VerbTable>& verb_tables() {
          "(Debian: the package linux-image-RELEASE-dbg); when none is there and\n"
          "DEBUGINFOD_URLS is set, debuginfod-find fetches it by the build id of the\n"
          "dump's VMCOREINFO.\n",
-         join({kDebugOwn, kSelectionOptions, kServiceOptions})},
+         join({kDebugOwn, kIdentityOptions, kSelectionOptions, kServiceOptions})},
         {"dump", "write a dump's pages as a plain ELF vmcore (-o FILE) for tools that want one",
          "xen-dumpctl dump -o FILE " XENDUMP_CTL_SELECTION,
          "Write the pages of a dump (the latest one MATCH selects that has a file) as a\n"
@@ -180,7 +192,7 @@ inline const std::vector<VerbTable>& verb_tables() {
          "(physical addresses), the kernel image PT_LOAD, and the notes crash, gdb and\n"
          "drgn read (NT_PRSTATUS of each vcpu, VMCOREINFO). The Xen notes and the digests\n"
          "stay in the dump. FILE appears only when complete; '-' writes to standard output.\n",
-         join({kDumpOwn, kSelectionOptions, kServiceOptions})},
+         join({kDumpOwn, kIdentityOptions, kSelectionOptions, kServiceOptions})},
         {"list", "list the dumps in the dump directory (time, domain, reason, size, result)",
          "xen-dumpctl list [--json[=short|pretty]] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--config FILE] "
          "[--dump-dir DIR] [MATCH...]",

@@ -31,6 +31,19 @@ bool is_sidecar_name(std::string_view n) {
     return n.ends_with(kSidecarSuffix) || n.ends_with(kEncryptedSidecarSuffix);
 }
 
+// The names of dumps: NAME.core, and an encrypted one's NAME.core.age (a
+// compact one's NAME.kdump, NAME.kdump.age); a sidecar is the dump's name
+// and ".json" (sidecar_path).
+constexpr std::string_view kDumpSuffixes[] = {".core", ".core.age", ".kdump", ".kdump.age"};
+bool is_dump_name(std::string_view name) {
+    for (auto s : kDumpSuffixes)
+        if (name.ends_with(s)) return true;
+    return false;
+}
+bool is_sidecar_name(std::string_view name) {
+    return name.ends_with(".json") && is_dump_name(name.substr(0, name.size() - 5));
+}
+
 uint64_t disk_bytes(const fs::path& p, int64_t* mtime = nullptr) {
     struct stat st {};
     if (::stat(p.c_str(), &st) != 0) return 0;

@@ -119,18 +119,51 @@ struct VerifyReport {
     DigestCheck digests = DigestCheck::skipped;
 };
 
+// How a dump is opened: the private keys of an age-encrypted one
+// (xen-dump-core(5) "Encrypted dumps"). A plain file needs none.
+struct OpenOptions {
+    // Identity files as `age -i` reads them: AGE-SECRET-KEY-1... lines or one
+    // unencrypted OpenSSH ed25519 private key; the first that matches is used.
+    // Read only when the dump is encrypted.
+    std::vector<std::filesystem::path> identity_files;
+    // Accept an identity file that group or others may read (else refused).
+    bool allow_insecure_identity = false;
+};
+
+// What an age-encrypted file says without a key: its header.
+struct EncryptionInfo {
+    std::vector<std::string> recipient_types;  // each stanza's type, in order ("X25519", "ssh-ed25519", ...)
+    uint64_t file_size = 0;                    // of the encrypted file
+    uint64_t header_size = 0;                  // bytes of the age header
+    uint64_t chunks = 0;                       // 64 KiB chunks the file's size makes
+    uint64_t chunks_decrypted = 0;             // so far by the reader (DumpReader::encryption())
+};
+
+// The age header of `path` when the file is encrypted (its first line is
+// "age-encryption.org/v1"), parsed and checked to be well-formed; nullopt for
+// a file that is not. Throws Error, naming the file and offset, for a header
+// that does not parse (no key is needed: the header's MAC is not checked).
+std::optional<EncryptionInfo> encryption_of(const std::filesystem::path& path);
+
 class DumpReader {
 public:
     // Throws Error naming the file and offset when the file cannot be opened
-    // as a dump at all (not ELF, truncated headers, ...).
+    // as a dump at all (not ELF, truncated headers, ...). An encrypted file
+    // needs `options.identity_files` (an Error says it is encrypted, else
+    // "no identity matches"); it is then read with random access, 64 KiB at
+    // a time, and every chunk read is authenticated (an Error names a chunk
+    // that is not, and its offset).
     static DumpReader open(const std::filesystem::path& path);
+    static DumpReader open(const std::filesystem::path& path, const OpenOptions& options);
     DumpReader(DumpReader&&) noexcept;
     DumpReader& operator=(DumpReader&&) noexcept;
     ~DumpReader();
 
     const std::filesystem::path& path() const;
     FileFormat format() const;
-    uint64_t file_size() const;
+    uint64_t file_size() const;  // an encrypted file: of its plaintext
+    // An encrypted file's header, and the chunks decrypted so far; nullopt for a plain file.
+    std::optional<EncryptionInfo> encryption() const;
     format::GuestType type() const;    // from magic + NT_XEN_DOMAIN TYPE= when present
     unsigned guest_width() const;      // 4 (EM_386) or 8
     uint64_t nr_pages() const;
@@ -179,6 +212,8 @@ public:
     // The same, also saying what was done with the digests (a file that
     // cannot be opened: DigestCheck::skipped).
     static VerifyReport verify_file_report(const std::filesystem::path& path, const VerifyOptions& options = {});
+    static VerifyReport verify_file_report(const std::filesystem::path& path, const VerifyOptions& options,
+                                           const OpenOptions& open);
     VerifyReport verify_report(const VerifyOptions& options = {}) const;
 
     // A PageSource over this file's pages (for the converter and tests). It

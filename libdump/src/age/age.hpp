@@ -189,6 +189,9 @@ public:
     uint64_t payload_offset() const noexcept { return header_size_ + kPayloadNonceSize; }
     uint64_t chunk_offset(uint64_t index) const noexcept { return payload_offset() + index * kSealedChunkSize; }
     const std::vector<Stanza>& stanzas() const noexcept { return stanzas_; }
+    // Chunks decrypted so far (the last one at construction included, the
+    // cache's hits not): what a reader's random access cost.
+    uint64_t chunks_decrypted() const noexcept { return decrypted_; }
 
     // The plaintext of chunk `index`, authenticated; valid until the next call.
     std::span<const uint8_t> chunk(uint64_t index);
@@ -207,7 +210,7 @@ private:
     int fd_;
     std::string name_;
     std::vector<Stanza> stanzas_;
-    uint64_t file_size_ = 0, header_size_ = 0, chunks_ = 0, size_ = 0, clock_ = 0;
+    uint64_t file_size_ = 0, header_size_ = 0, chunks_ = 0, size_ = 0, clock_ = 0, decrypted_ = 0;
     Key32 payload_key_;
     std::vector<Cached> cache_;
     Bytes sealed_;

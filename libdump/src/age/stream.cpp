@@ -226,6 +226,7 @@ void Decryptor::decrypt(uint64_t index, SecretBuffer& out) {
     if (static_cast<size_t>(n) != len)
         throw Error("age payload: the file ends inside " + chunk_name(index) + " (it shrank while open)", name_, offset);
     out.bytes().resize(len - kTagSize);
+    ++decrypted_;
     if (aead_open(payload_key_.span(), chunk_nonce(index, last), sealed_, out.bytes())) return;
 
     // Not authentic. Say why, as far as the keys can tell.

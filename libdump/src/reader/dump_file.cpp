@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "age/age.hpp"
 #include "reader/checked.hpp"
 #include "util/util.hpp"
 #include "xendump/error.hpp"
@@ -14,12 +15,52 @@ namespace xendump::reader {
 
 // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer
 // (forever); the file is refused by its type before anything is read.
-DumpFile::DumpFile(std::string path) : path_(std::move(path)) {
+// Chunks a reader keeps decrypted: a compact file's reads alternate between
+// its descriptors, its bitmaps and its page data (256 KiB a page is at most
+// away from its descriptor's chunk in practice), 64 KiB each.
+constexpr size_t kCachedChunks = 8;
+
+DumpFile::DumpFile(std::string path, const Identities& get_identities) : path_(std::move(path)) {
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd_ < 0) throw_errno("cannot open", path_);
     take_size();
     // Regular files never block; clear the flag all the same for the reads.
     if (int fl = ::fcntl(fd_, F_GETFL); fl >= 0) ::fcntl(fd_, F_SETFL, fl & ~O_NONBLOCK);
+    if (!starts_as_age(fd_, size_)) return;
+    try {
+        const std::vector<age::Identity> identities = get_identities ? get_identities() : std::vector<age::Identity>{};
+        if (identities.empty()) {
+            // The header is parsed all the same: a damaged one says so first.
+            const age::FileHeader h = age::read_header(fd_, path_);
+            throw Error("encrypted (age, " + std::to_string(h.header.stanzas.size()) +
+                            " recipients): an identity (private key) is needed to read it",
+                        path_);
+        }
+        age_ = std::make_unique<age::Decryptor>(fd_, path_, identities, kCachedChunks);
+    } catch (...) {
+        ::close(fd_);
+        throw;
+    }
+    size_ = age_->size();
+}
+
+bool starts_as_age(int fd, uint64_t size) {
+    char head[kAgeFirstLine.size()];
+    if (size < sizeof head) return false;
+    const long n = util::pread_full(fd, head, sizeof head, 0);
+    return n == static_cast<long>(sizeof head) && std::string_view(head, sizeof head) == kAgeFirstLine;
+}
+
+std::optional<EncryptionInfo> DumpFile::encryption() const {
+    if (!age_) return std::nullopt;
+    EncryptionInfo out;
+    for (const age::Stanza& s : age_->stanzas()) out.recipient_types.push_back(s.args.empty() ? std::string() : s.args[0]);
+    out.header_size = age_->header_size();
+    out.chunks = age_->chunks();
+    out.file_size = age_->chunk_offset(age_->chunks() - 1) + (age_->size() - (age_->chunks() - 1) * age::kChunkSize) + age::kTagSize;
+    std::lock_guard lock(age_mutex_);
+    out.chunks_decrypted = age_->chunks_decrypted();
+    return out;
 }
 
 DumpFile::DumpFile(UniqueFd fd, std::string name) : path_(std::move(name)), fd_(fd.release()) { take_size(); }
@@ -40,12 +81,21 @@ void DumpFile::take_size() {
 }
 
 DumpFile::~DumpFile() {
+    age_.reset();  // it reads fd_
     if (fd_ >= 0) ::close(fd_);
 }
 
 void DumpFile::read_exact(uint64_t offset, std::span<std::byte> out, const std::string& structure) const {
     if (!range_inside(offset, out.size(), size_))
         throw Error(structure + ": " + past_end("offset", offset, "size", out.size(), size_), path_, offset);
+    if (age_) {
+        // Decrypted chunk by chunk; a chunk that does not authenticate throws
+        // naming it and its offset in the file, before any of it is copied.
+        std::lock_guard lock(age_mutex_);
+        const size_t got = age_->read(offset, std::span(reinterpret_cast<uint8_t*>(out.data()), out.size()));
+        if (got < out.size()) throw Error(structure + ": the plaintext ends early", path_, offset + got);
+        return;
+    }
     const long n = util::pread_full(fd_, out.data(), out.size(), offset);
     if (n < 0) throw_errno(structure + ": read failed", path_, offset);
     const uint64_t end = offset + static_cast<uint64_t>(n);

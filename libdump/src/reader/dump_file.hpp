@@ -1,20 +1,45 @@
 // The open dump file: an fd, its size at open, and bounds-checked reads that
-// say which structure was being read when they fail.
+// say which structure was being read when they fail. An age-encrypted file
+// (xen-dump-core(5) "Encrypted dumps") reads as its plaintext: size() and
+// read_exact() are the plaintext's, each read decrypting only the 64 KiB
+// chunks it touches (age/age.hpp Decryptor).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "xendump/fd.hpp"
+#include "xendump/reader.hpp"
+
+namespace xendump::age {
+class Decryptor;
+class Identity;
+}  // namespace xendump::age
 
 namespace xendump::reader {
 
+// The first line of every age file (C2SP age, "Header").
+inline constexpr std::string_view kAgeFirstLine = "age-encryption.org/v1\n";
+
+// Whether the regular file open at `fd` (`size` bytes) starts with kAgeFirstLine.
+bool starts_as_age(int fd, uint64_t size);
+
 class DumpFile {
 public:
-    explicit DumpFile(std::string path);
+    // The identities to decrypt with, asked for only when the file is
+    // encrypted (a plain file needs no key file, nor that it be readable).
+    using Identities = std::function<std::vector<age::Identity>()>;
+    // An encrypted file is decrypted with the first identity that matches;
+    // without identities it is refused (Error saying it is encrypted).
+    explicit DumpFile(std::string path, const Identities& identities = {});
     // A regular file already open for reading (its fd now owned), named
     // `name` in errors: a file the library wrote itself (a temporary one).
     DumpFile(UniqueFd fd, std::string name);
@@ -22,9 +47,14 @@ public:
     DumpFile(const DumpFile&) = delete;
     DumpFile& operator=(const DumpFile&) = delete;
 
+    // The file's own fd: for advice (posix_fadvise) and, when !encrypted(),
+    // for reading its bytes where they lie (copy_file_range).
     int fd() const noexcept { return fd_; }
-    uint64_t size() const noexcept { return size_; }
+    uint64_t size() const noexcept { return size_; }  // of the plaintext when encrypted
     const std::string& path() const noexcept { return path_; }
+    bool encrypted() const noexcept { return age_ != nullptr; }
+    // Encrypted files: the header and the chunks decrypted so far (nullopt when plain).
+    std::optional<EncryptionInfo> encryption() const;
 
     // Reads exactly out.size() bytes at `offset`. Throws Error (naming
     // `structure`) when the range leaves the file or the read fails.
@@ -37,6 +67,10 @@ private:
     std::string path_;
     int fd_ = -1;
     uint64_t size_ = 0;
+    // Encrypted: the decryptor and its lock (its chunk cache is shared by
+    // every reader of this file, verify's two hashing threads included).
+    std::unique_ptr<age::Decryptor> age_;
+    mutable std::mutex age_mutex_;
 };
 
 }  // namespace xendump::reader

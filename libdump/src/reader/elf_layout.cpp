@@ -52,6 +52,53 @@ void check_ident(const DumpFile& f, const Elf64_Ehdr& eh) {
              "e_shentsize is " + std::to_string(eh.e_shentsize) + ", expected 64");
 }
 
+// The largest section name table copied for an encrypted file (ours and
+// Xen's are a few hundred bytes).
+constexpr uint64_t kMaxEncryptedShstrtab = 16ull << 20;
+
+// An encrypted file (xen-dump-core(5) "Encrypted dumps") has no plaintext
+// for libelf to map: it reads, with elf_memory(), a compact image of what it
+// walks, decrypted: the ELF header, the program headers at 64, the section
+// headers after them and the section name table last, the offsets of the
+// copy pointing there. Memory: the tables (56 bytes a segment, 64 a
+// section, as the layout holds anyway) and the name table.
+struct ElfImage {
+    std::vector<std::byte> bytes;
+    uint64_t shstrtab_offset = 0;  // where the name table lies in the file
+    bool moved = false;            // the image holds it
+    uint64_t shstrndx = 0;
+};
+
+ElfImage encrypted_elf_image(const DumpFile& f, const Elf64_Ehdr& eh, uint64_t phnum, uint64_t shnum, const Elf64_Shdr& sh0) {
+    ElfImage img;
+    const uint64_t ph_bytes = phnum * sizeof(Elf64_Phdr), sh_bytes = shnum * sizeof(Elf64_Shdr);
+    img.bytes.resize(sizeof(Elf64_Ehdr) + ph_bytes + sh_bytes);
+    Elf64_Ehdr copy = eh;
+    copy.e_phoff = phnum ? sizeof(Elf64_Ehdr) : 0;
+    copy.e_shoff = eh.e_shoff ? sizeof(Elf64_Ehdr) + ph_bytes : 0;
+    std::memcpy(img.bytes.data(), &copy, sizeof copy);
+    if (ph_bytes) f.read_exact(eh.e_phoff, std::span(img.bytes).subspan(sizeof(Elf64_Ehdr), ph_bytes), "program header table");
+    if (sh_bytes) f.read_exact(eh.e_shoff, std::span(img.bytes).subspan(copy.e_shoff, sh_bytes), "section header table");
+    img.shstrndx = eh.e_shstrndx == SHN_XINDEX ? sh0.sh_link : eh.e_shstrndx;
+    if (shnum == 0 || img.shstrndx >= shnum) return img;  // read_elf_layout says what is wrong
+    Elf64_Shdr str{};
+    const uint64_t at = copy.e_shoff + img.shstrndx * sizeof(Elf64_Shdr);
+    std::memcpy(&str, img.bytes.data() + at, sizeof str);
+    if (str.sh_type == SHT_NULL || !range_inside(str.sh_offset, str.sh_size, f.size())) return img;
+    if (str.sh_size > kMaxEncryptedShstrtab)
+        fail(f, "section-range", "section [" + std::to_string(img.shstrndx) + "] (.shstrtab)",
+             eh.e_shoff + img.shstrndx * sizeof(Elf64_Shdr),
+             "the section name table is " + hex(str.sh_size) + " bytes, more than a reader of an encrypted file copies (" +
+                 hex(kMaxEncryptedShstrtab) + ")");
+    img.shstrtab_offset = str.sh_offset;
+    img.moved = true;
+    str.sh_offset = img.bytes.size();
+    std::memcpy(img.bytes.data() + at, &str, sizeof str);
+    img.bytes.resize(img.bytes.size() + str.sh_size);
+    f.read_exact(img.shstrtab_offset, std::span(img.bytes).last(str.sh_size), "section name table");
+    return img;
+}
+
 }  // namespace
 
 const Section* ElfLayout::find(std::string_view name) const {
@@ -107,7 +154,10 @@ ElfLayout read_elf_layout(const DumpFile& f, std::vector<Finding>& findings) {
 
     // The tables are inside the file: libelf can walk them.
     elf_version(EV_CURRENT);
-    ElfHandle elf(elf_begin(f.fd(), ELF_C_READ_MMAP, nullptr));
+    ElfImage image;
+    if (f.encrypted()) image = encrypted_elf_image(f, eh, out.phnum, out.shnum, sh0);
+    ElfHandle elf(f.encrypted() ? elf_memory(reinterpret_cast<char*>(image.bytes.data()), image.bytes.size())
+                                : elf_begin(f.fd(), ELF_C_READ_MMAP, nullptr));
     if (!elf) fail(f, "elf-ident", "ELF header", 0, std::string("libelf cannot read the file: ") + elf_errmsg(-1));
     size_t phnum = 0, shnum = 0, shstrndx = 0;
     if (elf_getphdrnum(elf.get(), &phnum) != 0 || phnum != out.phnum)
@@ -149,6 +199,8 @@ ElfLayout read_elf_layout(const DumpFile& f, std::vector<Finding>& findings) {
         if (!scn || !gelf_getshdr(scn, &sec.shdr))
             fail(f, "shoff-range", "section [" + std::to_string(i) + "]", sec.header_offset,
                  std::string("libelf: ") + elf_errmsg(-1));
+        // The image's name table lies elsewhere than the file's.
+        if (image.moved && i == image.shstrndx) sec.shdr.sh_offset = image.shstrtab_offset;
         // No section of a dump is SHT_NOBITS: one that says so is read like
         // any other (its bytes are where it points), so it must be inside too.
         sec.in_file = sec.shdr.sh_type == SHT_NULL || range_inside(sec.shdr.sh_offset, sec.shdr.sh_size, size);

@@ -1,10 +1,14 @@
 // DumpReader::open: decides v1 or xen_elf from the bytes, then loads the
 // notes, the PFN->GMFN table and the page data location. Problems that make
 // the file unusable throw CheckError; the rest become findings for verify().
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
 
+#include "age/age.hpp"
 #include "reader/check_error.hpp"
 #include "reader/checked.hpp"
 #include "reader/reader_impl.hpp"
@@ -453,10 +457,23 @@ void Loader::build_runs() {
 
 }  // namespace
 
-DumpReader DumpReader::open(const std::filesystem::path& path) {
+DumpReader DumpReader::open(const std::filesystem::path& path) { return open(path, OpenOptions{}); }
+
+// An encrypted file (xen-dump-core(5) "Encrypted dumps") is read through its
+// plaintext (dump_file.hpp): everything below reads it as it reads a plain one.
+DumpReader DumpReader::open(const std::filesystem::path& path, const OpenOptions& options) {
     auto impl = std::make_unique<Impl>();
     impl->path = path;
-    impl->file = std::make_shared<DumpFile>(path.string());
+    // The identity files are read only for an encrypted dump.
+    auto identities = [&options] {
+        std::vector<age::Identity> out;
+        for (const auto& f : options.identity_files) {
+            auto ids = age::read_identities_file(f, options.allow_insecure_identity);
+            std::move(ids.begin(), ids.end(), std::back_inserter(out));
+        }
+        return out;
+    };
+    impl->file = std::make_shared<DumpFile>(path.string(), identities);
     if (kdump::KdumpFile::has_signature(*impl->file) || kdump::KdumpFile::signature_near_miss(*impl->file)) {
         Loader(*impl).load_kdump();
         return DumpReader(std::move(impl));
@@ -464,6 +481,24 @@ DumpReader DumpReader::open(const std::filesystem::path& path) {
     impl->elf = read_elf_layout(*impl->file, impl->open_findings);
     Loader(*impl).load();
     return DumpReader(std::move(impl));
+}
+
+std::optional<EncryptionInfo> encryption_of(const std::filesystem::path& path) {
+    const std::string name = path.string();
+    UniqueFd fd(::open(name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    if (!fd) throw_errno("cannot open", name);
+    struct stat st{};
+    if (::fstat(fd.get(), &st) != 0) throw_errno("cannot stat", name);
+    // Not a regular file: not one to decrypt (open() says what it is).
+    if (!S_ISREG(st.st_mode) || !starts_as_age(fd.get(), static_cast<uint64_t>(st.st_size))) return std::nullopt;
+    const age::FileHeader h = age::read_header(fd.get(), name);
+    EncryptionInfo out;
+    for (const age::Stanza& s : h.header.stanzas) out.recipient_types.push_back(s.args.empty() ? std::string() : s.args[0]);
+    out.file_size = h.file_size;
+    out.header_size = h.header.size;
+    const uint64_t payload = h.file_size - std::min(h.file_size, h.header.size + age::kPayloadNonceSize);
+    out.chunks = (payload + age::kSealedChunkSize - 1) / age::kSealedChunkSize;
+    return out;
 }
 
 }  // namespace xendump

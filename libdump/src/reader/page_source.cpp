@@ -1,6 +1,7 @@
 // DumpReader::page_source: the file's pages as a PageSource. Slot i of
 // .xen_pages is entry i (xen-dump-core(5) "Page data"), so any run of entries is one contiguous
-// range of the file: one pread, and file_range() for copy_file_range.
+// range of the file: one pread, and file_range() for copy_file_range (not
+// for an encrypted file: its pages are decrypted, dump_file.hpp).
 // The pages the file lists in NT_XEN_UNREADABLE are read as unreadable (and
 // zeros), as the pass that wrote the file saw them: a file written from this
 // source (xen-dump-convert --format kdump) lists them again.
@@ -88,8 +89,11 @@ public:
 
     // Not for pages the file lists as unreadable: those go through
     // read_pages, which says so.
+    // Nor for an encrypted file, whose bytes on disk are not the pages:
+    // the pipeline reads them (read_pages) instead.
     std::optional<FileRange> file_range(size_t first, size_t count) const override {
         const uint64_t off = checked_offset(first, count);
+        if (file_->encrypted()) return std::nullopt;
         if (!unreadable_.empty() && count > 0) {
             PageEntry ends[2]{};
             table_.read(first, std::span(ends, 1));

@@ -21,6 +21,7 @@ DumpReader::~DumpReader() = default;
 const std::filesystem::path& DumpReader::path() const { return impl_->path; }
 FileFormat DumpReader::format() const { return impl_->format; }
 uint64_t DumpReader::file_size() const { return impl_->file->size(); }
+std::optional<EncryptionInfo> DumpReader::encryption() const { return impl_->file->encryption(); }
 format::GuestType DumpReader::type() const { return impl_->type; }
 unsigned DumpReader::guest_width() const { return impl_->guest_width; }
 uint64_t DumpReader::nr_pages() const { return impl_->nr_entries(); }
@@ -240,8 +241,13 @@ std::vector<Finding> DumpReader::verify_file(const std::filesystem::path& path, 
 }
 
 VerifyReport DumpReader::verify_file_report(const std::filesystem::path& path, const VerifyOptions& options) {
+    return verify_file_report(path, options, OpenOptions{});
+}
+
+VerifyReport DumpReader::verify_file_report(const std::filesystem::path& path, const VerifyOptions& options,
+                                            const OpenOptions& open_options) {
     try {
-        return open(path).verify_report(options);
+        return open(path, open_options).verify_report(options);
     } catch (const reader::CheckError& e) {
         return {{e.finding()}, DigestCheck::skipped};
     }
