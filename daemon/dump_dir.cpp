@@ -21,15 +21,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view kDumpSuffix = ".core";
-constexpr std::string_view kSidecarSuffix = ".core.json";
 // An encrypted dump (xen-dump-core(5), "Encrypted dumps"): the age file of a .core.
 constexpr std::string_view kEncryptedDumpSuffix = ".core.age";
-constexpr std::string_view kEncryptedSidecarSuffix = ".core.age.json";
-
-bool is_dump_name(std::string_view n) { return n.ends_with(kDumpSuffix) || n.ends_with(kEncryptedDumpSuffix); }
-bool is_sidecar_name(std::string_view n) {
-    return n.ends_with(kSidecarSuffix) || n.ends_with(kEncryptedSidecarSuffix);
-}
 
 // The names of dumps: NAME.core, and an encrypted one's NAME.core.age (a
 // compact one's NAME.kdump, NAME.kdump.age); a sidecar is the dump's name
