@@ -10,6 +10,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "compact_readers.hpp"
 #include "encrypted.hpp"
 #include "sidecar.hpp"
 #include "dump_selection.hpp"
@@ -139,6 +140,14 @@ nlohmann::json describe(const DumpReader& r) {
     j["format"] = written.format;
     j["compression"] = written.compression ? nlohmann::json(*written.compression) : nlohmann::json(nullptr);
     j["dump_level"] = written.dump_level ? nlohmann::json(*written.dump_level) : nlohmann::json(nullptr);
+    // A compact file: who else reads its compression (compact_readers.hpp).
+    j["readers"] = nullptr;
+    j["readers_note"] = nullptr;
+    if (written.compression) {
+        const CompactReaders readers = compact_readers(*written.compression);
+        j["readers"] = readers.read;
+        if (!readers.not_read.empty()) j["readers_note"] = readers.not_read;
+    }
     j["file_size"] = r.file_size();
     auto domid = kv.get(keys::kDomid);
     if (domid && !domid->empty() && domid->find_first_not_of("0123456789") == std::string::npos)
@@ -205,6 +214,11 @@ void print_text(const nlohmann::json& j) {
     line("Format:", format_column(w) + (w.format == "v1"      ? " (xen-dump-core)"
                                         : w.format == "kdump" ? " (compact: makedumpfile's compressed kdump file)"
                                                               : " (xl dump-core, sections only)"));
+    if (!j["readers"].is_null()) {
+        const CompactReaders readers{j["readers"].get<std::vector<std::string>>(),
+                                     j["readers_note"].is_string() ? j["readers_note"].get<std::string>() : ""};
+        line("Readers:", readers_line(readers));
+    }
     line("Domain:", text_of(j["domid"]) + " (" + note_text_of(j["name"]) + ")");
     line("UUID:", text_of(j["uuid"]));
     line("Type:", text_of(j["type"]) + ", " + std::to_string(j["guest_width"].get<unsigned>() * 8) + "-bit");

@@ -108,8 +108,9 @@ Match classify_match(const std::string& operand) {
 std::string selection_from_args(const ParsedArgs& p, int64_t now, Selection& out) {
     try {
         for (const auto& o : p.operands) out.matches.push_back(classify_match(o));
-        if (auto v = p.value("-S", "--since")) out.since = parse_time_spec(*v, now);
-        if (auto v = p.value("-U", "--until")) out.until = parse_time_spec(*v, now);
+        // Read as list shows its times (TIME (UTC)) until those are shown in local time.
+        if (auto v = p.value("-S", "--since")) out.since = parse_time_spec(*v, now, Zone::utc);
+        if (auto v = p.value("-U", "--until")) out.until = parse_time_spec(*v, now, Zone::utc);
     } catch (const Error& e) {
         return e.what();
     }

@@ -2,6 +2,8 @@
 
 #include <cctype>
 #include <charconv>
+#include <chrono>
+#include <ctime>
 #include <optional>
 #include <string>
 
@@ -13,25 +15,35 @@ namespace {
 
 constexpr int64_t kDay = 86400;
 
-// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-// days_from_civil algorithm, written out here).
-int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
-    y -= m <= 2;
-    const int64_t era = (y >= 0 ? y : y - 399) / 400;
-    const auto yoe = static_cast<unsigned>(y - era * 400);
-    const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + static_cast<int64_t>(doe) - 719468;
+// Unix seconds of a wall-clock time in `zone`: timegm(3) for UTC, mktime(3)
+// (the TZ rules, daylight saving decided by them) for local time.
+int64_t wall_clock(std::chrono::year_month_day day, unsigned h, unsigned mi, unsigned sec, Zone zone) {
+    std::tm tm{};
+    tm.tm_year = static_cast<int>(day.year()) - 1900;
+    tm.tm_mon = static_cast<int>(static_cast<unsigned>(day.month())) - 1;
+    tm.tm_mday = static_cast<int>(static_cast<unsigned>(day.day()));
+    tm.tm_hour = static_cast<int>(h);
+    tm.tm_min = static_cast<int>(mi);
+    tm.tm_sec = static_cast<int>(sec);
+    tm.tm_isdst = -1;
+    return zone == Zone::utc ? ::timegm(&tm) : ::mktime(&tm);
 }
 
-bool leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
-
-unsigned days_in_month(int64_t y, unsigned m) {
-    static constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    return m == 2 && leap(y) ? 29 : kDays[m - 1];
+// Midnight of the day that holds `t`, in `zone`.
+int64_t midnight(int64_t t, Zone zone) {
+    const std::time_t tt = static_cast<std::time_t>(t);
+    std::tm tm{};
+    if (zone == Zone::utc) ::gmtime_r(&tt, &tm);
+    else ::localtime_r(&tt, &tm);
+    const std::chrono::year_month_day day{std::chrono::year(tm.tm_year + 1900),
+                                          std::chrono::month(static_cast<unsigned>(tm.tm_mon + 1)),
+                                          std::chrono::day(static_cast<unsigned>(tm.tm_mday))};
+    return wall_clock(day, 0, 0, 0, zone);
 }
 
-int64_t floor_day(int64_t t) { return (t >= 0 ? t / kDay : (t - kDay + 1) / kDay) * kDay; }
+// The same day `days` later, at midnight (a day of 23 or 25 hours when
+// daylight saving changes in between).
+int64_t midnight_after(int64_t t, int days, Zone zone) { return midnight(midnight(t, zone) + days * kDay + kDay / 2, zone); }
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -50,13 +62,15 @@ bool digits(std::string_view s, size_t pos, size_t n, unsigned& out) {
     return true;
 }
 
-// YYYY-MM-DD[( |T)HH:MM[:SS]][Z| UTC|+00:00]
-std::optional<int64_t> absolute(std::string_view s) {
+// YYYY-MM-DD[( |T)HH:MM[:SS]][Z| UTC|+00:00], in `zone` unless it says UTC.
+std::optional<int64_t> absolute(std::string_view s, Zone zone) {
     unsigned y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
     if (!digits(s, 0, 4, y) || s.size() < 10 || s[4] != '-' || !digits(s, 5, 2, mo) || s[7] != '-' ||
         !digits(s, 8, 2, d))
         return std::nullopt;
-    if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo)) return std::nullopt;
+    const std::chrono::year_month_day day{std::chrono::year(static_cast<int>(y)), std::chrono::month(mo),
+                                          std::chrono::day(d)};
+    if (!day.ok()) return std::nullopt;
     std::string_view rest = s.substr(10);
     if (!rest.empty() && (rest[0] == ' ' || rest[0] == 'T')) {
         if (!digits(rest, 1, 2, h) || rest.size() < 6 || rest[3] != ':' || !digits(rest, 4, 2, mi))
@@ -70,7 +84,7 @@ std::optional<int64_t> absolute(std::string_view s) {
     }
     rest = trim(rest);
     if (!rest.empty() && rest != "Z" && rest != "UTC" && rest != "+00:00") return std::nullopt;
-    return days_from_civil(y, mo, d) * kDay + h * 3600 + mi * 60 + sec;
+    return wall_clock(day, h, mi, sec, rest.empty() ? zone : Zone::utc);
 }
 
 std::optional<int64_t> unit_seconds(std::string_view u) {
@@ -109,17 +123,17 @@ std::optional<int64_t> span(std::string_view s) {
 
 }  // namespace
 
-int64_t parse_time_spec(std::string_view text, int64_t now) {
+int64_t parse_time_spec(std::string_view text, int64_t now, Zone zone) {
     const std::string_view s = trim(text);
     auto fail = [&]() -> Error {
         return Error("not a time: '" + std::string(text) +
-                     "' (expected YYYY-MM-DD [HH:MM[:SS]] UTC, @SECONDS, now, today, yesterday, tomorrow, "
+                     "' (expected YYYY-MM-DD [HH:MM[:SS]] [UTC], @SECONDS, now, today, yesterday, tomorrow, "
                      "or a relative time such as -2h, -30min, -1d, \"2h ago\")");
     };
     if (s == "now") return now;
-    if (s == "today") return floor_day(now);
-    if (s == "yesterday") return floor_day(now) - kDay;
-    if (s == "tomorrow") return floor_day(now) + kDay;
+    if (s == "today") return midnight(now, zone);
+    if (s == "yesterday") return midnight_after(now, -1, zone);
+    if (s == "tomorrow") return midnight_after(now, 1, zone);
     if (s.starts_with('@')) {
         int64_t v = 0;
         auto [p, ec] = std::from_chars(s.data() + 1, s.data() + s.size(), v);
@@ -136,7 +150,7 @@ int64_t parse_time_spec(std::string_view text, int64_t now) {
         if (!d) throw fail();
         return now - *d;
     }
-    if (auto t = absolute(s)) return *t;
+    if (auto t = absolute(s, zone)) return *t;
     throw fail();
 }
 

@@ -31,6 +31,7 @@ constexpr const char* kUsage =
     "\n"
     "Commands:\n"
     "  create DIR SPEC.json        build a host in DIR (new or empty) from a JSON spec\n"
+    "  add DIR SPEC.json           add the domains of a spec to the host in DIR (new ids and names)\n"
     "  list DIR [--json]           the domains, their state and pages\n"
     "  info DIR DOMID [--json]     one domain: its spec plus p2m_pfns, nr_pages, shared_info_mfn\n"
     "  crash DIR DOMID             the domain crashes (shutdown reason crash); watchers are told\n"
@@ -119,6 +120,11 @@ int run(int argc, char** argv) {
     if (cmd == "create") {
         want(3, "create DIR SPEC.json");
         SimulatedHost::create(pos[1], pos[2]);
+        return cli::kExitOk;
+    }
+    if (cmd == "add") {
+        want(3, "add DIR SPEC.json");
+        SimulatedHost::add(pos[1], pos[2]);
         return cli::kExitOk;
     }
     if (cmd == "list") {

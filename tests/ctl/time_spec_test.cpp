@@ -2,11 +2,24 @@
 // with a fixed clock.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <ctime>
+
 #include "time_spec.hpp"
 #include "xendump/error.hpp"
 
 namespace xendump::ctl {
 namespace {
+
+// Times without a zone are local (the TZ rules): the tests below that give
+// none run with TZ=UTC0; LocalTime sets a zone with daylight saving.
+struct InUtc : ::testing::Environment {
+    void SetUp() override {
+        ::setenv("TZ", "UTC0", 1);
+        ::tzset();
+    }
+};
+const auto* const kInUtc = ::testing::AddGlobalTestEnvironment(new InUtc);
 
 // 2026-03-15 13:45:30 UTC.
 constexpr int64_t kNow = 1773582330;
@@ -63,6 +76,42 @@ TEST(TimeSpec, AnythingElseIsAnErrorNamingTheText) {
             EXPECT_NE(std::string(e.what()).find("'" + std::string(bad) + "'"), std::string::npos) << e.what();
         }
     }
+}
+
+}  // namespace
+}  // namespace xendump::ctl
+
+namespace xendump::ctl {
+namespace {
+
+// Central European time: CET (UTC+1), CEST (UTC+2) from 2026-03-29 02:00.
+struct LocalTime : ::testing::Test {
+    void SetUp() override {
+        ::setenv("TZ", "CET-1CEST,M3.5.0,M10.5.0/3", 1);
+        ::tzset();
+    }
+    void TearDown() override {
+        ::setenv("TZ", "UTC0", 1);
+        ::tzset();
+    }
+};
+
+TEST_F(LocalTime, TimesWithoutAZoneAreLocalUnlessUtcIsAsked) {
+    EXPECT_EQ(parse_time_spec("2026-03-15 13:45:30", kNow), 1773578730);  // 12:45:30 UTC
+    EXPECT_EQ(parse_time_spec("2026-03-15 13:45:30", kNow, Zone::utc), kNow);
+    EXPECT_EQ(parse_time_spec("2026-03-15 13:45:30 UTC", kNow), kNow);  // a zone given wins
+    EXPECT_EQ(parse_time_spec("2026-03-15T13:45:30Z", kNow), kNow);
+    EXPECT_EQ(parse_time_spec("2026-03-29", kNow), 1774738800);          // CET midnight
+    EXPECT_EQ(parse_time_spec("2026-03-30", kNow), 1774821600);          // CEST midnight
+}
+
+TEST_F(LocalTime, DayWordsAreLocalMidnightsAcrossADaylightSavingChange) {
+    const int64_t noon = 1774778400;  // 2026-03-29 12:00 CEST, the day of 23 hours
+    EXPECT_EQ(parse_time_spec("today", noon), 1774738800);
+    EXPECT_EQ(parse_time_spec("tomorrow", noon), 1774821600);
+    EXPECT_EQ(parse_time_spec("tomorrow", noon) - parse_time_spec("today", noon), 23 * 3600);
+    EXPECT_EQ(parse_time_spec("yesterday", noon), 1774738800 - 86400);
+    EXPECT_EQ(parse_time_spec("today", noon, Zone::utc), 1774742400);  // 2026-03-29 00:00 UTC
 }
 
 }  // namespace

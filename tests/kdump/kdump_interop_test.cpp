@@ -260,6 +260,49 @@ TEST(KdumpInterop, MakedumpfilesFilesHoldTheEstimatesKeptAndZeroPages) {
     }
 }
 
+// Issue 36 item 7: info names the readers that read a compact file's
+// compression (ctl/compact_readers.hpp), and each named reader installed
+// here does read it while each left out does not: makedumpfile's
+// --dump-dmesg, libkdumpfile reading every kept page, crash's sys.
+// Installed readers only (each skips alone).
+TEST(KdumpInterop, InfoNamesTheReadersOfEachCompression) {
+    const bool have_makedumpfile = have("makedumpfile");
+    const bool have_libkdumpfile = run({"/usr/bin/python3", "-c", "import kdumpfile"}).exit_code == 0;
+    const bool have_crash = have("crash") && fs::exists(vmlinux());
+    for (Compression c : {Compression::none, Compression::zlib, Compression::lzo, Compression::zstd, Compression::lz4}) {
+        SCOPED_TRACE(std::string(to_string(c)));
+        const fs::path p = fixture().dump(c);
+        RunResult info = run({"xen-dumpctl", "info", "--json", p.string()});
+        ASSERT_EQ(info.exit_code, 0) << info.err;
+        const json j = json::parse(info.out);
+        ASSERT_TRUE(j.at("readers").is_array()) << info.out;
+        auto named = [&](const std::string& reader) {
+            const auto& r = j.at("readers");
+            return std::find(r.begin(), r.end(), reader) != r.end();
+        };
+        EXPECT_TRUE(named("xen-dumpctl"));
+        EXPECT_EQ(named("makedumpfile") && named("libkdumpfile") && named("crash"), j.at("readers_note").is_null());
+        RunResult text = run({"xen-dumpctl", "info", p.string()});
+        EXPECT_NE(text.out.find("\nReaders:      "), std::string::npos) << text.out;
+        if (have_makedumpfile) {
+            TempDir dir;
+            RunResult m = run({"makedumpfile", "--dump-dmesg", p.string(), (dir / "dmesg.txt").string()});
+            EXPECT_EQ(m.exit_code == 0, named("makedumpfile")) << m.out << m.err;
+        }
+        if (have_libkdumpfile) {
+            RunResult k = run({"/usr/bin/python3", (source_root() / "tests" / "kdump" / "kdumpfile_pages.py").string(),
+                               p.string(), fixture().image.string(), "0xa0-0xbf"});
+            EXPECT_EQ(k.exit_code == 0, named("libkdumpfile")) << k.out << k.err;
+        }
+        // crash on the two compressions that not every reader reads.
+        if (have_crash && (c == Compression::zstd || c == Compression::lz4)) {
+            RunResult r = crash_with(p, "sys\n");
+            const bool read = r.exit_code == 0 && std::regex_search(r.out, std::regex("RELEASE: 6\\.1\\.0-57-amd64"));
+            EXPECT_EQ(read, named("crash")) << r.out << r.err;
+        }
+    }
+}
+
 TEST(KdumpInterop, XenDumpctlInfoAndVerify) {
     const fs::path p = fixture().dump(Compression::zstd);
     RunResult info = run({"xen-dumpctl", "info", p.string()});

@@ -22,6 +22,10 @@ public:
     // Builds a host in `dir` (which must not exist or be empty) from a JSON
     // spec file (simulated-host.md). Throws Error naming the file.
     static void create(const std::filesystem::path& dir, const std::filesystem::path& spec_file);
+    // Adds the domains of another spec file to the host in `dir` (new
+    // domids and names, machine frames above the host's); a process that
+    // has the host open sees them at its next lookup.
+    static void add(const std::filesystem::path& dir, const std::filesystem::path& spec_file);
 
     // Opens the host in `dir`. Throws Error when it is not one.
     explicit SimulatedHost(const std::filesystem::path& dir);

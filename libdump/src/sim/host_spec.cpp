@@ -243,8 +243,10 @@ DomainSpec parse_domain(const Ctx& top, const json& j, const fs::path& base_dir)
     return d;
 }
 
-// Machine frames belong to one domain only (simulated-host.md, "extents").
-void check_machine_frames(const Ctx& c, const std::vector<DomainSpec>& domains) {
+}  // namespace
+
+void check_machine_frames(const std::vector<DomainSpec>& domains, const std::string& object) {
+    const Ctx c{object, {}};
     struct Owned {
         uint64_t mfn, count;
         uint32_t domid;
@@ -262,8 +264,6 @@ void check_machine_frames(const Ctx& c, const std::vector<DomainSpec>& domains) 
                    (a.domid == b.domid ? " twice" : ""));
     }
 }
-
-}  // namespace
 
 uint64_t DomainSpec::present_pages() const {
     uint64_t n = 0;
@@ -296,7 +296,8 @@ std::array<uint8_t, 16> parse_uuid(const std::string& text, const std::string& w
     return out;
 }
 
-HostSpec parse_host_spec(const json& spec, const fs::path& base_dir, const std::string& object) {
+HostSpec parse_host_spec(const json& spec, const fs::path& base_dir, const std::string& object,
+                         uint64_t first_free_mfn) {
     Ctx c{object, {}};
     check_keys(c, spec, "spec", {"xen_version", "domains"});
     HostSpec host;
@@ -320,7 +321,7 @@ HostSpec parse_host_spec(const json& spec, const fs::path& base_dir, const std::
     }
     // Domains without extents get one extent covering their whole p2m, on
     // machine frames nobody else uses.
-    uint64_t next_mfn = kFirstAutoMfn;
+    uint64_t next_mfn = std::max(kFirstAutoMfn, first_free_mfn);
     for (auto& d : host.domains)
         for (auto& e : d.extents) next_mfn = std::max(next_mfn, e.mfn + e.count);
     for (auto& d : host.domains) {
@@ -332,13 +333,13 @@ HostSpec parse_host_spec(const json& spec, const fs::path& base_dir, const std::
         d.extents.push_back({0, next_mfn, d.p2m_size});
         next_mfn += d.p2m_size;
     }
-    check_machine_frames(c, host.domains);
+    check_machine_frames(host.domains, object);
     return host;
 }
 
-HostSpec load_host_spec_file(const fs::path& path) {
+HostSpec load_host_spec_file(const fs::path& path, uint64_t first_free_mfn) {
     const json j = use_json_file(path, "cannot open the spec file", "not valid JSON", [](const json& doc) { return doc; });
-    return parse_host_spec(j, fs::absolute(path).parent_path(), path.string());
+    return parse_host_spec(j, fs::absolute(path).parent_path(), path.string(), first_free_mfn);
 }
 
 std::string p2m_format_name(P2mFormat f) {

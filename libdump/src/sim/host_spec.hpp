@@ -81,9 +81,14 @@ struct HostSpec {
 
 // Parses and validates a spec. `base_dir` resolves relative image paths;
 // `object` (the spec file's path) names the file in errors.
+// `first_free_mfn`: domains without extents are placed at or above it (a
+// spec added to a host: above the host's frames).
 HostSpec parse_host_spec(const nlohmann::json& spec, const std::filesystem::path& base_dir,
-                         const std::string& object);
-HostSpec load_host_spec_file(const std::filesystem::path& path);
+                         const std::string& object, uint64_t first_free_mfn = 0);
+HostSpec load_host_spec_file(const std::filesystem::path& path, uint64_t first_free_mfn = 0);
+// Machine frames belong to one domain only (simulated-host.md, "extents"):
+// Error naming `object` and the frames given twice.
+void check_machine_frames(const std::vector<DomainSpec>& domains, const std::string& object);
 
 // One domain as a normalized spec object (every key present, defaults filled);
 // parse_host_spec() accepts it back unchanged.

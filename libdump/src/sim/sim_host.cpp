@@ -80,6 +80,27 @@ void write_json(const fs::path& path, const json& j) {
     write_file(path, text.data(), text.size());
 }
 
+// A domain's directory and files (simulated-host.md), state.json and
+// domain.json last.
+void write_domain(const HostPaths& paths, const BuiltDomain& b) {
+    const uint32_t id = b.spec.domid;
+    fs::create_directory(paths.domain_dir(id));
+    write_overlay(paths.overlay(id), b.p2m ? &*b.p2m : nullptr);
+    write_file(paths.shared_info(id), b.shared_info.data(), b.shared_info.size());
+    if (b.p2m) write_file(paths.p2m_pages(id), b.p2m->p2m_page_pfns.data(), b.p2m->p2m_page_pfns.size() * 8);
+    write_state(paths.state_json(id), initial_state(b.spec));
+    write_json(paths.domain_json(id), domain_record(b.spec, b.derived));
+}
+
+// The first machine frame above every extent of `domains`, rounded up to
+// 256: where create() and add() put the shared_info pages.
+uint64_t frames_above(const std::vector<DomainSpec>& domains, uint64_t at_least) {
+    uint64_t next = at_least;
+    for (auto& d : domains)
+        for (auto& e : d.extents) next = std::max(next, e.mfn + e.count);
+    return (next + 0xff) / 0x100 * 0x100;
+}
+
 void check_target_dir(const fs::path& dir) {
     std::error_code ec;
     if (!fs::exists(dir, ec)) return;
@@ -101,10 +122,7 @@ void SimHost::create(const fs::path& dir, const HostSpec& spec) {
     // shared_info is a Xen page shared with the guest: the domain may map its
     // mfn, but it is in no extent and in no p2m (tools map it by
     // shared_info_frame, e.g. xc_sr_save_x86_pv.c map_shinfo()).
-    uint64_t next_mfn = 0;
-    for (auto& d : spec.domains)
-        for (auto& e : d.extents) next_mfn = std::max(next_mfn, e.mfn + e.count);
-    next_mfn = (next_mfn + 0xff) / 0x100 * 0x100;
+    uint64_t next_mfn = frames_above(spec.domains, 0);
     std::vector<BuiltDomain> built;
     for (auto& d : spec.domains) built.push_back(build_domain(d, next_mfn++));
 
@@ -116,14 +134,8 @@ void SimHost::create(const fs::path& dir, const HostSpec& spec) {
         write_file(paths.events(), "", 0);
         json domids = json::array();
         for (auto& b : built) {
-            const uint32_t id = b.spec.domid;
-            domids.push_back(id);
-            fs::create_directory(paths.domain_dir(id));
-            write_overlay(paths.overlay(id), b.p2m ? &*b.p2m : nullptr);
-            write_file(paths.shared_info(id), b.shared_info.data(), b.shared_info.size());
-            if (b.p2m) write_file(paths.p2m_pages(id), b.p2m->p2m_page_pfns.data(), b.p2m->p2m_page_pfns.size() * 8);
-            write_state(paths.state_json(id), initial_state(b.spec));
-            write_json(paths.domain_json(id), domain_record(b.spec, b.derived));
+            domids.push_back(b.spec.domid);
+            write_domain(paths, b);
         }
         // Written last: a directory without host.json is no host.
         write_json(paths.host_json(), {{"format", kHostFormat}, {"xen_version", spec.xen_version}, {"domids", domids}});
@@ -138,20 +150,106 @@ void SimHost::create(const fs::path& dir, const HostSpec& spec) {
     }
 }
 
+void SimHost::add(const fs::path& dir, const fs::path& spec_file) {
+    HostLock lock(HostPaths{dir});
+    const SimHost host(dir);
+    // The new domains' machine frames: above the host's (its domains' and
+    // their shared_info pages) unless the spec places them, and never on a
+    // frame the host gave already.
+    std::vector<DomainSpec> all;
+    std::vector<uint64_t> shared_info_mfns;
+    uint64_t above = 0;
+    for (uint32_t id : host.domids()) {
+        const SimDomain* d = host.find(id);
+        all.push_back(d->spec());
+        shared_info_mfns.push_back(d->derived().shared_info_mfn);
+        above = std::max(above, d->derived().shared_info_mfn + 1);
+    }
+    above = frames_above(all, above);
+    const HostSpec spec = load_host_spec_file(spec_file, above);
+    for (const auto& n : spec.domains) {
+        for (const auto& old : all) {
+            if (n.domid == old.domid)
+                throw Error("domain " + std::to_string(n.domid) + ": the host has a domain with this id already",
+                            spec_file.string());
+            if (n.name == old.name && !host.state(old.domid)->destroyed)
+                throw Error("domain " + std::to_string(n.domid) + ": the host has a domain named \"" + n.name +
+                                "\" already (domain " + std::to_string(old.domid) + ")",
+                            spec_file.string());
+        }
+        for (const auto& e : n.extents)
+            for (uint64_t m : shared_info_mfns)
+                if (m >= e.mfn && m - e.mfn < e.count)
+                    throw Error("domain " + std::to_string(n.domid) + ": machine frame " + std::to_string(m) +
+                                    " is a shared_info page of the host",
+                                spec_file.string());
+        all.push_back(n);
+    }
+    check_machine_frames(all, spec_file.string());
+    uint64_t next_mfn = frames_above(all, above);
+    std::vector<BuiltDomain> built;
+    for (auto& d : spec.domains) built.push_back(build_domain(d, next_mfn++));
+    const HostPaths& paths = host.paths();
+    std::vector<uint32_t> added;
+    try {
+        for (auto& b : built) {
+            write_domain(paths, b);
+            added.push_back(b.spec.domid);
+        }
+        // host.json replaced last (rename): the domains exist for every
+        // process from then on (find() and domids() read it again).
+        std::vector<uint32_t> domids = host.domids();
+        domids.insert(domids.end(), added.begin(), added.end());
+        const std::string text =
+            json{{"format", kHostFormat}, {"xen_version", host.xen_version_string()}, {"domids", domids}}.dump(2) + "\n";
+        fs::path tmp = paths.host_json();
+        tmp += ".tmp." + std::to_string(::getpid());
+        write_file(tmp, text.data(), text.size());
+        if (::rename(tmp.c_str(), paths.host_json().c_str()) != 0) {
+            const int e = errno;
+            ::unlink(tmp.c_str());
+            throw Error("cannot replace the host description", paths.host_json().string(), std::nullopt, e);
+        }
+    } catch (...) {
+        std::error_code ec;
+        for (auto& b : built) fs::remove_all(paths.domain_dir(b.spec.domid), ec);
+        throw;
+    }
+}
+
 SimHost::SimHost(const fs::path& dir) : paths_{dir} {
+    std::lock_guard lock(domains_mutex_);
+    load_domains();
+}
+
+void SimHost::load_domains() const {
+    // The inode first: a host.json replaced while it is read is read again
+    // at the next lookup.
+    struct stat st {};
+    if (::stat(paths_.host_json().c_str(), &st) != 0) st = {};
     std::ifstream in(paths_.host_json());
-    if (!in) throw Error("not a simulated host (no host.json; create one with xen-dump-sim create)", dir.string());
+    if (!in) throw Error("not a simulated host (no host.json; create one with xen-dump-sim create)", paths_.dir.string());
     std::vector<uint32_t> ids;
     try {
         json j = json::parse(in);
         if (j.at("format").get<std::string>() != kHostFormat)
-            throw Error("host.json has an unknown format \"" + j.at("format").get<std::string>() + "\"", dir.string());
-        xen_version_ = j.at("xen_version").get<std::string>();
+            throw Error("host.json has an unknown format \"" + j.at("format").get<std::string>() + "\"",
+                        paths_.dir.string());
+        if (!loaded_) xen_version_ = j.at("xen_version").get<std::string>();  // the constructor's read only
         ids = j.at("domids").get<std::vector<uint32_t>>();
     } catch (const json::exception& e) {
         throw Error(std::string("corrupt host.json: ") + e.what(), paths_.host_json().string());
     }
-    for (uint32_t id : ids) domains_[id] = std::make_unique<SimDomain>(paths_, id);
+    // Domains are only ever added (xen-dump-sim add): a SimDomain handed out stays.
+    for (uint32_t id : ids)
+        if (!domains_.contains(id)) domains_[id] = std::make_unique<SimDomain>(paths_, id);
+    host_json_ino_ = st.st_ino;
+    loaded_ = true;
+}
+
+void SimHost::reload_if_replaced() const {
+    struct stat st {};
+    if (::stat(paths_.host_json().c_str(), &st) == 0 && st.st_ino != host_json_ino_) load_domains();
 }
 
 format::XenVersionDesc SimHost::xen_version() const {
@@ -174,13 +272,20 @@ format::XenVersionDesc SimHost::xen_version() const {
 }
 
 std::vector<uint32_t> SimHost::domids() const {
+    std::lock_guard lock(domains_mutex_);
+    reload_if_replaced();
     std::vector<uint32_t> out;
     for (auto& [id, d] : domains_) out.push_back(id);
     return out;
 }
 
 const SimDomain* SimHost::find(uint32_t domid) const {
+    std::lock_guard lock(domains_mutex_);
     auto it = domains_.find(domid);
+    if (it == domains_.end()) {  // added since? (host.json is replaced by rename)
+        reload_if_replaced();
+        it = domains_.find(domid);
+    }
     return it == domains_.end() ? nullptr : it->second.get();
 }
 

@@ -27,6 +27,11 @@ public:
     // Builds a host in `dir` (which must not exist or be empty) from a spec file.
     static void create(const std::filesystem::path& dir, const std::filesystem::path& spec_file);
     static void create(const std::filesystem::path& dir, const HostSpec& spec);
+    // Adds the domains of a spec file to the host in `dir` (xen-dump-sim
+    // add): their domids and live names must be new; their machine frames
+    // are placed above every existing domain's. Processes that have the
+    // host open see them at their next lookup.
+    static void add(const std::filesystem::path& dir, const std::filesystem::path& spec_file);
 
     explicit SimHost(const std::filesystem::path& dir);
 
@@ -68,9 +73,15 @@ private:
         std::shared_ptr<const DomainState> state;
     };
 
+    void load_domains() const;         // reads host.json (domains_mutex_ held)
+    void reload_if_replaced() const;   // when host.json was replaced (domains_mutex_ held)
+
     HostPaths paths_;
-    std::string xen_version_;
-    std::map<uint32_t, std::unique_ptr<SimDomain>> domains_;
+    mutable std::mutex domains_mutex_;
+    mutable std::string xen_version_;  // set by the constructor only
+    mutable bool loaded_ = false;
+    mutable uint64_t host_json_ino_ = 0;
+    mutable std::map<uint32_t, std::unique_ptr<SimDomain>> domains_;
     mutable std::mutex cache_mutex_;
     mutable std::map<uint32_t, CachedState> cache_;
 };

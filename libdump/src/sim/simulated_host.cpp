@@ -14,6 +14,10 @@ void SimulatedHost::create(const std::filesystem::path& dir, const std::filesyst
     sim::SimHost::create(dir, spec_file);
 }
 
+void SimulatedHost::add(const std::filesystem::path& dir, const std::filesystem::path& spec_file) {
+    sim::SimHost::add(dir, spec_file);
+}
+
 SimulatedHost::SimulatedHost(const std::filesystem::path& dir) : impl_(std::make_unique<Impl>(dir)) {}
 SimulatedHost::SimulatedHost(SimulatedHost&&) noexcept = default;
 SimulatedHost& SimulatedHost::operator=(SimulatedHost&&) noexcept = default;

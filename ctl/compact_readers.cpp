@@ -1,0 +1,25 @@
+#include "compact_readers.hpp"
+
+namespace xendump::ctl {
+
+
+CompactReaders compact_readers(std::string_view compression) {
+    if (compression == "none" || compression == "zlib" || compression == "lzo")
+        return {{"crash", "libkdumpfile", "drgn", "makedumpfile", "xen-dumpctl", "xen-dump-convert"}, ""};
+    if (compression == "zstd")
+        return {{"crash", "libkdumpfile", "drgn", "xen-dumpctl", "xen-dump-convert"},
+                "not Debian 12's makedumpfile (1.7.2, built without zstd): --compress zlib or lzo for it"};
+    return {{"xen-dumpctl", "xen-dump-convert"}, "no other reader: " + std::string(compression) + " has no flag of makedumpfile's format"};
+}
+
+std::string readers_line(const CompactReaders& r) {
+    std::string out;
+    for (const auto& name : r.read) {
+        if (!out.empty()) out += ", ";
+        out += name;
+    }
+    if (!r.not_read.empty()) out += "; " + r.not_read;
+    return out;
+}
+
+}  // namespace xendump::ctl
