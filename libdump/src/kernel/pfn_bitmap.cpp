@@ -5,12 +5,11 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "io/sealed_temp_file.hpp"
+#include "io/temp_file.hpp"
 #include "util/util.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
@@ -58,7 +57,8 @@ struct PfnBitmap::Impl {
     std::unique_ptr<uint64_t[]> words;
     size_t capacity = 0;
     uint64_t tick = 0;
-    std::unique_ptr<io::SealedTempFile> file;  // sealed: which pages a guest has are not left on disk in clear
+    UniqueFd file;
+    std::string dir;
     // The cache (slots, words, file, Block::slot and stored) for const
     // members, which may run at once; the others have the bitmap to
     // themselves and take no lock. Block::ones changes only in those.
@@ -101,7 +101,11 @@ struct PfnBitmap::Impl {
             fill_ones(w, bits_in(b));
         } else {
             if (!blk.stored || !file) throw Error("internal error: a block of a pfn bitmap is neither cached nor stored");
-            file->read(b * kBlockBytes, w, kBlockBytes);
+            const long got = util::pread_full(file.get(), w, kBlockBytes, b * kBlockBytes);
+            if (got != static_cast<long>(kBlockBytes)) {
+                if (got >= 0) errno = EIO;
+                throw_errno("cannot read back a bitmap of pfns from a temporary file", dir, b * kBlockBytes);
+            }
         }
         slots[s] = {b, ++tick, false};
         blk.slot = static_cast<int16_t>(s);
@@ -117,8 +121,15 @@ struct PfnBitmap::Impl {
             if (zero(slot.block) || full(slot.block)) {
                 blk.stored = false;
             } else {
-                if (!file) file = std::make_unique<io::SealedTempFile>("a bitmap of pfns");
-                file->write(slot.block * kBlockBytes, words.get() + s * kWords, kBlockBytes);
+                if (!file) {
+                    io::UnnamedTempFile f = io::unnamed_temp_file("a bitmap of pfns");
+                    file = std::move(f.fd);
+                    dir = std::move(f.dir);
+                }
+                const uint64_t at = slot.block * kBlockBytes;
+                const size_t done = util::pwrite_full(file.get(), words.get() + s * kWords, kBlockBytes, at);
+                if (done < kBlockBytes)
+                    throw_errno("cannot write a bitmap of pfns to a temporary file", dir, at + done);
                 blk.stored = true;
             }
         }
