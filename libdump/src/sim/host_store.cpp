@@ -88,14 +88,17 @@ void write_state(const fs::path& path, const DomainState& s) {
     j["destroyed"] = s.destroyed;
     j["ballooned"] = json::array();
     for (auto& r : s.ballooned) j["ballooned"].push_back({r.pfn, r.count});
-    std::string text = j.dump() + "\n";
+    replace_file(path, j.dump() + "\n", "the domain state");
+}
+
+void replace_file(const fs::path& path, const std::string& text, const std::string& what) {
     fs::path tmp = path;
     tmp += ".tmp." + std::to_string(::getpid());
     write_file(tmp, text.data(), text.size());
     if (::rename(tmp.c_str(), path.c_str()) != 0) {
         int e = errno;
         ::unlink(tmp.c_str());
-        throw Error("cannot replace the domain state", path.string(), std::nullopt, e);
+        throw Error("cannot replace " + what, path.string(), std::nullopt, e);
     }
 }
 

@@ -73,6 +73,9 @@ private:
 void append_event(const HostPaths& paths, const std::string& line);
 
 void write_file(const std::filesystem::path& path, const void* data, size_t size);
+// Writes `text` to a new file and renames it over `path`: readers see the
+// old file or the new one, whole. Error "cannot replace `what`" naming `path`.
+void replace_file(const std::filesystem::path& path, const std::string& text, const std::string& what);
 // Writes all of data at fd's position; errors name `path`.
 void write_fully(int fd, const void* data, size_t size, const std::filesystem::path& path);
 

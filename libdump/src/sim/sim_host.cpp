@@ -200,16 +200,10 @@ void SimHost::add(const fs::path& dir, const fs::path& spec_file) {
         // process from then on (find() and domids() read it again).
         std::vector<uint32_t> domids = host.domids();
         domids.insert(domids.end(), added.begin(), added.end());
-        const std::string text =
-            json{{"format", kHostFormat}, {"xen_version", host.xen_version_string()}, {"domids", domids}}.dump(2) + "\n";
-        fs::path tmp = paths.host_json();
-        tmp += ".tmp." + std::to_string(::getpid());
-        write_file(tmp, text.data(), text.size());
-        if (::rename(tmp.c_str(), paths.host_json().c_str()) != 0) {
-            const int e = errno;
-            ::unlink(tmp.c_str());
-            throw Error("cannot replace the host description", paths.host_json().string(), std::nullopt, e);
-        }
+        replace_file(paths.host_json(),
+                     json{{"format", kHostFormat}, {"xen_version", host.xen_version_string()}, {"domids", domids}}.dump(2) +
+                         "\n",
+                     "the host description");
     } catch (...) {
         std::error_code ec;
         for (auto& b : built) fs::remove_all(paths.domain_dir(b.spec.domid), ec);
