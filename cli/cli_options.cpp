@@ -27,7 +27,12 @@ bool Option::is(std::string_view s) const {
 
 std::vector<Option> join(std::initializer_list<std::span<const Option>> parts) {
     std::vector<Option> out;
-    for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+    for (const auto& p : parts)
+        for (Option o : p) {
+            if (o.letter && !o.name.empty() && std::any_of(out.begin(), out.end(), [&](const Option& e) { return e.letter == o.letter; }))
+                o.letter = 0;
+            out.push_back(o);
+        }
     return out;
 }
 

@@ -46,7 +46,10 @@ struct Option {
     bool is(std::string_view s) const;
 };
 
-// A table made of several (shared rows plus a verb's own).
+// A table made of several (shared rows plus a verb's own). A letter an
+// earlier part's row has is dropped from the later rows, which keep their
+// long names: a verb's own rows come first and win (xen-dumpctl dump -r is
+// its --recipient, its --reverse has no letter; list -r is --reverse).
 std::vector<Option> join(std::initializer_list<std::span<const Option>> parts);
 
 struct Parsed {

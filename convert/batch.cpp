@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cli.hpp"
+#include "identity.hpp"
 #include "inputs.hpp"
 #include "util/util.hpp"
 #include "xendump/convert.hpp"
@@ -48,7 +49,7 @@ std::string verify_output(const fs::path& path, const fs::path& name, bool diges
 
 // Empty when `output` records (SOURCE_ID=) the identity `input` has now;
 // else why the output cannot be taken for the conversion of this input.
-std::string not_from(const fs::path& output, const fs::path& input) {
+std::string not_from(const fs::path& output, const fs::path& input, const OpenOptions& open) {
     struct stat st {};
     if (::stat(output.c_str(), &st) != 0)
         return "output " + output.string() + " cannot be examined: " + std::strerror(errno);
@@ -66,16 +67,16 @@ std::string not_from(const fs::path& output, const fs::path& input) {
         return "output " + output.string() + " exists but does not record which file it was converted from (" +
                (recorded ? "SOURCE_ID=" + *recorded + " is not understood" : "no SOURCE_ID=") +
                "), so it is not taken for this file's conversion";
-    if (auto diff = identify_source(input).difference_from(*id); !diff.empty())
+    if (auto diff = identify_source(input, open).difference_from(*id); !diff.empty())
         return "output " + output.string() + " exists but was converted from another file or an older version of it (" +
                diff + ")";
     return {};
 }
 
 // Deletes the source once its output is shown to come from it.
-void remove_source(const Job& job, FileReport& rep) {
+void remove_source(const Job& job, FileReport& rep, const OpenOptions& open) {
     std::error_code ec;
-    if (auto why = not_from(job.output, job.input); !why.empty()) {
+    if (auto why = not_from(job.output, job.input, open); !why.empty()) {
         rep.result = Result::failed;
         rep.error = job.input.string() + ": not removed: " + why;
         return;
@@ -112,7 +113,9 @@ private:
         for (Job& job : jobs_) {
             if (job.settled) continue;
             try {
-                const auto fmt = sniff_format(job.input);
+                // An encrypted input is sniffed through its plaintext: it needs a key.
+                cli::require_key(job.input, o_.open);
+                const auto fmt = sniff_format(job.input, o_.open);
                 job.format = std::string(to_string(fmt));
                 if (fmt == InputFormat::v1 && !o_.kdump)
                     not_converted(job, "already current (v1)");
@@ -120,6 +123,14 @@ private:
                     not_converted(job, "already compact (kdump)");
                 else if (fmt == InputFormat::unknown)
                     not_converted(job, "not a Xen dump: neither an xc_core magic nor an ELF core file");
+                else if (o_.recipients.empty() && !o_.decrypt && encryption_of(job.input))
+                    // Plaintext never on a disk unless the operator asks (xen-dump-convert(1)).
+                    job.settle(Result::failed, job.input.string() +
+                                                   ": is encrypted: its output would be its plaintext on a disk; "
+                                                   "encrypt it (-r RECIPIENT, -R FILE) or give --decrypt");
+            } catch (const cli::KeyNeeded& e) {
+                job.settle(Result::failed, named(job, e.what()));
+                job.needs_key = true;
             } catch (const std::exception& e) {
                 job.settle(Result::failed, named(job, e.what()));
             }
@@ -135,6 +146,7 @@ private:
             rep.path = job.input.string();
             rep.format = job.format;
             rep.result = *job.settled;
+            rep.needs_key = job.needs_key;
             (rep.result == Result::failed ? rep.error : rep.reason) = job.why;
             if (rep.result == Result::failed) report_failure(rep);
         }
@@ -202,6 +214,7 @@ private:
             co.compression = o_.compression;
             co.dump_level = o_.dump_level;
             co.write.recipients = o_.recipients;
+            co.open = o_.open;
             co.write.on_warning = [this](const std::string& w) { report_warning(w); };
             co.write.on_progress = [this, &job, worker](const WriteProgress& p) {
                 if (p.pages_total) current_[worker] = job.size * p.pages_done / p.pages_total;
@@ -217,14 +230,14 @@ private:
                 // A previous run's output: done if it came from this very
                 // file and verifies; anything else is left alone, and so is
                 // the source.
-                if (auto other = not_from(job.output, job.input); !other.empty())
+                if (auto other = not_from(job.output, job.input, o_.open); !other.empty())
                     throw Error(other + "; not overwritten: move it away to convert this file", job.input.string());
                 if (auto bad = verify_output(job.output, job.output, o_.digests); !bad.empty())
                     throw Error(bad, job.input.string());
                 rep.result = Result::skipped;
                 rep.reason = "already converted";
                 rep.output = job.output.string();
-                if (o_.remove_source && !o_.dry_run) remove_source(job, rep);
+                if (o_.remove_source && !o_.dry_run) remove_source(job, rep, o_.open);
                 return rep;
             }
             ConversionPlan plan;
@@ -251,7 +264,7 @@ private:
             rep.layout = plan.layout;
             rep.pages = plan.pages;
             rep.inferred = plan.inferred;
-            if (rep.result == Result::converted && o_.remove_source) remove_source(job, rep);
+            if (rep.result == Result::converted && o_.remove_source) remove_source(job, rep, o_.open);
         } catch (const std::exception& e) {
             rep.result = Result::failed;
             rep.error = named(job, e.what());

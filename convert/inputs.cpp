@@ -28,12 +28,17 @@ bool skipped_name(const fs::path& p) {
 }
 
 // An encrypted output (-r/-R) is an age file: ".age" after the name it
-// would have (xen-dump-convert(1)); -o FILE is taken as given.
+// would have (xen-dump-convert(1)); -o FILE is taken as given. An input's
+// own ".age" (an encrypted input) is not part of that name.
 fs::path output_for(const Options& o, const fs::path& input, const fs::path& relative) {
     if (o.output) return *o.output;
     const std::string age = o.recipients.empty() ? "" : ".age";
-    if (o.output_dir) return fs::path(*o.output_dir) / (relative.string() + age);
-    return input.parent_path() / (default_output_name(input.filename().string(), o.kdump) + age);
+    auto unsealed = [](std::string name) {
+        if (name.size() > 4 && name.ends_with(".age")) name.resize(name.size() - 4);
+        return name;
+    };
+    if (o.output_dir) return fs::path(*o.output_dir) / (unsealed(relative.string()) + age);
+    return input.parent_path() / (default_output_name(unsealed(input.filename().string()), o.kdump) + age);
 }
 
 // The same file however it was named; the path itself when that cannot be

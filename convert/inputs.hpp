@@ -21,6 +21,7 @@ struct Job {
     std::string why;
     std::string format = "unknown";  // sniffed before the batch runs
     bool named = false;              // named on the command line, not found in a directory
+    bool needs_key = false;          // failed: encrypted, and no identity (cli::KeyNeeded)
 
     void settle(Result r, std::string text) {
         settled = r;

@@ -6,6 +6,7 @@
 
 #include "batch.hpp"
 #include "cli.hpp"
+#include "identity.hpp"
 #include "options.hpp"
 #include "report.hpp"
 
@@ -23,9 +24,14 @@ int main(int argc, char** argv) {
             convert::print_json(reports, options.dry_run);
         else if (!options.quiet)
             convert::print_table(reports, options.dry_run);
-        for (const auto& r : reports)
-            if (r.result == convert::Result::failed) return cli::kExitFailure;
-        return cli::kExitOk;
+        // A failure for want of a key only (an encrypted input, no -i): 3, as
+        // xen-dumpctl exits; any other failure: 1.
+        bool needs_key = false;
+        for (const auto& r : reports) {
+            if (r.result == convert::Result::failed && !r.needs_key) return cli::kExitFailure;
+            needs_key = needs_key || r.needs_key;
+        }
+        return needs_key ? cli::kExitNeedsKey : cli::kExitOk;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "xen-dump-convert: %s\n", e.what());
         return cli::kExitUsage;

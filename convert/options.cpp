@@ -6,6 +6,7 @@
 #include "cli.hpp"
 #include "cli_options.hpp"
 #include "dump_format.hpp"
+#include "identity.hpp"
 #include "options_table.hpp"
 #include "recipients.hpp"
 #include "xendump/writer.hpp"
@@ -31,8 +32,12 @@ constexpr const char* kHelpTail =
     "that exists is taken as done only when it records this very source\n"
     "(SOURCE_ID=: size, mtime, digest), and only then is a source removed.\n"
     "\n"
+    "An encrypted input (age: NAME.core.age...) is read with the key of -i; its\n"
+    "output is encrypted to -r/-R, or written in clear only with --decrypt.\n"
+    "\n"
     "Exit status: 0 nothing failed (every file converted or skipped), 1 at least\n"
-    "one file failed, 2 usage error or the batch could not start.\n";
+    "one file failed, 2 usage error or the batch could not start, 3 the only\n"
+    "failures were encrypted inputs and no identity (-i) to read them.\n";
 
 void usage_error(const std::string& msg) { cli::usage_error("xen-dump-convert", msg); }
 
@@ -73,6 +78,8 @@ ParseStatus parse_options(int argc, char** argv, Options& o) {
     o.json = p.has("--json");
     o.digests = !p.has("--no-digests");
     o.quiet = p.has("--quiet");
+    o.open = cli::identity_options(p);
+    o.decrypt = p.has("--decrypt");
     if (o.inputs.empty()) {
         usage_error("no input given");
         return ParseStatus::usage_error;
@@ -95,6 +102,10 @@ ParseStatus parse_options(int argc, char** argv, Options& o) {
         // A source goes only once its output is shown to come from it, which
         // needs the output's plaintext: a private key the converter lacks.
         usage_error("--remove-source needs outputs that can be read back: not with -r or -R");
+        return ParseStatus::usage_error;
+    }
+    if (o.decrypt && !o.recipients.empty()) {
+        usage_error("--decrypt writes outputs in clear: not with -r or -R");
         return ParseStatus::usage_error;
     }
     if (o.remove_source && o.dry_run) {

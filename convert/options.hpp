@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "xendump/kdump.hpp"
+#include "xendump/reader.hpp"
 
 namespace xendump::convert {
 
@@ -26,6 +27,8 @@ struct Options {
     unsigned dump_level = 0;                  // --dump-level N (kdump)
     unsigned threads = 1;                     // --threads N, default: the cores shared among the jobs
     std::vector<std::string> recipients;      // -r/-R (canonical): encrypted outputs, NAME.v1.core.age
+    OpenOptions open;                         // -i/$XEN_DUMP_IDENTITY, --allow-insecure-identity: encrypted inputs
+    bool decrypt = false;                     // --decrypt: an encrypted input's output in clear
 };
 
 enum class ParseStatus { run, exit_ok, usage_error };

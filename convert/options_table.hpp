@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cli_options.hpp"
+#include "identity.hpp"
 #include "xendump/writer.hpp"
 
 namespace xendump::convert {
@@ -23,6 +24,10 @@ inline constexpr cli::Option kConvertOptions[] = {
      "encrypt the outputs to RECIPIENT (age1… or ssh-ed25519\n…; repeatable): age files, NAME.v1.core.age"},
     {"recipients-file", 'R', cli::Arg::required, "FILE",
      "encrypt the outputs to the recipients in FILE, one a\nline as age -R reads it (repeatable)"},
+    {"identity", 'i', cli::Arg::required, "FILE", cli::kIdentityOptions[0].help},
+    {"allow-insecure-identity", 0, cli::Arg::none, "", cli::kIdentityOptions[1].help},
+    {"decrypt", 0, cli::Arg::none, "",
+     "write the output of an encrypted input in clear (without\n-r/-R such an input is refused: no plaintext on a disk\nunless asked for)"},
     {"system-map", 0, cli::Arg::required, "FILE",
      "legacy page-list dumps: the guest kernel's System.map, to\nfind the p2m through phys_to_machine_mapping and a\npage-table walk"},
     {"allow-inferred-layout", 0, cli::Arg::none, "",

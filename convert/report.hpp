@@ -21,6 +21,7 @@ struct FileReport {
     Result result = Result::failed;
     std::string reason;   // why skipped ("already converted", "already current", "dry run")
     std::string error;    // why failed (one line)
+    bool needs_key = false;  // failed only for want of an identity (an encrypted input, no -i)
 };
 
 void print_table(const std::vector<FileReport>& reports, bool dry_run);

@@ -9,7 +9,10 @@
 // dump. For a PV guest, whose page tables hold machine frames, the vmcore
 // holds the pages but crash cannot walk them (a warning says so; crash reads
 // the dump itself). A FILE appears only when complete (AtomicFile); '-' streams to
-// standard output.
+// standard output. With -r/-R (issue 33) the vmcore is an age file encrypted
+// to those recipients (xendump/recipients.hpp AgeWriter): the plaintext
+// reaches neither FILE nor the pipe, so an encrypted dump's vmcore may then go
+// to a file too.
 #include <elf.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -25,11 +28,13 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "dump_selection.hpp"
+#include "recipients.hpp"
 #include "util/util.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
 #include "xendump/kernel/prstatus.hpp"
 #include "xendump/reader.hpp"
+#include "xendump/recipients.hpp"
 
 namespace xendump::ctl {
 
@@ -53,18 +58,27 @@ void append_note(std::vector<std::byte>& out, std::string_view name, uint32_t ty
     pad4();
 }
 
+// FILE (published by commit()) or standard output; with recipients, the
+// age file of what is written.
 class Output {
 public:
-    explicit Output(const std::string& target) : name_(target) {
+    Output(const std::string& target, const std::vector<std::string>& recipients) : name_(target) {
         if (target == "-") {
             fd_ = STDOUT_FILENO;
         } else {
             file_.emplace(fs::path(target), 0600);
             fd_ = file_->fd();
         }
+        if (!recipients.empty()) age_.emplace(fd_, name_, recipients);
     }
-    void write(std::span<const std::byte> data) { util::write_all(fd_, data.data(), data.size(), name_); }
+    void write(std::span<const std::byte> data) {
+        if (age_)
+            age_->write(data);
+        else
+            util::write_all(fd_, data.data(), data.size(), name_);
+    }
     void commit() {
+        if (age_) age_->finish();
         if (file_) file_->commit();
     }
 
@@ -72,6 +86,7 @@ private:
     std::string name_;
     std::optional<AtomicFile> file_;
     int fd_ = -1;
+    std::optional<AgeWriter> age_;
 };
 
 template <typename T>
@@ -81,7 +96,7 @@ std::span<const std::byte> bytes_of(const T& v) {
 
 }  // namespace
 
-void write_vmcore(const DumpReader& reader, const std::string& target) {
+void write_vmcore(const DumpReader& reader, const std::string& target, const std::vector<std::string>& recipients) {
     const uint64_t page = reader.page_size();
     const auto& runs = reader.runs();
     // The notes crash, gdb and drgn read from a kdump vmcore.
@@ -141,7 +156,7 @@ void write_vmcore(const DumpReader& reader, const std::string& target) {
         eh.e_phnum = static_cast<Elf64_Half>(ph.size());
     }
 
-    Output out(target);
+    Output out(target, recipients);
     std::vector<std::byte> head;
     auto put = [&](std::span<const std::byte> b) { head.insert(head.end(), b.begin(), b.end()); };
     put(bytes_of(eh));
@@ -174,6 +189,11 @@ std::string check_dump(const Invocation& c) {
     const auto target = c.p.value("--output");
     if (!target || target->empty()) return "-o FILE is required";
     if (*target == "-" && isatty(STDOUT_FILENO)) return "refusing to write a vmcore to a terminal (-o FILE, or a pipe)";
+    try {
+        (void)cli::recipients_choice(c.p);  // a bad -r or -R is a usage error before anything is read
+    } catch (const cli::UsageError& e) {
+        return e.message;
+    }
     std::error_code ec;
     if (*target != "-" && fs::symlink_status(*target, ec).type() != fs::file_type::not_found)
         throw Error("exists; not replacing it", *target);  // before the pages are read (AtomicFile checks again)
@@ -181,21 +201,24 @@ std::string check_dump(const Invocation& c) {
 }
 
 // The vmcore of an encrypted dump is its plaintext: written to a pipe only
-// (-o - on a pipe or socket), never to a file on a disk (xen-dumpctl(1)
-// "ENCRYPTED DUMPS"; issue 33: plaintext never on a disk).
-void refuse_plaintext_file(const DumpReader& reader, const std::string& target) {
-    if (!reader.encryption()) return;
+// (-o - on a pipe or socket), never to a file on a disk, unless it is
+// encrypted again (-r/-R) (xen-dumpctl(1) "ENCRYPTED DUMPS"; issue 33:
+// plaintext never on a disk).
+void refuse_plaintext_file(const DumpReader& reader, const std::string& target, bool encrypted) {
+    if (!reader.encryption() || encrypted) return;
     struct stat st{};
     if (target == "-" && ::fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return;
-    throw Error("is encrypted: its vmcore would be its plaintext on a disk; write it to a pipe (-o - | ...) instead",
+    throw Error("is encrypted: its vmcore would be its plaintext on a disk; encrypt it (-r RECIPIENT, -R FILE) or "
+                "write it to a pipe (-o - | ...) instead",
                 reader.path().string());
 }
 
 int cmd_dump(Invocation& c) {
     const DumpReader& reader = *c.dump;
     const std::string target = *c.p.value("--output");  // check_dump: given
-    refuse_plaintext_file(reader, target);
-    write_vmcore(reader, target);
+    const std::vector<std::string> recipients = cli::recipients_choice(c.p);  // check_dump: they parse
+    refuse_plaintext_file(reader, target, !recipients.empty());
+    write_vmcore(reader, target, recipients);
     // A PV guest's page tables hold machine frames, which a pfn-addressed
     // vmcore cannot resolve (crash stops at the first page-table walk);
     // crash reads the dump itself through its xendump support.

@@ -16,6 +16,7 @@
 #include "dump_selection.hpp"
 #include "guest_kernel.hpp"
 #include "options.hpp"
+#include "time_spec.hpp"
 #include "util/util.hpp"
 #include "written_as.hpp"
 #include "xendump/dump_kernel_log.hpp"
@@ -172,6 +173,11 @@ nlohmann::json describe(const DumpReader& r) {
     j["time"] = optional_key(kv, keys::kTime);
     j["writer"] = optional_key(kv, keys::kWriter);
     j["source"] = optional_key(kv, keys::kSource);
+    // A live dump (xen-dump-core(5) LIVE=): how it was consistent, or not.
+    j["live"] = optional_key(kv, keys::kLive);
+    j["pause_usec"] = optional_key(kv, keys::kPauseUsec);
+    j["live_rounds"] = optional_key(kv, keys::kLiveRounds);
+    j["pages_recopied"] = optional_key(kv, keys::kPagesRecopied);
     j["unreadable"] = r.unreadable_pfns().size();
     auto xv = xen_version_string(r.xen_version());
     j["xen_version"] = xv.empty() ? nlohmann::json(nullptr) : nlohmann::json(xv);
@@ -239,6 +245,12 @@ void print_text(const nlohmann::json& j) {
     line("Time:", text_of(j["time"]));
     line("Writer:", text_of(j["writer"]));
     if (!j["source"].is_null()) line("Source:", text_of(j["source"]));
+    if (j["live"] == "precopy")
+        line("Live:", "consistent (pre-copy): the guest paused " + text_of(j["pause_usec"]) + " us after " +
+                          text_of(j["live_rounds"]) + " round(s), " + text_of(j["pages_recopied"]) +
+                          " page(s) copied again");
+    else if (!j["live"].is_null())
+        line("Live:", text_of(j["live"]) + (j["live"] == "inconsistent" ? " (never paused: pages of different instants)" : ""));
     line("Unreadable:", text_of(j["unreadable"]) + " pages");
     line("Xen version:", text_of(j["xen_version"]));
     const auto& k = j["kernel"];
@@ -304,7 +316,7 @@ nlohmann::json describe_locked(const std::filesystem::path& path, const Encrypti
     return j;
 }
 
-void print_locked(const nlohmann::json& j, const EncryptionInfo& e) {
+void print_locked(const nlohmann::json& j, const EncryptionInfo& e, bool utc) {
     auto line = [](const char* label, const std::string& value) { std::printf("%-13s %s\n", label, value.c_str()); };
     line("File:", text_of(j["file"]));
     line("Encrypted:", describe_encryption(e).substr(std::string_view("encrypted ").size()));
@@ -315,7 +327,7 @@ void print_locked(const nlohmann::json& j, const EncryptionInfo& e) {
         line("Format:", text_of(s["format"]));
         line("Pages:", text_of(s["pages"]));
         line("Reason:", text_of(s["reason"]));
-        line("Time:", util::utc_time(static_cast<std::time_t>(s["start_time"].get<int64_t>()), "%Y-%m-%dT%H:%M:%SZ"));
+        line("Time:", shown_time(s["start_time"].get<int64_t>(), utc ? Zone::utc : Zone::local));
         line("Result:", text_of(s["result"]));
     } else {
         line("Sidecar:", j.contains("sidecar_error") ? "unreadable: " + text_of(j["sidecar_error"]) : "none");
@@ -331,7 +343,7 @@ int cmd_info(Invocation& c) {
         if (c.json)
             print_json(j, c.json);
         else
-            print_locked(j, *c.locked);
+            print_locked(j, *c.locked, c.selection.utc);
         return cli::kExitOk;
     }
     auto j = describe(*c.dump);

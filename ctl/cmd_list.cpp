@@ -21,6 +21,7 @@
 #include "dump_selection.hpp"
 #include "options.hpp"
 #include "service_options.hpp"
+#include "time_spec.hpp"
 #include "util/util.hpp"
 #include "util/vocabulary.hpp"
 #include "written_as.hpp"
@@ -32,7 +33,18 @@ namespace xendump::ctl {
 
 namespace {
 
-std::string utc_time(int64_t t) { return util::utc_time(static_cast<std::time_t>(t), "%Y-%m-%d %H:%M:%S"); }
+// -F FIELD: each value FIELD takes in the selected dumps, once, in the order
+// first seen (coredumpctl -F). Dumps without the field print nothing.
+int print_field(const std::vector<daemon::DumpEntry>& entries, const std::string& field) {
+    std::vector<std::string> seen;
+    for (const auto& e : entries) {
+        const auto v = dump_field(e, field);
+        if (!v || std::find(seen.begin(), seen.end(), *v) != seen.end()) continue;
+        seen.push_back(*v);
+        std::printf("%s\n", escape_text(*v).c_str());
+    }
+    return seen.empty() ? cli::kExitFailure : cli::kExitOk;
+}
 
 // The panic line for the table: without its "[seconds.micros] " time,
 // escaped (as dmesg printed it, whichever version wrote the sidecar), cut to
@@ -108,6 +120,17 @@ int cmd_list(Invocation& c) {
     const ServiceArgs& sa = c.service;
     const Selection& sel = c.selection;
     auto entries = select_dumps(daemon::scan_dump_dir(sa.config.dump_dir), sel);
+    // As coredumpctl: exit status 1 when nothing is listed.
+    const int status = entries.empty() ? cli::kExitFailure : cli::kExitOk;
+    if (auto field = c.p.value("-F", "--field")) {
+        std::string name;
+        try {
+            name = classify_match(*field + "=").field;  // checked and upper-cased as in FIELD=VALUE
+        } catch (const Error& e) {
+            return c.usage("-F: " + std::string(e.what()));
+        }
+        return print_field(entries, name);
+    }
     if (c.json) {
         nlohmann::ordered_json out = nlohmann::ordered_json::array();
         for (const auto& e : entries) {
@@ -145,17 +168,19 @@ int cmd_list(Invocation& c) {
             out.push_back(j);
         }
         print_json(out, c.json);
-        return cli::kExitOk;
+        return status;
     }
     if (entries.empty()) {
-        std::printf(sel.matches.empty() && !sel.any_option ? "No dumps in %s.\n" : "No matching dumps in %s.\n",
-                    escape_text(sa.config.dump_dir.string()).c_str());
-        return cli::kExitOk;
+        std::fprintf(stderr, sel.matches.empty() && !sel.any_option ? "No dumps in %s.\n" : "No matching dumps in %s.\n",
+                     escape_text(sa.config.dump_dir.string()).c_str());
+        return status;
     }
     // FORMAT and FILE are as wide as their longest value, so that PANIC, last, lines up.
-    std::vector<std::string> files, formats;
-    size_t file_width = 4, format_width = 6;
+    std::vector<std::string> files, formats, times;
+    size_t file_width = 4, format_width = 6, time_width = 4;
     for (const auto& e : entries) {
+        times.push_back(shown_time(e.time, sel.utc ? Zone::utc : Zone::local));
+        time_width = std::max(time_width, times.back().size());
         files.push_back(escape_text(is_present(e) || is_missing(e) ? e.dump.filename().string() : "(none)"));
         file_width = std::max(file_width, files.back().size());
         const auto written = written_as(e);
@@ -164,9 +189,11 @@ int cmd_list(Invocation& c) {
         formats.push_back(written ? format_column(*written) + (enc ? "+age" : "") : enc ? "age" : "-");
         format_width = std::max(format_width, formats.back().size());
     }
-    const int fw = static_cast<int>(file_width), mw = static_cast<int>(format_width);
-    std::printf("%-19s  %-16s %5s  %-8s %10s  %-9s %-*s  %-*s  %s\n", "TIME (UTC)", "DOMAIN", "ID", "REASON", "SIZE",
-                "RESULT", mw, "FORMAT", fw, "FILE", "PANIC");
+    const int fw = static_cast<int>(file_width), mw = static_cast<int>(format_width),
+              tw = static_cast<int>(time_width);
+    if (!c.p.has("--no-legend"))
+        std::printf("%-*s  %-16s %5s  %-8s %10s  %-9s %-*s  %-*s  %s\n", tw, "TIME", "DOMAIN", "ID", "REASON", "SIZE",
+                    "RESULT", mw, "FORMAT", fw, "FILE", "PANIC");
     for (size_t i = 0; i < entries.size(); ++i) {
         const auto& e = entries[i];
         std::string domain = e.info ? e.info->domain_name : "-";
@@ -174,7 +201,7 @@ int cmd_list(Invocation& c) {
         std::string reason = e.info ? e.info->reason : "-";
         std::string result = is_missing(e) ? "MISSING" : e.info ? daemon::to_string(e.info->result) : "unknown";
         // Guest names, file names and guest log text may hold anything: escaped (escape_text).
-        std::printf("%-19s  %-16s %5s  %-8s %10s  %-9s %-*s  %-*s  %s\n", utc_time(e.time).c_str(),
+        std::printf("%-*s  %-16s %5s  %-8s %10s  %-9s %-*s  %-*s  %s\n", tw, times[i].c_str(),
                     escape_text(domain).c_str(), id.c_str(), escape_text(reason).c_str(),
                     cli::human_bytes(e.bytes_on_disk).c_str(), result.c_str(), mw, formats[i].c_str(), fw,
                     files[i].c_str(), panic_column(e.info).c_str());

@@ -21,8 +21,11 @@ int cmd_status(Invocation& c) {
         print_json(reply, c.json);
         return cli::kExitOk;
     }
-    std::printf("xen-dumpd on %s, dumps in %s, MaxParallel=%u\n", reply.value("host", "?").c_str(),
-                reply.value("dump_dir", "?").c_str(), reply.value("max_parallel", 1u));
+    // --no-legend: the job rows alone (and what waits, which is not a legend).
+    const bool legend = !c.p.has("--no-legend");
+    if (legend)
+        std::printf("xen-dumpd on %s, dumps in %s, MaxParallel=%u\n", reply.value("host", "?").c_str(),
+                    reply.value("dump_dir", "?").c_str(), reply.value("max_parallel", 1u));
     // Crashes a full dump filesystem stopped, dumped when there is room.
     for (const auto& c : reply.value("crashes_waiting_for_room", nlohmann::json::array()))
         std::printf("Crash of domain %u waits for room (%u attempts): %s\n", c.value("domid", 0u),
@@ -31,10 +34,10 @@ int cmd_status(Invocation& c) {
         std::printf("The crash state file cannot be written: %s\n", reply.value("state_file_error", "").c_str());
     const auto& jobs = reply["jobs"];
     if (jobs.empty()) {
-        std::printf("No dumps running or queued.\n");
+        if (legend) std::printf("No dumps running or queued.\n");
         return cli::kExitOk;
     }
-    std::printf("%5s  %-8s %-16s %5s  %-8s %s\n", "JOB", "STATE", "DOMAIN", "ID", "REASON", "PROGRESS");
+    if (legend) std::printf("%5s  %-8s %-16s %5s  %-8s %s\n", "JOB", "STATE", "DOMAIN", "ID", "REASON", "PROGRESS");
     for (const auto& j : jobs) {
         uint64_t done = j.value("bytes_done", uint64_t{0}), total = j.value("bytes_total", uint64_t{0});
         std::string progress = total ? std::to_string(done * 100 / total) + "% of " + cli::human_bytes(total) : "-";

@@ -73,5 +73,6 @@ int cmd_list(Invocation& c);
 int cmd_vacuum(Invocation& c);
 int cmd_status(Invocation& c);
 int cmd_cancel(Invocation& c);
+int cmd_config(Invocation& c);  // cmd_config.cpp: the merged configuration and where each value came from
 
 }  // namespace xendump::ctl

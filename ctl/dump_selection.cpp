@@ -108,13 +108,17 @@ Match classify_match(const std::string& operand) {
 std::string selection_from_args(const ParsedArgs& p, int64_t now, Selection& out) {
     try {
         for (const auto& o : p.operands) out.matches.push_back(classify_match(o));
-        // Read as list shows its times (TIME (UTC)) until those are shown in local time.
-        if (auto v = p.value("-S", "--since")) out.since = parse_time_spec(*v, now, Zone::utc);
-        if (auto v = p.value("-U", "--until")) out.until = parse_time_spec(*v, now, Zone::utc);
+        // --file FILE: a FILE operand by name, whatever it looks like.
+        for (const auto& f : p.values("--file")) out.matches.push_back({"PATH", f});
+        // Read as list and info show times: local time, or UTC with --utc.
+        out.utc = p.has("--utc");
+        const Zone zone = out.utc ? Zone::utc : Zone::local;
+        if (auto v = p.value("-S", "--since")) out.since = parse_time_spec(*v, now, zone);
+        if (auto v = p.value("-U", "--until")) out.until = parse_time_spec(*v, now, zone);
     } catch (const Error& e) {
         return e.what();
     }
-    out.reverse = p.has("-r") || p.has("--reverse");
+    out.reverse = p.has("--reverse");  // -r too where it is --reverse (not dump: its --recipient)
     if (p.has("-1")) out.latest = 1;
     if (auto v = p.value("-n")) {
         size_t n = 0;

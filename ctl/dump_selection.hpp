@@ -47,6 +47,7 @@ struct Selection {
     bool reverse = false;
     std::optional<size_t> latest;  // -1, -n N: only the latest N
     bool any_option = false;       // one of -S -U -1 -n given
+    bool utc = false;              // --utc: times read and shown in UTC (else local time)
 };
 
 // The selection from parsed arguments; `now` (unix seconds) anchors the

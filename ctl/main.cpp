@@ -34,6 +34,7 @@ constexpr Command kCommands[] = {
     {"vacuum", Needs::service, cmd_vacuum},
     {"status", Needs::service, cmd_status},
     {"cancel", Needs::service, cmd_cancel},
+    {"config", Needs::service, cmd_config},
 };
 
 void print_help(std::FILE* out) {
@@ -47,12 +48,12 @@ void print_help(std::FILE* out) {
     std::fprintf(out, "\nRun 'xen-dumpctl COMMAND --help' for a command's options.\n");
 }
 
-// A command that reads dumps wants a FILE or MATCH (or an option selecting
-// the latest); one FILE unless it reads several. "" when fine.
+// verify wants a FILE or MATCH (or an option selecting the latest); a command
+// that reads one dump takes the latest without one, as coredumpctl does, and
+// one FILE at most. "" when fine.
 std::string operand_error(const Selection& s, bool several) {
-    if (s.matches.empty() && !s.any_option)
-        return several ? "expected at least one FILE or MATCH (or -1 for the latest dump)"
-                       : "expected a FILE or MATCH (or -1 for the latest dump)";
+    if (several && s.matches.empty() && !s.any_option)
+        return "expected at least one FILE or MATCH (or -1 for the latest dump)";
     if (!several && only_paths(s) && s.matches.size() > 1) return "expected one FILE";
     return {};
 }

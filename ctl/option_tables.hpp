@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli_options.hpp"
+#include "identity.hpp"
 
 namespace xendump::ctl {
 
@@ -27,7 +28,8 @@ inline constexpr Option kTopOptions[] = {
 // them; every command but symbol takes all three (a script may pass the same
 // set to each), each uses what it needs.
 inline constexpr Option kServiceOptions[] = {
-    {"dump-dir", 0, Arg::required, "DIR", "the dump directory (default: DumpDir= of the configuration)"},
+    {"dump-dir", 'D', Arg::required, "DIR", "the dump directory (default: DumpDir= of the configuration)"},
+    {"directory", 0, Arg::required, "DIR", "the same as --dump-dir (coredumpctl's spelling)"},
     {"config", 0, Arg::required, "FILE", "the service's configuration file"},
     {"socket", 0, Arg::required, "PATH", "the service's control socket (default: ControlSocket=;\nstatus and cancel)"},
 };
@@ -35,11 +37,22 @@ inline constexpr Option kServiceOptions[] = {
 inline constexpr Option kSelectionOptions[] = {
     {"since", 'S', Arg::required, "TIME", "only dumps started at or after TIME"},
     {"until", 'U', Arg::required, "TIME",
-     "only dumps started at or before TIME\nTIME: YYYY-MM-DD [HH:MM[:SS]] (UTC), @SECONDS, now,\ntoday, yesterday, "
-     "tomorrow, -2h, -30min, -1d, \"2h ago\""},
+     "only dumps started at or before TIME\nTIME: YYYY-MM-DD [HH:MM[:SS]] [UTC], @SECONDS, now,\ntoday, yesterday, "
+     "tomorrow, -2h, -30min, -1d, \"2h ago\" (local time\nunless UTC or Z is given, or --utc)"},
     {"reverse", 'r', Arg::none, "", "newest first"},
     {"", '1', Arg::none, "", "only the latest dump"},
     {"", 'n', Arg::required, "N", "only the latest N dumps"},
+    {"file", 0, Arg::required, "FILE", "the dump file FILE, as a FILE operand (repeatable)"},
+    {"utc", 0, Arg::none, "", "show times in UTC and read -S/-U in UTC (default: local time)"},
+};
+// list's own: coredumpctl's habits.
+inline constexpr Option kListOwn[] = {
+    {"no-legend", 0, Arg::none, "", "no heading line"},
+    {"field", 'F', Arg::required, "FIELD",
+     "print the values FIELD takes in the selected dumps, one a line,\neach once (FIELD as in FIELD=VALUE: DOMAIN, DOMID, TYPE, ...)"},
+};
+inline constexpr Option kNoLegendOption[] = {
+    {"no-legend", 0, Arg::none, "", "no heading line"},
 };
 // --json, --json=short (one line), --json=pretty (indented; plain --json
 // prints what it printed before the choice existed).
@@ -48,13 +61,9 @@ inline constexpr Option kJsonOption[] = {
 };
 
 // The private keys of encrypted dumps (xen-dump-core(5) "Encrypted dumps"),
-// for every command that reads a dump's contents.
-inline constexpr Option kIdentityOptions[] = {
-    {"identity", 'i', Arg::required, "FILE",
-     "an age identity file (AGE-SECRET-KEY-1... lines or an ssh-ed25519\nprivate key) to read an encrypted dump; "
-     "repeatable (default:\n$XEN_DUMP_IDENTITY)"},
-    {"allow-insecure-identity", 0, Arg::none, "", "accept an identity file that group or others may read"},
-};
+// for every command that reads a dump's contents: the rows xen-dump-convert
+// has too (cli/identity.hpp).
+using cli::kIdentityOptions;
 
 inline constexpr Option kVerifyOwn[] = {
     {"no-digests", 0, Arg::none, "", "skip recomputing the page digests"},
@@ -75,8 +84,15 @@ inline constexpr Option kDebugOwn[] = {
 inline constexpr Option kEstimateOwn[] = {
     {"dump-level", 0, Arg::required, "N", "also the row of dump level N (0-31), as a compact\ndump at that level would keep"},
 };
+// dump's own -r is --recipient, as for xen-dumpd and xen-dump-convert: its
+// --reverse has no letter (join() gives the first row a letter).
 inline constexpr Option kDumpOwn[] = {
     {"output", 'o', Arg::required, "FILE", "write the vmcore to FILE (required; '-': standard output)"},
+    {"recipient", 'r', Arg::required, "RECIPIENT",
+     "encrypt the vmcore to RECIPIENT (age1… or ssh-ed25519\n…; repeatable): FILE is an age file, which\n"
+     "may then be a file on a disk even for an encrypted dump"},
+    {"recipients-file", 'R', Arg::required, "FILE",
+     "encrypt the vmcore to the recipients in FILE, one a\nline as age -R reads it (repeatable)"},
 };
 inline constexpr Option kVacuumOwn[] = {
     {"dry-run", 0, Arg::none, "", "print what would be removed, remove nothing"},
@@ -104,7 +120,8 @@ struct VerbTable {
 
 // The identity, selection and service options, which every command but
 // symbol, list, vacuum, status and cancel takes, in its usage line.
-#define XENDUMP_CTL_SELECTION "[-i FILE]... [--allow-insecure-identity] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--dump-dir DIR] [--config FILE] FILE|MATCH..."
+#define XENDUMP_CTL_SELECTION_OF(REVERSE) "[-i FILE]... [--allow-insecure-identity] [-S TIME] [-U TIME] " REVERSE " [-1 | -n N] [--utc] [-D DIR] [--config FILE] [--file FILE] [FILE|MATCH...]"
+#define XENDUMP_CTL_SELECTION XENDUMP_CTL_SELECTION_OF("[-r]")
 
 inline constexpr std::string_view kBacktraceUsage =
     "xen-dumpctl backtrace [--json[=short|pretty]] " XENDUMP_CTL_SELECTION "\n       (bt is short for backtrace)";
@@ -116,7 +133,8 @@ inline constexpr std::string_view kBacktraceHelp =
     "The vcpu that reported the crash in the kernel's log is marked.\n"
     "With --json, one JSON object: per vcpu the method, the frames (ip, sp,\n"
     "symbol, reliable), where user space was reached, why a walk stopped.\n"
-    "Of the dumps MATCH selects, the latest one that has a file is read.\n";
+    "Of the dumps MATCH selects (all of them without FILE or MATCH), the latest one\n"
+    "that has a file is read.\n";
 
 inline const std::vector<VerbTable>& verb_tables() {
     using cli::join;
@@ -128,7 +146,8 @@ inline const std::vector<VerbTable>& verb_tables() {
          "image segment, each vcpu's instruction pointer as symbol+offset, the\n"
          "crash reports (panic, Oops, BUG) of the kernel's log, and the top frames\n"
          "of the backtrace of the vcpu that reported the crash.\n"
-         "Of the dumps MATCH selects, the latest one that has a file is shown.\n"
+         "Of the dumps MATCH selects (all of them without FILE or MATCH), the latest one\n"
+         "that has a file is shown.\n"
          "With --json, one JSON object instead of text. An encrypted dump is read with\n"
          "the key of -i; without one, info shows its age header and its sidecar.\n",
          join({kJsonOption, kIdentityOptions, kSelectionOptions, kServiceOptions})},
@@ -158,7 +177,8 @@ inline const std::vector<VerbTable>& verb_tables() {
          "Needs the kernel's VMCOREINFO (in the dump's note, else found in its pages).\n"
          "With --json, one JSON object: the format, whether the log is partial and\n"
          "why, and the records (sequence, time_ns, level, facility, caller, text).\n"
-         "Of the dumps MATCH selects, the latest one that has a file is read.\n",
+         "Of the dumps MATCH selects (all of them without FILE or MATCH), the latest one\n"
+    "that has a file is read.\n",
          join({kJsonOption, kIdentityOptions, kSelectionOptions, kServiceOptions})},
         {"estimate", "show what each dump level (makedumpfile -d) would keep of a dump's guest",
          "xen-dumpctl estimate [--dump-level N] [--json[=short|pretty]] " XENDUMP_CTL_SELECTION,
@@ -169,7 +189,8 @@ inline const std::vector<VerbTable>& verb_tables() {
          "count. A level's kept pages are the pages of a compact dump at that level, zero pages\n"
          "included (each kept as the file's one shared zero page: the ZERO PAGES column), as\n"
          "info and list count them. With --json, one JSON object.\n"
-         "Of the dumps MATCH selects, the latest one that has a file is read.\n",
+         "Of the dumps MATCH selects (all of them without FILE or MATCH), the latest one\n"
+    "that has a file is read.\n",
          join({kEstimateOwn, kJsonOption, kIdentityOptions, kSelectionOptions, kServiceOptions})},
         {"backtrace", "print a backtrace of every vcpu of the guest kernel in a dump", kBacktraceUsage, kBacktraceHelp,
          join({kJsonOption, kIdentityOptions, kSelectionOptions, kServiceOptions})},
@@ -178,7 +199,8 @@ inline const std::vector<VerbTable>& verb_tables() {
         {"debug", "start crash (or gdb, drgn) on a dump with the guest kernel's debug vmlinux",
          "xen-dumpctl debug [--debugger=crash|gdb|drgn] [--vmlinux FILE] [-A ARGS] [--print-command] "
          XENDUMP_CTL_SELECTION,
-         "Start a debugger on a dump (the latest one MATCH selects that has a file), with\n"
+         "Start a debugger on a dump (the latest one MATCH selects that has a file; without\n"
+         "FILE or MATCH, the latest dump), with\n"
          "the guest kernel's debug vmlinux found by the release the dump records:\n"
          "/usr/lib/debug/boot/vmlinux-RELEASE or /usr/lib/debug/lib/modules/RELEASE/vmlinux\n"
          "(Debian: the package linux-image-RELEASE-dbg); when none is there and\n"
@@ -186,36 +208,51 @@ inline const std::vector<VerbTable>& verb_tables() {
          "dump's VMCOREINFO.\n",
          join({kDebugOwn, kIdentityOptions, kSelectionOptions, kServiceOptions})},
         {"dump", "write a dump's pages as a plain ELF vmcore (-o FILE) for tools that want one",
-         "xen-dumpctl dump -o FILE " XENDUMP_CTL_SELECTION,
-         "Write the pages of a dump (the latest one MATCH selects that has a file) as a\n"
+         "xen-dumpctl dump -o FILE [-r RECIPIENT]... [-R FILE]... " XENDUMP_CTL_SELECTION_OF("[--reverse]"),
+         "Write the pages of a dump (the latest one MATCH selects that has a file; without\n"
+         "FILE or MATCH, the latest dump) as a\n"
          "plain ELF vmcore, for tools that want one: one PT_LOAD per run of pages\n"
          "(physical addresses), the kernel image PT_LOAD, and the notes crash, gdb and\n"
          "drgn read (NT_PRSTATUS of each vcpu, VMCOREINFO). The Xen notes and the digests\n"
-         "stay in the dump. FILE appears only when complete; '-' writes to standard output.\n",
+         "stay in the dump. FILE appears only when complete; '-' writes to standard output.\n"
+         "With -r/-R the vmcore is written encrypted (age) to those recipients; else the\n"
+         "vmcore of an encrypted dump is its plaintext, written to a pipe only.\n"
+         "Here -r is --recipient (as for xen-dumpd and xen-dump-convert): --reverse has\n"
+         "no short form.\n",
          join({kDumpOwn, kIdentityOptions, kSelectionOptions, kServiceOptions})},
         {"list", "list the dumps in the dump directory (time, domain, reason, size, result)",
-         "xen-dumpctl list [--json[=short|pretty]] [-S TIME] [-U TIME] [-r] [-1 | -n N] [--config FILE] "
-         "[--dump-dir DIR] [MATCH...]",
-         "List the dumps in the dump directory ({dump_dir}), oldest first.\n"
+         "xen-dumpctl list [--json[=short|pretty]] [--no-legend] [-F FIELD] [-S TIME] [-U TIME] [-r] [-1 | -n N] "
+         "[--utc] [--config FILE] [-D DIR] [--file FILE] [MATCH...]",
+         "List the dumps in the dump directory ({dump_dir}), oldest first, their\n"
+         "start times in local time (--utc: in UTC).\n"
          "RESULT is ok, failed, refused or cancelled as the sidecar records it, or MISSING\n"
          "for a dump that was written but whose file is gone. --json prints a JSON array\n"
-         "(\"missing\": true for MISSING).\n",
-         join({kJsonOption, kSelectionOptions, kServiceOptions})},
+         "(\"missing\": true for MISSING). Exit status 1 when no dump is listed.\n",
+         join({kJsonOption, kListOwn, kSelectionOptions, kServiceOptions})},
         {"vacuum", "apply the storage limits to the dump directory now",
          "xen-dumpctl vacuum [--dry-run] [--config FILE] [--dump-dir DIR]",
          "Remove dumps until the storage limits of the configuration hold: manual dumps\n"
          "before crash dumps, oldest first. The dump directory must exist.\n\n",
          join({kVacuumOwn, kServiceOptions})},
         {"status", "show what the running service dumps and what waits",
-         "xen-dumpctl status [--json[=short|pretty]] [--config FILE] [--socket PATH]",
-         "Show the running and queued dumps of xen-dumpd.\n", join({kJsonOption, kServiceOptions})},
+         "xen-dumpctl status [--json[=short|pretty]] [--no-legend] [--config FILE] [--socket PATH]",
+         "Show the running and queued dumps of xen-dumpd.\n", join({kJsonOption, kNoLegendOption, kServiceOptions})},
         {"cancel", "cancel a queued or running dump of the service", "xen-dumpctl cancel [--config FILE] [--socket PATH] JOB",
          "Cancel a dump of xen-dumpd (JOB as shown by xen-dumpctl status).\n", join({kServiceOptions})},
+        {"config", "show the service's configuration and where each value comes from",
+         "xen-dumpctl config [--json[=short|pretty]] [--config FILE] [-D DIR] [--socket PATH]",
+         "Show the configuration xen-dumpd reads: /etc/xen-dumpd.conf (or --config FILE),\n"
+         "then its drop-ins FILE.d/*.conf in lexical order, merged as the service merges\n"
+         "them, every key of [Dump] and the keys of each [Domain NAME], each with where its\n"
+         "value comes from: FILE:LINE, the command line, or the default (and what the\n"
+         "default means). A configuration that does not load is refused, naming FILE:LINE.\n",
+         join({kJsonOption, kServiceOptions})},
     };
     return tables;
 }
 
 #undef XENDUMP_CTL_SELECTION
+#undef XENDUMP_CTL_SELECTION_OF
 
 // The row of one command (nullptr for an unknown one).
 inline const VerbTable* verb_table(std::string_view verb) {

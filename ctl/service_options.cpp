@@ -9,7 +9,7 @@ namespace xendump::ctl {
 ServiceArgs service_options(const ParsedArgs& p) {
     ServiceArgs out;
     out.config_file = p.value("--config").value_or(daemon::default_config_file().string());
-    if (auto v = p.value("--dump-dir")) out.overrides.dump_dir = std::filesystem::absolute(*v);
+    if (auto v = p.value("--dump-dir", "--directory")) out.overrides.dump_dir = std::filesystem::absolute(*v);
     if (auto v = p.value("--socket")) out.overrides.control_socket = std::filesystem::absolute(*v);
     return out;
 }

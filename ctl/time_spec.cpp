@@ -154,4 +154,14 @@ int64_t parse_time_spec(std::string_view text, int64_t now, Zone zone) {
     throw fail();
 }
 
+std::string shown_time(int64_t t, Zone zone) {
+    const auto when = static_cast<std::time_t>(t);
+    std::tm tm{};
+    if (zone == Zone::utc) gmtime_r(&when, &tm);
+    else localtime_r(&when, &tm);
+    char buf[64];
+    const size_t n = std::strftime(buf, sizeof buf, zone == Zone::utc ? "%Y-%m-%d %H:%M:%S UTC" : "%Y-%m-%d %H:%M:%S %Z", &tm);
+    return std::string(buf, n);
+}
+
 }  // namespace xendump::ctl

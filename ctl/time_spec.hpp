@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace xendump::ctl {
@@ -25,5 +26,10 @@ enum class Zone { local, utc };
 // Unix seconds of `text`, with `now` (unix seconds) for the relative forms.
 // Throws Error naming the text on anything else.
 int64_t parse_time_spec(std::string_view text, int64_t now, Zone zone = Zone::local);
+
+// A time as list and info show it, the way -S/-U read times: local time
+// with the zone's abbreviation ("2026-12-03 13:05:00 CET", as coredumpctl
+// shows times), or in UTC ("... UTC").
+std::string shown_time(int64_t t, Zone zone);
 
 }  // namespace xendump::ctl

@@ -164,11 +164,39 @@ bool set_recipient_key(DumpFormatKeys& keys, const std::string& key, const std::
     return true;
 }
 
-// Format=, Compress=, DumpLevel=, Recipient=, RecipientsFile= into `keys`
-// (a section's), remembering where Format= and DumpLevel= were set; false
-// for another key.
+// ClearMetadata=: "panic", "backtrace", both (separated by spaces or
+// commas), or empty for none.
+ClearMetadata parse_clear_metadata(const std::string& value) {
+    ClearMetadata out;
+    std::string word;
+    auto take = [&] {
+        if (word == "panic")
+            out.panic = true;
+        else if (word == "backtrace")
+            out.backtrace = true;
+        else if (!word.empty())
+            throw Error("\"" + word + "\" is not panic or backtrace (an empty value: neither)");
+        word.clear();
+    };
+    for (char c : value) {
+        if (c == ' ' || c == ',' || c == '\t')
+            take();
+        else
+            word += c;
+    }
+    take();
+    return out;
+}
+
+// Format=, Compress=, DumpLevel=, Recipient=, RecipientsFile=, ClearMetadata=
+// into `keys` (a section's), remembering where Format= and DumpLevel= were
+// set; false for another key.
 bool set_format_key(DumpFormatKeys& keys, const std::string& key, const std::string& value, const std::string& where) {
     if (set_recipient_key(keys, key, value)) return true;
+    if (key == "ClearMetadata") {
+        keys.clear_metadata = parse_clear_metadata(value);
+        return true;
+    }
     auto it = format_setters().find(key);
     if (it == format_setters().end()) return false;
     it->second(keys, value);
@@ -187,6 +215,7 @@ void apply_config_text(Config& config, const std::string& text, const std::strin
     unsigned line_no = 0;
     bool in_dump_section = false;
     DumpFormatKeys* domain = nullptr;  // in a [Domain NAME] section
+    std::string domain_name;
     auto fail = [&](const std::string& msg) {
         throw Error(origin + ":" + std::to_string(line_no) + ": " + msg);
     };
@@ -204,6 +233,7 @@ void apply_config_text(Config& config, const std::string& text, const std::strin
                 const std::string name = trim(section.substr(6));
                 if (name.empty()) fail("[Domain] needs the guest's name: [Domain NAME]");
                 domain = &next.domain_formats[name];
+                domain_name = name;
                 continue;
             }
             fail("unknown section [" + section + "] (expected [Dump] or [Domain NAME])");
@@ -214,6 +244,7 @@ void apply_config_text(Config& config, const std::string& text, const std::strin
         std::string key = trim(line.substr(0, eq));
         std::string value = trim(line.substr(eq + 1));
         const std::string where = origin + ":" + std::to_string(line_no);
+        next.lines.push_back({domain ? "Domain " + domain_name : std::string("Dump"), key, value, where});
         try {
             if (set_format_key(domain ? *domain : next.dump_format, key, value, where)) continue;
         } catch (const Error& e) {
@@ -221,7 +252,7 @@ void apply_config_text(Config& config, const std::string& text, const std::strin
         }
         if (domain)
             fail(key + "= cannot be set per domain: a [Domain NAME] section holds Format=, Compress=, DumpLevel=, "
-                       "Recipient= and RecipientsFile=");
+                       "Recipient=, RecipientsFile= and ClearMetadata=");
         auto it = setters().find(key);
         if (it == setters().end()) fail("unknown key \"" + key + "\"");
         try {
@@ -230,7 +261,38 @@ void apply_config_text(Config& config, const std::string& text, const std::strin
             fail(key + "=: " + e.message());
         }
     }
+    next.files.push_back(origin);
     config = std::move(next);
+}
+
+const std::vector<KeyDefault>& key_defaults() {
+    static const std::vector<KeyDefault> table = {
+        {"DumpDir", XENDUMP_DEFAULT_DUMP_DIR, ""},
+        {"Host", "", "$XEN_DUMP_HOST, else \"xen\""},
+        {"ControlSocket", XENDUMP_DEFAULT_CONTROL_SOCKET, ""},
+        {"ControlGroup", "", "root only"},
+        {"OnCrash", "preserve", ""},
+        {"MaxParallel", "1", ""},
+        {"MaxUse", "", "no limit"},
+        {"KeepFree", "5%", ""},
+        {"KeepPerDomain", "0", "no limit"},
+        {"MaxAge", "0", "no limit"},
+        {"MinInterval", "0", "none"},
+        {"Digests", "yes", ""},
+        {"Threads", "", "one a core"},
+        {"Format", "v1", "", true},
+        {"Compress", "zstd", "kdump only", true},
+        {"DumpLevel", "0", "kdump only", true},
+        {"Recipient", "", "not encrypted", true},
+        {"RecipientsFile", "", "not encrypted", true},
+        {"ClearMetadata", "", "no panic line or backtrace in clear beside an encrypted dump", true},
+    };
+    return table;
+}
+
+bool is_config_key(std::string_view key) {
+    return setters().contains(std::string(key)) || format_setters().contains(std::string(key)) ||
+           key == "Recipient" || key == "RecipientsFile" || key == "ClearMetadata";
 }
 
 void check_config(const Config& config) {
@@ -267,6 +329,12 @@ std::vector<std::string> Config::recipients_for(std::string_view domain_name) co
     if (auto it = domain_formats.find(domain_name); it != domain_formats.end() && it->second.recipients)
         return *it->second.recipients;
     return dump_format.recipients.value_or(std::vector<std::string>{});
+}
+
+ClearMetadata Config::clear_metadata_for(std::string_view domain_name) const {
+    if (auto it = domain_formats.find(domain_name); it != domain_formats.end() && it->second.clear_metadata)
+        return *it->second.clear_metadata;
+    return dump_format.clear_metadata.value_or(ClearMetadata{});
 }
 
 Config load_config(const std::filesystem::path& main_file) {

@@ -1,8 +1,8 @@
 // The service's configuration: /etc/xen-dumpd.conf, then the drop-ins
 // /etc/xen-dumpd.conf.d/*.conf in lexical order (a later file overrides an
 // earlier one key by key). INI syntax: the [Dump] section, and [Domain NAME]
-// sections holding Format=, Compress=, DumpLevel=, Recipient= and
-// RecipientsFile= for the guest named NAME (any file may hold them). Every value is checked; the first bad one is
+// sections holding Format=, Compress=, DumpLevel=, Recipient=,
+// RecipientsFile= and ClearMetadata= for the guest named NAME (any file may hold them). Every value is checked; the first bad one is
 // refused as "FILE:LINE: message" and the caller keeps whatever
 // configuration it had before.
 #pragma once
@@ -38,6 +38,17 @@ struct DumpFormat {
     bool operator==(const DumpFormat&) const = default;
 };
 
+// What an encrypted dump's sidecar and journal entry keep in clear of what
+// was read from the guest (ClearMetadata=, xen-dumpd.conf(5)): beyond the
+// default (domain, times, sizes, format, result, encrypted, recipients and
+// the log's record count), the panic line and the backtrace's function
+// names only when listed. A plain dump's record is all in clear anyway.
+struct ClearMetadata {
+    bool panic = false;      // ClearMetadata=panic: guest_panic, GUEST_PANIC=
+    bool backtrace = false;  // ClearMetadata=backtrace: guest_backtrace, GUEST_BACKTRACE=
+    bool operator==(const ClearMetadata&) const = default;
+};
+
 // The Format=, Compress= and DumpLevel= lines of one section ([Dump] or a
 // [Domain NAME]); unset: the [Dump] section's, else the default. Each with
 // the "FILE:LINE" that set it, for errors found once every file is read.
@@ -50,7 +61,32 @@ struct DumpFormatKeys {
     // form): set, the section's list (a [Domain NAME]'s replaces [Dump]'s;
     // an empty value empties it); unset, [Dump]'s, else none (plaintext).
     std::optional<std::vector<std::string>> recipients;
+    // ClearMetadata= (an encrypted dump's): set, the section's; unset, [Dump]'s.
+    std::optional<ClearMetadata> clear_metadata;
 };
+
+// One KEY=VALUE line as it was applied, for `xen-dumpctl config`: which
+// file and line set each value.
+struct ConfigLine {
+    std::string section;  // "Dump" or "Domain NAME"
+    std::string key, value;
+    std::string origin;  // FILE:LINE
+};
+
+// A key of the configuration with its default, as `xen-dumpctl config`
+// shows an unset key: the value the service then uses, and what it means
+// when the text alone does not say.
+struct KeyDefault {
+    std::string key;
+    std::string value;
+    std::string meaning;  // "" or e.g. "no limit"
+    bool per_domain = false;  // a [Domain NAME] section may hold it too
+};
+// Every key, [Dump]'s order of xen-dumpd.conf(5).
+const std::vector<KeyDefault>& key_defaults();
+// Whether `key` is a key apply_config_text takes (for the test that
+// key_defaults() names them all).
+bool is_config_key(std::string_view key);
 
 struct Config {
     std::filesystem::path dump_dir;        // DumpDir=, default XENDUMP_DEFAULT_DUMP_DIR
@@ -69,6 +105,8 @@ struct Config {
     unsigned threads = 0;                  // Threads= 1..kMaxWriteThreads, 0 (empty): write_threads()'s default
     DumpFormatKeys dump_format;            // Format=, Compress=, DumpLevel= of [Dump]
     std::map<std::string, DumpFormatKeys, std::less<>> domain_formats;  // of [Domain NAME], by NAME
+    std::vector<std::string> files;   // the files read, in order (the main file, then the drop-ins)
+    std::vector<ConfigLine> lines;    // every KEY=VALUE applied, in order
 
     static Config defaults();
     // The threads of each dump: Threads=, else the cores (cli::default_threads).
@@ -80,6 +118,9 @@ struct Config {
     // [Domain] section's Recipient=/RecipientsFile=, else [Dump]'s; empty:
     // not encrypted.
     std::vector<std::string> recipients_for(std::string_view domain_name) const;
+    // What an encrypted dump of that guest keeps in clear: its [Domain]
+    // section's ClearMetadata=, else [Dump]'s; else none of it.
+    ClearMetadata clear_metadata_for(std::string_view domain_name) const;
 };
 
 // The drop-in directory belonging to a main file: "FILE.d".

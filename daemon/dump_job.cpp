@@ -217,6 +217,10 @@ LogFields dump_journal_fields(const Sidecar& s, const fs::path& dump) {
         fields.emplace_back(vocab::kEncrypted.journal, "1");
         fields.emplace_back(vocab::kRecipients.journal, std::to_string(s.recipients));
     }
+    if (s.live) fields.emplace_back(vocab::kLive.journal, *s.live);
+    if (s.pause_usec) fields.emplace_back(vocab::kPauseUsec.journal, std::to_string(*s.pause_usec));
+    if (s.live_rounds) fields.emplace_back(vocab::kLiveRounds.journal, std::to_string(*s.live_rounds));
+    if (s.pages_recopied) fields.emplace_back(vocab::kPagesRecopied.journal, std::to_string(*s.pages_recopied));
     if (s.guest_panic) fields.emplace_back(vocab::kGuestPanic.journal, *s.guest_panic);
     if (s.guest_backtrace) fields.emplace_back(vocab::kGuestBacktrace.journal, guest_backtrace_line(*s.guest_backtrace));
     if (s.guest_log && !s.guest_log->dmesg_file.empty())
@@ -261,6 +265,31 @@ DumpFormat dump_format_of_request(const nlohmann::json& request) {
     }
     if (f.dump_level != 0 && !f.kdump) throw Error("dump_level needs format kdump");
     return f;
+}
+
+nlohmann::json precopy_json(const DumpOptions::Precopy& p) {
+    return {{"max_pause_us", p.max_pause.count()}, {"max_rounds", p.max_rounds}, {"leave_paused", p.leave_paused}};
+}
+
+DumpOptions::Precopy precopy_of_request(const nlohmann::json& request) {
+    const auto& j = request.at("precopy");
+    if (!j.is_object()) throw Error("precopy must be an object");
+    DumpOptions::Precopy p;
+    p.on = true;
+    if (j.contains("max_pause_us")) {
+        if (!j["max_pause_us"].is_number_unsigned()) throw Error("precopy.max_pause_us must be a number");
+        p.max_pause = std::chrono::microseconds(j["max_pause_us"].get<uint64_t>());
+    }
+    if (j.contains("max_rounds")) {
+        if (!j["max_rounds"].is_number_unsigned() || j["max_rounds"].get<uint64_t>() > kMaxLiveRounds)
+            throw Error("precopy.max_rounds must be a number from 0 to " + std::to_string(kMaxLiveRounds));
+        p.max_rounds = j["max_rounds"].get<unsigned>();
+    }
+    if (j.contains("leave_paused")) {
+        if (!j["leave_paused"].is_boolean()) throw Error("precopy.leave_paused must be true or false");
+        p.leave_paused = j["leave_paused"].get<bool>();
+    }
+    return p;
 }
 
 std::vector<std::string> recipients_of_request(const nlohmann::json& request) {
@@ -372,6 +401,7 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     if (hooks.on_start) hooks.on_start(out.path);
     DumpOptions options = hooks.dump;
     options.live = request.live;
+    options.precopy = request.precopy;
     options.reason = request.reason;
     options.write.digests = request.digests;
     options.write.threads = request.threads;
@@ -379,6 +409,13 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     options.compression = how.compression;
     options.dump_level = how.dump_level;
     options.write.recipients = recipients;
+    // An encrypted dump's log is read from the paused guest: the file cannot
+    // be read back (guest_log.hpp).
+    std::optional<GuestLogCapture> captured;
+    if (!recipients.empty())
+        options.inspect_guest = [&captured](const GuestView& guest, const kernel::Vmcoreinfo* info) {
+            captured = capture_guest_log(guest, info);
+        };
     options.write.room = [&growing](uint64_t occupied, uint64_t needed, uint64_t wanted) {
         return growing(occupied, needed, wanted);
     };
@@ -390,6 +427,14 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
         s.file_size = r.file_size;
         if (!r.uuid.empty()) s.uuid = r.uuid;
         s.type = std::string(format::to_string(r.type));
+        if (r.live) {
+            s.live = "precopy";
+            s.pause_usec = r.live->pause_usec;
+            s.live_rounds = r.live->rounds;
+            s.pages_recopied = r.live->pages_recopied;
+        } else if (request.live) {
+            s.live = "inconsistent";
+        }
     } catch (const std::exception& e) {
         // Stopped for want of room: refused with the figures, nothing left
         // behind (the unpublished file is gone with the writer).
@@ -401,9 +446,28 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
         bool cancelled = cancel && cancel->load();
         return finish(cancelled ? DumpOutcome::cancelled : DumpOutcome::failed, e.what());
     }
+    auto keep_guest_log = [&](GuestLogRecord& guest, ClearMetadata clear) {
+        if (!guest.log.error.empty() || guest.log.partial) {
+            const std::string why = !guest.log.error.empty() ? guest.log.error : guest.log.damage.front();
+            log_message(guest.kernel ? LogLevel::warning : LogLevel::info,
+                        "dump of " + s.domain_name + " (domain " + std::to_string(s.domid) + "): " +
+                            (guest.log.error.empty() ? "the guest kernel's log is incomplete: " : "no guest kernel log: ") +
+                            why,
+                        {{"DOMID", std::to_string(s.domid)}, {"DUMP_PATH", out.path.string()}});
+        }
+        s.guest_log = std::move(guest.log);
+        if (clear.panic) s.guest_panic = std::move(guest.panic);
+        if (clear.backtrace) s.guest_backtrace = std::move(guest.backtrace);
+    };
     // The service holds no private key: an encrypted file is not read back
-    // (no zero pages, no guest log, no DUMP.dmesg.txt: xen-dumpd(8)).
+    // (no zero pages); its log, read from the paused guest, is saved
+    // encrypted as NAME.dmesg.txt.age, and only what ClearMetadata= allows
+    // of it is kept in clear (xen-dumpd(8)).
     if (!recipients.empty()) {
+        if (captured) {
+            save_encrypted_guest_log(out.path, *captured, recipients);
+            keep_guest_log(captured->record, config.clear_metadata_for(s.domain_name));
+        }
         finish(DumpOutcome::ok, {});
         vacuum_after(config, out.path);
         return out;
@@ -420,17 +484,7 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     // the finished file, while the room for the sidecar is still held, and
     // whatever fails there is recorded, never failing the dump.
     GuestLogRecord guest = record_guest_log(out.path);
-    if (!guest.log.error.empty() || guest.log.partial) {
-        const std::string why = !guest.log.error.empty() ? guest.log.error : guest.log.damage.front();
-        log_message(guest.kernel ? LogLevel::warning : LogLevel::info,
-                    "dump of " + s.domain_name + " (domain " + std::to_string(s.domid) + "): " +
-                        (guest.log.error.empty() ? "the guest kernel's log is incomplete: " : "no guest kernel log: ") +
-                        why,
-                    {{"DOMID", std::to_string(s.domid)}, {"DUMP_PATH", out.path.string()}});
-    }
-    s.guest_log = std::move(guest.log);
-    s.guest_panic = std::move(guest.panic);
-    s.guest_backtrace = std::move(guest.backtrace);
+    keep_guest_log(guest, ClearMetadata{true, true});  // a plain dump is in clear anyway
     finish(DumpOutcome::ok, {});
     vacuum_after(config, out.path);
     return out;

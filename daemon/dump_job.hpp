@@ -27,7 +27,8 @@ namespace xendump::daemon {
 struct DumpRequest {
     uint32_t domid = 0;
     format::Reason reason = format::Reason::request;
-    bool live = false;
+    bool live = false;                // --live=inconsistent
+    DumpOptions::Precopy precopy;     // --live: a consistent pre-copy (precopy.on)
     bool digests = true;
     // How the dump is written (xen-dumpd --format ...); unset: the
     // configuration's for the guest's name (Config::format_for).
@@ -47,6 +48,12 @@ DumpFormat dump_format_of_request(const nlohmann::json& request);
 // A dump request's "recipients" (an array of recipient strings, at least
 // one), each checked; throws Error naming the one that does not parse.
 std::vector<std::string> recipients_of_request(const nlohmann::json& request);
+// A consistent live dump's settings in a dump request ("precopy": an object
+// of max_pause_us, max_rounds, leave_paused), and back; Error for a value
+// xen-dumpd --max-pause/--live-rounds would refuse.
+inline constexpr unsigned kMaxLiveRounds = 100;
+nlohmann::json precopy_json(const DumpOptions::Precopy& p);
+DumpOptions::Precopy precopy_of_request(const nlohmann::json& request);
 
 struct DumpJobResult {
     DumpOutcome result = DumpOutcome::failed;

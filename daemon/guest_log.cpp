@@ -2,19 +2,20 @@
 
 #include <sys/stat.h>
 
-#include "xendump/dump_kernel_log.hpp"
 #include "xendump/error.hpp"
+#include "xendump/fd.hpp"
+#include "xendump/recipients.hpp"
 
 namespace xendump::daemon {
 
 namespace {
 
 // The crashed vcpu's top frames; nullopt when kallsyms or the vcpu is not found.
-std::optional<GuestBacktrace> crash_backtrace(const DumpReader& reader, const kernel::Vmcoreinfo& info,
+std::optional<GuestBacktrace> crash_backtrace(const GuestView& guest, const kernel::Vmcoreinfo& info,
                                               const kernel::PrintkLog& log) {
-    const auto kallsyms = kernel::find_kallsyms(dump_page_reader(reader), &info);
+    const auto kallsyms = kernel::find_kallsyms(guest.pages, &info);
     if (!kallsyms) return std::nullopt;
-    const DumpBacktraces traces = dump_backtraces(reader, &info, *kallsyms, info.release(), &log);
+    const DumpBacktraces traces = guest_backtraces(guest, &info, *kallsyms, info.release(), &log);
     for (const auto& v : traces.vcpus) {
         if (traces.panic_vcpu != v.vcpu || !v.trace) continue;
         GuestBacktrace b;
@@ -31,6 +32,36 @@ std::optional<GuestBacktrace> crash_backtrace(const DumpReader& reader, const ke
     return std::nullopt;
 }
 
+// The log of `guest` and what the record keeps of it (the file's name aside):
+// one reading for a dump file and for a paused guest alike. Throws Error
+// when there is no log to read.
+kernel::PrintkLog read_record(const GuestView& guest, const std::optional<kernel::Vmcoreinfo>& info,
+                              GuestLogRecord& out) {
+    out.kernel = info.has_value();
+    if (!info)
+        throw Error("no VMCOREINFO of a Linux kernel in the dump (not a Linux guest, or its kernel published none): "
+                    "the kernel log cannot be found");
+    kernel::PrintkLog log = read_guest_log(guest, *info);
+    if (kernel::first_crash_line(log)) {
+        try {
+            out.backtrace = crash_backtrace(guest, *info, log);
+        } catch (const std::exception&) {
+            // The log stands without a backtrace.
+        }
+    }
+    out.log.records = log.records.size();
+    out.log.partial = log.partial();
+    out.log.damage = log.damage;
+    out.panic = kernel::first_crash_line(log);
+    return log;
+}
+
+unsigned mode_of(const std::filesystem::path& dump) {
+    struct stat st {};
+    if (::stat(dump.c_str(), &st) != 0) throw_errno("cannot stat", dump.string());
+    return st.st_mode & 0777;
+}
+
 }  // namespace
 
 GuestLogRecord record_guest_log(const std::filesystem::path& dump) {
@@ -38,34 +69,45 @@ GuestLogRecord record_guest_log(const std::filesystem::path& dump) {
     kernel::PrintkLog log;
     try {
         const DumpReader reader = DumpReader::open(dump);
-        const auto info = dump_vmcoreinfo(reader, false);
-        out.kernel = info.has_value();
-        log = read_dump_log(reader, false);
-        if (info && kernel::first_crash_line(log)) {
-            try {
-                out.backtrace = crash_backtrace(reader, *info, log);
-            } catch (const std::exception&) {
-                // The log stands without a backtrace.
-            }
-        }
+        log = read_record(guest_view(reader), dump_vmcoreinfo(reader, false), out);
     } catch (const std::exception& e) {
         out.log.error = e.what();
         return out;
     }
-    out.log.records = log.records.size();
-    out.log.partial = log.partial();
-    out.log.damage = log.damage;
-    out.panic = kernel::first_crash_line(log);
     const std::filesystem::path file = dmesg_path(dump);
     try {
-        struct stat st {};
-        if (::stat(dump.c_str(), &st) != 0) throw_errno("cannot stat", dump.string());
-        write_file_atomically(file, kernel::format_dmesg(log), st.st_mode & 0777);
+        write_file_atomically(file, kernel::format_dmesg(log), mode_of(dump));
         out.log.dmesg_file = file.filename().string();
     } catch (const std::exception& e) {
         out.log.error = e.what();
     }
     return out;
+}
+
+GuestLogCapture capture_guest_log(const GuestView& guest, const kernel::Vmcoreinfo* info) {
+    GuestLogCapture out;
+    try {
+        out.text = kernel::format_dmesg(read_record(guest, info ? std::optional(*info) : std::nullopt, out.record));
+    } catch (const std::exception& e) {
+        out.record.log.error = e.what();
+    }
+    return out;
+}
+
+void save_encrypted_guest_log(const std::filesystem::path& dump, GuestLogCapture& capture,
+                              const std::vector<std::string>& recipients) {
+    if (!capture.text) return;
+    const std::filesystem::path file = dmesg_path(dump);
+    try {
+        AtomicFile out(file, mode_of(dump));
+        AgeWriter age(out.fd(), file.string(), recipients);
+        age.write(std::as_bytes(std::span(*capture.text)));
+        age.finish();
+        out.commit();
+        capture.record.log.dmesg_file = file.filename().string();
+    } catch (const std::exception& e) {
+        capture.record.log.error = e.what();
+    }
 }
 
 }  // namespace xendump::daemon

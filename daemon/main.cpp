@@ -1,4 +1,5 @@
 // xen-dumpd: the service (no --domain) or a one-shot dump (--domain).
+#include <chrono>
 #include <cstring>
 #include <iostream>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "one_shot.hpp"
 #include "options_table.hpp"
 #include "recipients.hpp"
+#include "dump_job.hpp"
 #include "service.hpp"
 #include "xendump/writer.hpp"
 #include "xendump_config.h"
@@ -19,7 +21,8 @@ namespace {
 
 const char* kUsage =
     "Usage: xen-dumpd [--config FILE] [--host HOST] [--dump-dir DIR] [--socket PATH] [--threads N]\n"
-    "       xen-dumpd --domain ID|NAME [-o PATH|-] [--live] [--host HOST] [--dump-dir DIR]\n"
+    "       xen-dumpd --domain ID|NAME [-o PATH|-] [--live[=inconsistent]] [--max-pause MS]\n"
+    "                 [--live-rounds N] [--leave-paused] [--host HOST] [--dump-dir DIR]\n"
     "                 [--no-digests] [--format v1|kdump] [--compress ALG] [--dump-level N]\n"
     "                 [-r RECIPIENT]... [-R FILE]... [--threads N] [-q|--quiet]\n"
     "       xen-dumpd --domain ID|NAME --estimate [--dump-level N] [--json[=short|pretty]] [--live]\n"
@@ -68,17 +71,33 @@ int main(int argc, char** argv) {
     const bool have_domain = p.has("--domain");
     if (auto v = p.value("--domain")) one.domain = *v;
     if (auto v = p.value("--output")) one.output = *v;
-    one.live = p.has("--live");
+    if (p.has("--live")) {
+        const std::string how = p.value("--live").value_or("consistent");
+        if (how == "inconsistent") one.live = true;
+        else if (how == "consistent") one.precopy.on = true;
+        else return usage_error("--live takes consistent or inconsistent, not '" + how + "'");
+    }
+    try {
+        if (auto ms = p.number("--max-pause", 1, 60000)) one.precopy.max_pause = std::chrono::milliseconds(*ms);
+        if (auto n = p.number("--live-rounds", 0, kMaxLiveRounds)) one.precopy.max_rounds = *n;
+    } catch (const xendump::cli::UsageError& e) {
+        return usage_error(e.message);
+    }
+    one.precopy.leave_paused = p.has("--leave-paused");
+    if ((p.has("--max-pause") || p.has("--live-rounds") || p.has("--leave-paused")) && !one.precopy.on)
+        return usage_error("--max-pause, --live-rounds and --leave-paused need --live (consistent)");
     one.digests = !p.has("--no-digests");
     one.quiet = p.has("--quiet");
     // Options that make no sense for the service.
-    const bool one_shot_only = p.has("--output") || p.has("--live") || p.has("--no-digests") || p.has("--quiet") ||
+    const bool one_shot_only = p.has("--output") || p.has("--live") || p.has("--max-pause") ||
+                               p.has("--live-rounds") || p.has("--leave-paused") || p.has("--no-digests") ||
+                               p.has("--quiet") ||
                                p.has("--format") || p.has("--compress") || p.has("--dump-level") ||
                                p.has("--estimate") || p.has("--recipient") || p.has("--recipients-file");
     if (one_shot_only && !have_domain)
         return usage_error(
-            "-o, --live, --no-digests, --format, --compress, --dump-level, -r, -R, --estimate and --quiet need "
-            "--domain");
+            "-o, --live, --max-pause, --live-rounds, --leave-paused, --no-digests, --format, --compress, "
+            "--dump-level, -r, -R, --estimate and --quiet need --domain");
     one.estimate = p.has("--estimate");
     if (p.has("--json") && !one.estimate) return usage_error("--json needs --estimate");
     if (one.estimate && (p.has("--output") || p.has("--no-digests") || p.has("--format") || p.has("--compress") ||
@@ -98,6 +117,8 @@ int main(int argc, char** argv) {
     }
     if (one.format && one.format->kdump && one.output == std::string("-"))
         return usage_error("--format kdump writes a file, not standard output (its headers are written last)");
+    if (one.format && one.format->kdump && one.output && one.output->starts_with("s3://"))
+        return usage_error("--format kdump writes a file: compact dumps are not streamed to object storage yet");
     if (!have_domain) return run_service(service);
     one.config_file = service.config_file;
     one.overrides = service.overrides;

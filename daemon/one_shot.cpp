@@ -15,6 +15,7 @@
 #include "level_estimate.hpp"
 #include "xendump/dumper.hpp"
 #include "xendump/error.hpp"
+#include "xendump/s3.hpp"
 
 namespace xendump::daemon {
 
@@ -48,6 +49,12 @@ constexpr std::chrono::milliseconds kCancelPoll{100};
 
 void say(const std::string& line) { std::cerr << "xen-dumpd: " << line << "\n"; }
 
+// A consistent live dump's figures, on stderr (with -q: nothing).
+void say_precopy(uint64_t pause_usec, unsigned rounds, uint64_t recopied, bool left_paused) {
+    say("live dump: paused " + std::to_string(pause_usec) + " us after " + std::to_string(rounds) + " round(s), " +
+        std::to_string(recopied) + " page(s) copied again" + (left_paused ? "; the guest is left paused" : ""));
+}
+
 enum class ViaService { done, not_running };
 
 // Returns not_running when the command should dump by itself.
@@ -65,6 +72,7 @@ ViaService ask_service(const OneShotOptions& o, const Config& cfg, int& exit_cod
     if (o.overrides.threads) request["threads"] = *o.overrides.threads;
     if (o.format) request.update(dump_format_json(*o.format));
     if (o.recipients) request["recipients"] = *o.recipients;
+    if (o.precopy.on) request["precopy"] = precopy_json(o.precopy);
     cli::ProgressBar bar("dumping " + o.domain, !o.quiet);
     std::optional<uint64_t> job;
     try {
@@ -131,7 +139,7 @@ int estimate(const OneShotOptions& o, const Config& cfg) {
         auto hv = open_hypervisor(cfg.host);
         const uint32_t domid = resolve_domain(*hv, o.domain);
         DumpOptions opts;
-        opts.live = o.live;
+        opts.live = o.live || o.precopy.on;  // nothing to keep consistent: not paused
         opts.dump_level = o.estimate_level;
         opts.write.cancel = &g_cancel;
         opts.write.on_warning = [&](const std::string& w) {
@@ -175,6 +183,7 @@ int run_one_shot(const OneShotOptions& o) {
         cli::ProgressBar bar("dumping " + o.domain, !o.quiet && o.output != std::string("-"));
         DumpOptions opts;
         opts.live = o.live;
+        opts.precopy = o.precopy;
         const DumpFormat how = o.format.value_or(DumpFormat{});  // -o: the command line's only
         opts.kdump = how.kdump;
         opts.compression = how.compression;
@@ -197,9 +206,23 @@ int run_one_shot(const OneShotOptions& o) {
             dump_domain_to_fd(*hv, domid, STDOUT_FILENO, false, opts);
             return cli::kExitOk;
         }
+        if (o.output && s3::is_url(*o.output)) {
+            // Object storage: the credentials, endpoint and region as the
+            // AWS tools take them (xendump/s3.hpp), never from argv.
+            const s3::Url url = s3::parse_url(*o.output);
+            s3::Client client(s3::settings_from_environment());
+            DumpResult r = dump_domain_to_object(*hv, domid, client, url, opts);
+            bar.finish();
+            if (!r.unreadable_pfns.empty())
+                say(std::to_string(r.unreadable_pfns.size()) + " pages could not be read (listed in NT_XEN_UNREADABLE)");
+            std::cout << url.str() << std::endl;
+            return cli::kExitOk;
+        }
         if (o.output) {
             DumpResult r = dump_domain_to_file(*hv, domid, *o.output, opts);
             bar.finish();
+            if (r.live && !o.quiet)
+                say_precopy(r.live->pause_usec, r.live->rounds, r.live->pages_recopied, r.live->left_paused);
             if (!r.unreadable_pfns.empty())
                 say(std::to_string(r.unreadable_pfns.size()) + " pages could not be read (listed in NT_XEN_UNREADABLE)");
             std::cout << r.path.string() << std::endl;
@@ -208,6 +231,7 @@ int run_one_shot(const OneShotOptions& o) {
         DumpRequest req;
         req.domid = domid;
         req.live = o.live;
+        req.precopy = o.precopy;
         req.digests = o.digests;
         req.file_format = o.format;
         req.recipients = o.recipients;
@@ -220,6 +244,9 @@ int run_one_shot(const OneShotOptions& o) {
             say("dump " + to_string(r.result) + ": " + r.error);
             return cli::kExitFailure;
         }
+        if (r.info.pause_usec && !o.quiet)
+            say_precopy(*r.info.pause_usec, r.info.live_rounds.value_or(0), r.info.pages_recopied.value_or(0),
+                        o.precopy.leave_paused);
         std::cout << r.path.string() << std::endl;
         return cli::kExitOk;
     } catch (const Error& e) {

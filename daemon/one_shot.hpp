@@ -12,6 +12,7 @@
 
 #include "config.hpp"
 #include "json_style.hpp"
+#include "xendump/dumper.hpp"
 #include "xendump/kdump.hpp"
 
 namespace xendump::daemon {
@@ -19,7 +20,9 @@ namespace xendump::daemon {
 struct OneShotOptions {
     std::string domain;
     std::optional<std::string> output;  // PATH or "-"
-    bool live = false;
+    bool live = false;  // --live=inconsistent
+    // --live (consistent: pre-copy), --max-pause, --live-rounds, --leave-paused.
+    DumpOptions::Precopy precopy;
     bool digests = true;
     // --format (--compress, --dump-level): unset, the configuration's
     // Format=, Compress=, DumpLevel= for the domain (-o: v1).

@@ -113,6 +113,16 @@ void Service::handle_dump_request(JsonLineConnection& conn, const nlohmann::json
             return;
         }
     }
+    // xen-dumpd --live: a consistent pre-copy.
+    if (request.contains("precopy")) {
+        try {
+            req.precopy = precopy_of_request(request);
+            if (req.live) throw Error("a request is live consistent (precopy) or live inconsistent, not both");
+        } catch (const Error& e) {
+            conn.send(control_error("request", e.message()));
+            return;
+        }
+    }
     // xen-dumpd -r/-R: the dump is encrypted to these instead of the configured recipients.
     if (request.contains("recipients")) {
         try {

@@ -86,6 +86,10 @@ std::string Sidecar::to_json() const {
         j[vocab::kEncrypted.sidecar] = true;
         j[vocab::kRecipients.sidecar] = recipients;
     }
+    if (live) j[vocab::kLive.sidecar] = *live;
+    if (pause_usec) j[vocab::kPauseUsec.sidecar] = *pause_usec;
+    if (live_rounds) j[vocab::kLiveRounds.sidecar] = *live_rounds;
+    if (pages_recopied) j[vocab::kPagesRecopied.sidecar] = *pages_recopied;
     if (guest_log) {
         nlohmann::ordered_json g = nlohmann::ordered_json::object();
         if (guest_log->records) {
@@ -134,6 +138,11 @@ Sidecar Sidecar::from_json(const std::string& text, const std::string& origin) {
         if (j.contains(vocab::kDumpLevel.sidecar)) s.dump_level = j[vocab::kDumpLevel.sidecar].get<unsigned>();
         if (j.contains(vocab::kZeroPages.sidecar)) s.zero_pages = j[vocab::kZeroPages.sidecar].get<uint64_t>();
         if (j.value(vocab::kEncrypted.sidecar, false)) s.recipients = j.value(vocab::kRecipients.sidecar, 1u);
+        if (j.contains(vocab::kLive.sidecar)) s.live = j[vocab::kLive.sidecar].get<std::string>();
+        if (j.contains(vocab::kPauseUsec.sidecar)) s.pause_usec = j[vocab::kPauseUsec.sidecar].get<uint64_t>();
+        if (j.contains(vocab::kLiveRounds.sidecar)) s.live_rounds = j[vocab::kLiveRounds.sidecar].get<unsigned>();
+        if (j.contains(vocab::kPagesRecopied.sidecar))
+            s.pages_recopied = j[vocab::kPagesRecopied.sidecar].get<uint64_t>();
         if (j.contains("guest_log") && j["guest_log"].is_object()) {
             const auto& g = j["guest_log"];
             GuestLog log;
@@ -167,7 +176,10 @@ std::filesystem::path sidecar_path(const std::filesystem::path& dump_path) {
 }
 
 std::filesystem::path dmesg_path(const std::filesystem::path& dump_path) {
-    return std::filesystem::path(dump_path.string() + ".dmesg.txt");
+    const std::string dump = dump_path.string();
+    constexpr std::string_view kAge = ".age";
+    if (dump.ends_with(kAge)) return dump.substr(0, dump.size() - kAge.size()) + ".dmesg.txt.age";
+    return std::filesystem::path(dump + ".dmesg.txt");
 }
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view text, unsigned mode) {

@@ -24,7 +24,7 @@ struct GuestLog {
     std::optional<uint64_t> records;  // records read; absent when the log could not be read
     bool partial = false;             // some of the buffer was damaged or missing
     std::vector<std::string> damage;  // why, one sentence each
-    std::string dmesg_file;           // file name of DUMP.dmesg.txt ("" when none was written)
+    std::string dmesg_file;           // file name of DUMP.dmesg.txt, or its .age ("" when none was written)
     std::string error;                // why the log could not be read or saved ("" when it was)
 };
 
@@ -63,13 +63,22 @@ struct Sidecar {
     std::optional<uint64_t> zero_pages;
     // An encrypted dump (WriteOptions::recipients): to how many recipients
     // (0: not encrypted; the sidecar then has no "encrypted" key). Nothing
-    // read from the guest's memory is kept in clear for it: no guest_log,
-    // guest_panic or guest_backtrace, and no DUMP.dmesg.txt.
+    // read from the guest's memory is kept in clear for it unless
+    // ClearMetadata= allows it: guest_log counts records and names the
+    // encrypted NAME.dmesg.txt.age; guest_panic and guest_backtrace are set
+    // only as ClearMetadata= says (guest_log.hpp).
     unsigned recipients = 0;
+    // A live dump (xen-dumpd --live): "precopy" (consistent) or
+    // "inconsistent"; absent for a paused dump. A pre-copy's pause (µs),
+    // rounds and pages copied again (written dumps only).
+    std::optional<std::string> live;
+    std::optional<uint64_t> pause_usec;
+    std::optional<unsigned> live_rounds;
+    std::optional<uint64_t> pages_recopied;
     // Written dumps only (absent in failed ones and sidecars of older versions):
     std::optional<GuestLog> guest_log;
     std::optional<std::string> guest_panic;  // the log's first crash report line, as dmesg prints it
-    std::optional<GuestBacktrace> guest_backtrace;  // the vcpu that reported it (with guest_panic only)
+    std::optional<GuestBacktrace> guest_backtrace;  // the vcpu that reported it (with a crash report only)
 
 
     std::string to_json() const;
@@ -77,7 +86,9 @@ struct Sidecar {
 };
 
 std::filesystem::path sidecar_path(const std::filesystem::path& dump_path);  // "<dump>.json"
-std::filesystem::path dmesg_path(const std::filesystem::path& dump_path);    // "<dump>.dmesg.txt"
+// "<dump>.dmesg.txt"; for an encrypted dump "NAME.core.age", the age file of
+// what NAME.core.dmesg.txt would hold: "NAME.core.dmesg.txt.age".
+std::filesystem::path dmesg_path(const std::filesystem::path& dump_path);
 
 // Writes `text` to `path` atomically (AtomicFile: temporary + rename, never
 // replacing) with `mode`. Throws Error naming the file.

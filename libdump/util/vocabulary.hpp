@@ -52,5 +52,12 @@ inline constexpr Term kZeroPages{nullptr, "zero_pages", nullptr, nullptr, "zero_
 // them). list --json's keys are the reader's to add.
 inline constexpr Term kEncrypted{nullptr, "encrypted", "DUMP_ENCRYPTED", nullptr, nullptr};
 inline constexpr Term kRecipients{nullptr, "recipients", "DUMP_RECIPIENTS", nullptr, nullptr};
+// A live dump (issue 35): LIVE= "precopy" (consistent, the guest paused for
+// pause_usec microseconds at the end) or "inconsistent" (never paused);
+// absent for a paused dump. The pre-copy's rounds and pages copied again.
+inline constexpr Term kLive{keys::kLive, "live", "DUMP_LIVE", nullptr, nullptr};
+inline constexpr Term kPauseUsec{keys::kPauseUsec, "pause_usec", "DUMP_PAUSE_USEC", nullptr, nullptr};
+inline constexpr Term kLiveRounds{keys::kLiveRounds, "live_rounds", "DUMP_LIVE_ROUNDS", nullptr, nullptr};
+inline constexpr Term kPagesRecopied{keys::kPagesRecopied, "pages_recopied", "DUMP_PAGES_RECOPIED", nullptr, nullptr};
 
 }  // namespace xendump::vocab

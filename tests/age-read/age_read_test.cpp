@@ -425,5 +425,62 @@ TEST_F(AgeRead, NoPlaintextVmcoreOnADisk) {
     EXPECT_EQ(piped.out, plain.out);
 }
 
+// dump -r/-R (issue 33 item 2): the vmcore encrypted to the recipients, to a
+// file (also for an encrypted dump) or to a pipe, decrypts with age -d to the
+// vmcore of the plain dump; the file holds no plaintext of it. -r is
+// --recipient for dump only: --reverse keeps its long name there, list -r
+// is still --reverse.
+TEST_F(AgeRead, DumpEncryptsItsVmcoreToRecipients) {
+    const LinuxDumps& l = linux_dumps();
+    const std::string id = keys().identity.string();
+    const fs::path plain = dir_ / "plain.vmcore", enc = dir_ / "enc.vmcore.age", from_plain = dir_ / "p.vmcore.age";
+    auto r = run({"xen-dumpctl", "dump", "-o", plain.string(), l.v1.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string vmcore = slurp_text(plain);
+    ASSERT_GT(vmcore.size(), 1u << 20);
+    // An encrypted dump's vmcore to a file: refused in clear, written encrypted.
+    r = run({"xen-dumpctl", "dump", "-i", id, "-r", keys().recipient, "-o", enc.string(), l.v1_age.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string sealed = slurp_text(enc);
+    EXPECT_TRUE(sealed.starts_with("age-encryption.org/v1\n"));
+    // No page of the vmcore in clear: its notes and a page from its middle.
+    EXPECT_EQ(sealed.find("VMCOREINFO"), std::string::npos);
+    EXPECT_EQ(sealed.find(vmcore.substr(vmcore.size() / 2, 4096)), std::string::npos);
+    auto d = run({"age", "-d", "-i", id, enc.string()});
+    ASSERT_EQ(d.exit_code, 0) << d.err;
+    EXPECT_TRUE(d.out == vmcore) << "the decrypted vmcore differs from the plain dump's";
+    // A plain dump's, to an ssh-ed25519 recipient by -R and an X25519 one by -r; each key opens it.
+    const fs::path recipients = dir_ / "recipients.txt";
+    std::ofstream(recipients) << "# the ssh key\n" << slurp_text(keys().ssh.string() + ".pub");
+    r = run({"xen-dumpctl", "dump", "-R", recipients.string(), "-r", keys().recipient, "-o", from_plain.string(),
+             l.v1.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const std::string& key : {id, keys().ssh.string()}) {
+        d = run({"age", "-d", "-i", key, from_plain.string()});
+        EXPECT_EQ(d.exit_code, 0) << d.err;
+        EXPECT_TRUE(d.out == vmcore) << key;
+    }
+    // To a pipe: age -d reads it back.
+    const std::string ctl = build_program("xen-dumpctl").string();
+    auto piped = run({"sh", "-c", "\"$0\" dump -i \"$1\" -r \"$2\" -o - \"$3\" | age -d -i \"$1\" | sha256sum", ctl, id,
+                      keys().recipient, l.kdump_age.string()});
+    auto clear = run({"sh", "-c", "\"$0\" dump -o - \"$1\" | sha256sum", ctl, l.kdump.string()});
+    EXPECT_EQ(piped.exit_code, 0) << piped.err;
+    EXPECT_EQ(piped.out, clear.out);
+    // A recipient that does not parse: a usage error, nothing written.
+    r = run({"xen-dumpctl", "dump", "-r", "age1nope", "-o", (dir_ / "bad").string(), l.v1.string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("-r #1"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "bad"));
+    // --reverse is still dump's, by its long name.
+    r = run({"xen-dumpctl", "dump", "--reverse", "-o", (dir_ / "rev").string(), l.v1.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(slurp_text(dir_ / "rev") == vmcore);
+    // list -r is --reverse (a flag: the operand after it is a MATCH, not a recipient).
+    r = run({"xen-dumpctl", "list", "-r", "--dump-dir", dir_.path().string()});
+    EXPECT_EQ(r.exit_code, 1) << r.err;  // not a usage error (2): nothing listed, as coredumpctl
+    EXPECT_NE(r.err.find("dumps in"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace xendump::test

@@ -6,16 +6,24 @@
 // crashed guest encrypted, its marker never in clear in the dump directory
 // or the service's open files, during and after. Recipients that do not
 // parse are refused: on the command line, in a -R file (FILE:LINE) and in
-// the configuration (FILE:LINE).
+// the configuration (FILE:LINE). An encrypted dump of a crashed Linux guest
+// has its kernel log beside it as NAME.dmesg.txt.age (age -d gives what
+// xen-dumpctl dmesg -i prints), its panic line in no file in clear, and in
+// the sidecar and the journal only with ClearMetadata=.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
 #include "age_write_helpers.hpp"
 #include "config.hpp"
+#include "dump_dir.hpp"
+#include "fixture_host.hpp"
+#include "guest_ram.hpp"
+#include "sidecar.hpp"
 #include "service_harness.hpp"
 #include "xendump/error.hpp"
 #include "xendump/simulated_host.hpp"
@@ -84,7 +92,9 @@ TEST_F(Cli, DumpdWritesCoreAge) {
         EXPECT_EQ(side.value("encrypted", false), true);
         EXPECT_EQ(side.value("recipients", 0), 1);
         EXPECT_EQ(side.value("result", ""), "ok");
-        EXPECT_FALSE(side.contains("guest_panic"));
+        // No panic line in clear (this guest has no kernel: guest_log says why there is no log).
+        EXPECT_TRUE(side.value("guest_panic", json()).is_null()) << side.dump();
+        EXPECT_FALSE(fs::exists(daemon::dmesg_path(dump)));
         EXPECT_EQ(side.value("file_size", uint64_t{0}), fs::file_size(dump));
         const auto plain = age_decrypt(key, dump, dir / "back");
         EXPECT_TRUE(contains(plain, kMarker));
@@ -215,6 +225,111 @@ TEST(Service, CrashDumpEncryptedToTheConfiguredRecipient) {
     EXPECT_FALSE(fs::exists(dump.string() + ".dmesg.txt"));
     EXPECT_TRUE(contains(age_decrypt(key, dump, dir / "back"), kMarker));
     service.stop();
+}
+
+// The service's encrypted dump of a crashed Linux guest (the real fixture
+// RAM, whose log ends in a panic): its log read from the paused guest and
+// saved encrypted as NAME.core.dmesg.txt.age, what `age -d` gives is what
+// `xen-dumpctl dmesg -i` prints of the dump; the panic line (guest text, the
+// marker here) is in no file of the dump directory in clear and not in the
+// service's journal lines; list, info and vacuum treat the .age log as the
+// plain one. With ClearMetadata=panic (one-shot dumps of the same guest),
+// the sidecar has the panic line and no backtrace; with
+// ClearMetadata=backtrace, the frames and no panic line.
+TEST(Service, EncryptedDumpsLogIsSavedEncryptedAndItsPanicLineOnlyAsAllowed) {
+    FixtureHost h;
+    const AgeKey key = age_keygen(h.tmp.path());
+    ServiceProcess& service = h.add_service("[Dump]\nKeepFree=0\n");
+    fs::create_directories(service.config_file().string() + ".d");
+    std::ofstream(service.config_file().string() + ".d/age.conf") << "[Dump]\nRecipient=" << key.recipient << "\n";
+    service.start();
+    ASSERT_TRUE(service.wait_ready()) << service.log();
+    const std::string panic(kCrashedPanicLine);
+    const fs::path dump = h.crash_and_wait(kFixtureLinux, "linux");
+    ASSERT_FALSE(dump.empty());
+    ASSERT_TRUE(dump.string().ends_with(".core.age")) << dump;
+    const fs::path dmesg = daemon::dmesg_path(dump);
+    EXPECT_EQ(dmesg.filename().string(),
+              dump.filename().string().substr(0, dump.filename().string().size() - 4) + ".dmesg.txt.age");
+    ASSERT_TRUE(fs::exists(dmesg)) << service.log();
+    EXPECT_TRUE(starts_with_age_magic(dmesg));
+    EXPECT_FALSE(fs::exists(dump.string() + ".dmesg.txt"));
+    const RunResult printed = run({"xen-dumpctl", "dmesg", "-i", key.identity.string(), dump.string()});
+    ASSERT_EQ(printed.exit_code, 0) << printed.err;
+    EXPECT_GT(printed.out.size(), 10000u);
+    const std::vector<std::byte> log = age_decrypt(key, dmesg, h.tmp / "back");
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(log.data()), log.size()), printed.out);
+    EXPECT_TRUE(contains(log, panic));
+    // The panic line in clear nowhere: not in the dump directory, not in
+    // what the service logged (its journal entry's MESSAGE).
+    EXPECT_EQ(files_with_marker({h.dumps}, panic), std::vector<std::string>{});
+    EXPECT_EQ(service.log().find(panic), std::string::npos) << service.log();
+    const json side = json::parse(slurp_text(daemon::sidecar_path(dump)));
+    EXPECT_EQ(side.value("encrypted", false), true) << side.dump();
+    EXPECT_EQ(side.at("guest_log").value("dmesg_file", ""), dmesg.filename().string()) << side.dump();
+    EXPECT_GT(side.at("guest_log").value("records", 0), 100);
+    EXPECT_TRUE(side.value("guest_panic", json()).is_null()) << side.dump();
+    EXPECT_FALSE(side.contains("guest_backtrace")) << side.dump();
+    // list and info: the log file counted and named as a plain one's.
+    const RunResult listed = h.ctl({"list", "--json"});
+    ASSERT_EQ(listed.exit_code, 0) << listed.err;
+    const json entries = json::parse(listed.out);
+    ASSERT_EQ(entries.size(), 1u);
+    EXPECT_EQ(entries[0].value("dmesg_path", ""), dmesg.string()) << entries[0];
+    EXPECT_TRUE(entries[0].value("guest_panic", json()).is_null()) << entries[0];
+    const uint64_t counted = entries[0].value("bytes_on_disk", uint64_t{0});
+    EXPECT_GE(counted, fs::file_size(dump) + fs::file_size(dmesg)) << entries[0];
+    EXPECT_EQ(service.stop(), 0) << service.log();
+
+    // ClearMetadata=: one-shot dumps of the crashed guest, the same record.
+    for (const std::string clear : {"panic", "backtrace"}) {
+        SCOPED_TRACE(clear);
+        std::ofstream(h.config) << "[Dump]\nKeepFree=0\nRecipient=" << key.recipient << "\n[Domain linux]\nClearMetadata="
+                                << clear << "\n";
+        const RunResult r = h.dumpd("linux", {"-q"});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        const fs::path again = r.out.substr(0, r.out.find('\n'));
+        const json s = json::parse(slurp_text(daemon::sidecar_path(again)));
+        EXPECT_TRUE(fs::exists(daemon::dmesg_path(again)));
+        if (clear == "panic") {
+            EXPECT_EQ(s.value("guest_panic", ""), panic) << s.dump();
+            EXPECT_FALSE(s.contains("guest_backtrace")) << s.dump();
+        } else {
+            EXPECT_TRUE(s.value("guest_panic", json()).is_null()) << s.dump();
+            ASSERT_TRUE(s.contains("guest_backtrace")) << s.dump();
+            EXPECT_FALSE(s.at("guest_backtrace").at("frames").empty());
+        }
+        fs::remove(again);
+        fs::remove(daemon::sidecar_path(again));
+        fs::remove(daemon::dmesg_path(again));
+    }
+
+    // vacuum removes the .age log with its dump.
+    const fs::path aged = h.tmp / "aged.conf";
+    std::ofstream(aged) << "[Dump]\nKeepFree=0\nMaxAge=1s\n";
+    std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+    const RunResult vacuum = h.ctl({"vacuum"}, aged);
+    ASSERT_EQ(vacuum.exit_code, 0) << vacuum.out << vacuum.err;
+    EXPECT_FALSE(fs::exists(dump));
+    EXPECT_FALSE(fs::exists(dmesg));
+    EXPECT_FALSE(fs::exists(daemon::sidecar_path(dump)));
+}
+
+TEST(Config, ClearMetadataPerSection) {
+    daemon::Config cfg = daemon::Config::defaults();
+    daemon::apply_config_text(cfg, "[Dump]\nClearMetadata=panic\n[Domain web]\nClearMetadata=panic, backtrace\n"
+                                   "[Domain db]\nClearMetadata=\n", "x.conf");
+    EXPECT_EQ(cfg.clear_metadata_for("other"), (daemon::ClearMetadata{true, false}));
+    EXPECT_EQ(cfg.clear_metadata_for("web"), (daemon::ClearMetadata{true, true}));
+    EXPECT_EQ(cfg.clear_metadata_for("db"), (daemon::ClearMetadata{false, false}));
+    EXPECT_EQ(daemon::Config::defaults().clear_metadata_for("web"), (daemon::ClearMetadata{false, false}));
+    daemon::Config bad = daemon::Config::defaults();
+    try {
+        daemon::apply_config_text(bad, "[Dump]\nClearMetadata=panic dmesg\n", "x.conf");
+        ADD_FAILURE() << "ClearMetadata=panic dmesg accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("x.conf:2: ClearMetadata=: \"dmesg\""), std::string::npos) << e.what();
+    }
 }
 
 TEST(Service, ABadRecipientStopsTheStart) {

@@ -49,13 +49,15 @@ std::vector<std::byte> run_plain(const fs::path& p, const Script& script) {
     return slurp(p);
 }
 
-// The plaintext of the age file written by `script` (decrypted with our Decryptor).
-std::vector<std::byte> run_encrypted(const fs::path& p, const Script& script, uint64_t* file_size = nullptr) {
+// The plaintext of the age file written by `script` (decrypted with our
+// Decryptor), its chunks sealed on `threads` threads.
+std::vector<std::byte> run_encrypted(const fs::path& p, const Script& script, uint64_t* file_size = nullptr,
+                                     unsigned threads = 1) {
     const age::Identity id = age::Identity::generate();
     const std::vector<age::Recipient> to{id.recipient()};
     {
         UniqueFd fd(::open(p.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-        io::Sink sink(fd.get(), true, true, p.string(), to);
+        io::Sink sink(fd.get(), true, true, p.string(), to, threads);
         EXPECT_TRUE(sink.encrypted());
         script(sink);
         sink.finish();
@@ -69,14 +71,18 @@ std::vector<std::byte> run_encrypted(const fs::path& p, const Script& script, ui
     return out;
 }
 
+// Sealed on the caller's thread and on a pool of 3 (issue 33's parallel sealing).
 void expect_same(const Script& script) {
     TempDir dir;
     const auto plain = run_plain(dir / "plain", script);
-    uint64_t size = 0;
-    const auto decrypted = run_encrypted(dir / "enc", script, &size);
-    EXPECT_EQ(decrypted.size(), plain.size());
-    EXPECT_TRUE(decrypted == plain);
-    EXPECT_EQ(size, fs::file_size(dir / "enc"));
+    for (unsigned threads : {1u, 3u}) {
+        SCOPED_TRACE("threads " + std::to_string(threads));
+        uint64_t size = 0;
+        const auto decrypted = run_encrypted(dir / "enc", script, &size, threads);
+        EXPECT_EQ(decrypted.size(), plain.size());
+        EXPECT_TRUE(decrypted == plain);
+        EXPECT_EQ(size, fs::file_size(dir / "enc"));
+    }
 }
 
 TEST(EncryptingSink, StreamOfEverySize) {
@@ -169,14 +175,18 @@ TEST(EncryptingSink, ThroughAPipe) {
 
 // A Sink over a fresh file, encrypted to a fresh identity.
 struct EncryptedFile {
+    explicit EncryptedFile(unsigned threads = 1) : s(fd.get(), true, true, (dir / "f").string(), to, threads) {}
     TempDir dir;
     std::vector<age::Recipient> to{age::Identity::generate().recipient()};
     UniqueFd fd{::open((dir / "f").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)};
-    io::Sink s{fd.get(), true, true, (dir / "f").string(), to};
+    io::Sink s;
 };
 
-TEST(EncryptingSink, RewritingASealedChunkIsAnInternalError) {
-    EncryptedFile f;
+class SealThreads : public ::testing::TestWithParam<unsigned> {};
+INSTANTIATE_TEST_SUITE_P(EncryptingSink, SealThreads, ::testing::Values(1u, 4u));
+
+TEST_P(SealThreads, RewritingASealedChunkIsAnInternalError) {
+    EncryptedFile f(GetParam());
     io::Sink& s = f.s;
     const auto data = bytes_of(3 * kChunkSize, 10);
     s.write(data);  // chunks 0 and 1 are sealed (something lies past them)
@@ -192,8 +202,8 @@ TEST(EncryptingSink, RewritingASealedChunkIsAnInternalError) {
     EXPECT_THROW(s.write_at(2 * kChunkSize + 5, std::span(data).first(4)), Error);
 }
 
-TEST(EncryptingSink, APlaceholderIsFilledOnce) {
-    EncryptedFile f;
+TEST_P(SealThreads, APlaceholderIsFilledOnce) {
+    EncryptedFile f(GetParam());
     io::Sink& s = f.s;
     const auto data = bytes_of(100, 11);
     s.reserve(1000);
@@ -267,6 +277,111 @@ TEST(EncryptingOutput, DescriptorsInOrderKeepFewChunks) {
     EXPECT_LE(out.peak_pending_chunks(), 5u);
     EXPECT_EQ(out.pending_chunks(), 0u);
     EXPECT_EQ(emitted, out.file_size(at));
+}
+
+// The writes of one sequence of calls, sealed on 1 and on several threads:
+// the same chunks at the same offsets in the same order (several threads
+// write runs of consecutive chunks at once: cut into chunks, the writes are
+// the same), every one sealed once (the Encryptor refuses a second time),
+// decrypting to the same bytes. The file has many more chunks than the pool has slots, a reserved
+// head filled last (a compact file) and a held range (a v1 head).
+TEST(EncryptingOutput, SameWritesAndBytesForAnyNumberOfThreads) {
+    const age::Identity id = age::Identity::generate();
+    const std::vector<age::Recipient> to{id.recipient()};
+    const auto pages = bytes_of(200 * kChunkSize + 4321, 21);
+    const auto head = bytes_of(3 * kChunkSize + 17, 22);
+    TempDir dir;
+    struct Run {
+        std::vector<std::pair<uint64_t, uint64_t>> writes;  // (offset, size) in order, cut at chunk ends
+        std::vector<std::byte> plain;
+        size_t slots = 0, emits = 0;
+    };
+    auto run = [&](unsigned threads) {
+        Run r;
+        const fs::path p = dir / ("t" + std::to_string(threads));
+        UniqueFd fd(::open(p.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+        {
+            io::EncryptingOutput out(
+                to,
+                [&](uint64_t at, std::span<const uint8_t> b) {
+                    ++r.emits;
+                    // The head, then sealed chunks at their places, cut at the chunks' ends.
+                    const uint64_t head_end = r.writes.empty() ? at + b.size() : r.writes.front().second;
+                    for (uint64_t o = at, end = at + b.size(); o < end;) {
+                        const uint64_t next =
+                            o < head_end ? head_end
+                                         : head_end + ((o - head_end) / age::kSealedChunkSize + 1) * age::kSealedChunkSize;
+                        r.writes.emplace_back(o, std::min(next, end) - o);
+                        o = std::min(next, end);
+                    }
+                    ASSERT_EQ(::pwrite(fd.get(), b.data(), b.size(), static_cast<off_t>(at)),
+                              static_cast<ssize_t>(b.size()));
+                },
+                p.string(), threads);
+            r.slots = out.seal_slots();
+            out.begin();
+            out.reserve(0, head.size());
+            out.hold(head.size(), 100);
+            out.put(head.size(), pages.data(), 100);
+            for (uint64_t at = 100; at < pages.size(); at += 30000)
+                out.put(head.size() + at, pages.data() + at, std::min<uint64_t>(30000, pages.size() - at));
+            out.rewrite(0, head);
+            out.rewrite(head.size(), std::span(pages).first(100));
+            out.finish(head.size() + pages.size());
+            EXPECT_EQ(out.pending_chunks(), 0u);
+        }
+        UniqueFd in(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+        age::Decryptor d(in.get(), p.string(), std::span(&id, 1));
+        r.plain.resize(d.size());
+        EXPECT_EQ(d.read(0, std::span(reinterpret_cast<uint8_t*>(r.plain.data()), r.plain.size())), r.plain.size());
+        return r;
+    };
+    const Run one = run(1);
+    EXPECT_EQ(one.slots, 0u);
+    ASSERT_EQ(one.plain.size(), head.size() + pages.size());
+    EXPECT_TRUE(std::equal(head.begin(), head.end(), one.plain.begin()));
+    EXPECT_TRUE(std::equal(pages.begin(), pages.end(), one.plain.begin() + static_cast<std::ptrdiff_t>(head.size())));
+    for (unsigned threads : {2u, 4u, 7u}) {
+        SCOPED_TRACE("threads " + std::to_string(threads));
+        const Run n = run(threads);
+        EXPECT_EQ(n.slots, threads * io::EncryptingOutput::kSealSlotsPerThread);
+        EXPECT_LT(n.slots, one.writes.size() / 3);  // every slot is used several times
+        EXPECT_EQ(n.writes, one.writes);
+        EXPECT_LT(n.emits, one.emits);  // runs of chunks written at once
+        EXPECT_TRUE(n.plain == one.plain);
+    }
+}
+
+// A write that fails (a full disk) while chunks are sealed on other
+// threads is an Error from the call that wrote, nothing written after it;
+// the pool's threads end with the output.
+TEST(EncryptingOutput, AWriteErrorWithChunksInFlightReachesTheCaller) {
+    const std::vector<age::Recipient> to{age::Identity::generate().recipient()};
+    const auto data = bytes_of(100 * kChunkSize, 23);
+    size_t written = 0, after_error = 0;
+    bool failed = false;
+    {
+        io::EncryptingOutput out(
+            to,
+            [&](uint64_t at, std::span<const uint8_t>) {
+                if (failed) ++after_error;
+                if (++written == 3) {
+                    failed = true;
+                    throw Error("write failed", "mem", at, ENOSPC);
+                }
+            },
+            "mem", 4);
+        out.begin();
+        try {
+            out.put(0, data.data(), data.size());
+            out.finish(data.size());
+            ADD_FAILURE() << "the write error was lost";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.offset(), out.file_offset(4 * kChunkSize));
+        }
+    }
+    EXPECT_EQ(written, 3u);  // the head, chunks 0-3 (one run), then the failing run from chunk 4
+    EXPECT_EQ(after_error, 0u);
 }
 
 TEST(SealedTempFile, ReadsBackWhatWasWrittenAndHoldsNoPlaintext) {

@@ -135,8 +135,8 @@ TEST_P(Cctv, Vector) {
     try {
         Decryptor d(fd.get(), path.string(), ids);
         for (uint64_t i = 0; i < d.chunks(); ++i) {
-            auto c = d.chunk(i);
-            released.insert(released.end(), c.begin(), c.end());
+            const SecretBuffer c = d.chunk(i);
+            released.insert(released.end(), c.bytes().begin(), c.bytes().end());
         }
     } catch (const Error& e) {
         outcome = outcome_of(e);

@@ -330,7 +330,7 @@ TEST(SharedParser, ClustersDashDashAndShortEquals) {
     EXPECT_EQ(message(convert::kConvertOptions, {"--bogus=1"}), "unknown option '--bogus'");
     EXPECT_EQ(message(convert::kConvertOptions, {"--json=1"}), "option '--json' takes no value");
     EXPECT_EQ(message(convert::kConvertOptions, {"-j"}), "option '-j' needs a value");
-    EXPECT_EQ(message(ctl::verb_options("debug"), {"--d"}), "option '--d' is ambiguous (--debugger, --dump-dir)");
+    EXPECT_EQ(message(ctl::verb_options("debug"), {"--d"}), "option '--d' is ambiguous (--debugger, --dump-dir, --directory)");
 }
 
 TEST(Programs, ShortOptionsUsersTypeAreAccepted) {

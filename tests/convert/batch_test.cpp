@@ -546,6 +546,88 @@ TEST(Batch, BadThreadsIsAOneLineUsageError) {
     }
 }
 
+// Encrypted inputs (issue 33): a legacy xc_core, an xl dump-core and a v1
+// file encrypted by the age tool. Without a key: exit 3, one line, nothing
+// written. With -i and no -r: refused (no plaintext on a disk) unless
+// --decrypt. With -i and --decrypt or -r: the output holds what the plain
+// input's output holds (the same vmcore through xen-dumpctl dump), an
+// encrypted one only as an age file; the default name leaves ".age" out. An
+// identity file others may read is refused as by xen-dumpctl.
+TEST(Batch, EncryptedInputsConvertFromTheirPlaintextWithAKey) {
+    if (run({"sh", "-c", "command -v age && command -v age-keygen"}).exit_code != 0) GTEST_SKIP() << "needs age";
+    TempDir dir;
+    const fs::path key = dir / "key.txt";
+    ASSERT_EQ(run({"age-keygen", "-o", key.string()}).exit_code, 0);
+    const std::string recipient = run({"age-keygen", "-y", key.string()}).out.substr(0, 62);
+    make_legacy(dir / "legacy.core", gen::Variant::pv_page_list, 8, 300, 5);
+    make_xl(dir / "xl.core", true, 300, 6);
+    ASSERT_EQ(run({"xen-dump-convert", "-q", "-o", (dir / "v1.core").string(), (dir / "xl.core").string()}).exit_code, 0);
+    const std::string ctl = build_program("xen-dumpctl").string();
+    auto vmcore_sha = [&](const fs::path& dump, const std::string& identity = {}) {
+        const RunResult r = run({"sh", "-c", "\"$0\" dump $2 -o - \"$1\" | sha256sum", ctl, dump.string(),
+                                 identity.empty() ? "" : "-i " + identity});
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        return r.out;
+    };
+    struct Case {
+        std::string name;
+        std::vector<std::string> format;
+    };
+    for (const Case& c : {Case{"legacy", {}}, Case{"xl", {}}, Case{"v1", {"--format", "kdump"}}}) {
+        SCOPED_TRACE(c.name);
+        const fs::path plain = dir / (c.name + ".core"), sealed = dir / ("sealed-" + c.name + ".core.age");
+        ASSERT_EQ(run({"age", "-r", recipient, "-o", sealed.string(), plain.string()}).exit_code, 0);
+        auto convert = [&](std::vector<std::string> args, const fs::path& in) {
+            std::vector<std::string> argv = {"xen-dump-convert", "-q"};
+            argv.insert(argv.end(), c.format.begin(), c.format.end());
+            argv.insert(argv.end(), args.begin(), args.end());
+            argv.push_back(in.string());
+            return run(argv);
+        };
+        const fs::path want = dir / (c.name + ".want"), out = dir / (c.name + ".out"), out_age = dir / (c.name + ".out.age");
+        ASSERT_EQ(convert({"-o", want.string()}, plain).exit_code, 0);
+        // No key: exit 3, one line saying so, nothing written.
+        RunResult r = convert({"-o", out.string()}, sealed);
+        EXPECT_EQ(r.exit_code, 3) << r.err;
+        EXPECT_NE(r.err.find("need a key"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("-i FILE"), std::string::npos) << r.err;
+        EXPECT_FALSE(fs::exists(out));
+        // A key but no recipients: refused unless --decrypt.
+        r = convert({"-i", key.string(), "-o", out.string()}, sealed);
+        EXPECT_EQ(r.exit_code, 1) << r.err;
+        EXPECT_NE(r.err.find("--decrypt"), std::string::npos) << r.err;
+        EXPECT_FALSE(fs::exists(out));
+        r = convert({"-i", key.string(), "--decrypt", "-o", out.string()}, sealed);
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_TRUE(verifies(out));
+        EXPECT_EQ(vmcore_sha(out), vmcore_sha(want));
+        // Encrypted again: an age file of the same output; the key through $XEN_DUMP_IDENTITY.
+        std::vector<std::string> again = {"xen-dump-convert", "-q"};
+        again.insert(again.end(), c.format.begin(), c.format.end());
+        again.insert(again.end(), {"-r", recipient, "-o", out_age.string(), sealed.string()});
+        r = run(again, {"XEN_DUMP_IDENTITY=" + key.string()});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_EQ(slurp_text(out_age).substr(0, 22), "age-encryption.org/v1\n");
+        EXPECT_EQ(vmcore_sha(out_age, key.string()), vmcore_sha(want));
+    }
+    // The default name beside an encrypted input leaves its ".age" out.
+    RunResult r = run({"xen-dump-convert", "-q", "-i", key.string(), "--decrypt", (dir / "sealed-legacy.core.age").string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(fs::exists(dir / "sealed-legacy.v1.core"));
+    // An identity file others may read: refused, unless allowed.
+    ::chmod(key.c_str(), 0644);
+    r = run({"xen-dump-convert", "-q", "-i", key.string(), "--decrypt", "-o", (dir / "x").string(),
+             (dir / "sealed-xl.core.age").string()});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("--allow-insecure-identity"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir / "x"));
+    r = run({"xen-dump-convert", "-q", "-i", key.string(), "--allow-insecure-identity", "--decrypt", "-o",
+             (dir / "x").string(), (dir / "sealed-xl.core.age").string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    // --decrypt with -r contradicts itself.
+    EXPECT_EQ(run({"xen-dump-convert", "--decrypt", "-r", recipient, (dir / "xl.core").string()}).exit_code, 2);
+}
+
 TEST(Batch, UsageErrorsExitTwo) {
     TempDir dir;
     make_legacy(dir / "a.core", gen::Variant::pv_page_list, 8, 200, 8);

@@ -85,7 +85,7 @@ TEST_F(CtlCommands, HelpWinsOverEverythingButABadOption) {
     auto l = run({"xen-dumpctl", "list", "--help", "--config", (tmp_ / "none.conf").string(), "--dump-dir",
                   dir.string()});
     EXPECT_EQ(l.exit_code, 0) << l.err;
-    EXPECT_NE(l.out.find("List the dumps in the dump directory (" + dir.string() + "), oldest first."),
+    EXPECT_NE(l.out.find("List the dumps in the dump directory (" + dir.string() + "), oldest first,"),
               std::string::npos)
         << l.out;
 }

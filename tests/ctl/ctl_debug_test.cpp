@@ -120,7 +120,8 @@ TEST(CtlDebug, ErrorsNameWhatIsMissing) {
     EXPECT_EQ(nofile.exit_code, 1);
     EXPECT_NE(nofile.err.find((dir / "nope").string()), std::string::npos) << nofile.err;
     EXPECT_EQ(run({"xen-dumpctl", "debug", "--debugger", "lldb", file.string()}).exit_code, 2);
-    EXPECT_EQ(run({"xen-dumpctl", "debug"}).exit_code, 2);
+    // No FILE or MATCH: the latest dump of the dump directory (none here), as coredumpctl.
+    EXPECT_EQ(run({"xen-dumpctl", "debug", "--dump-dir", (dir / "no-such-dir").string()}).exit_code, 1);
     // execvp failing (no such debugger on PATH) is one clear line.
     std::ofstream(dir / "vmlinux") << "x";
     auto absent = run({"xen-dumpctl", "debug", "--vmlinux", (dir / "vmlinux").string(), file.string()},

@@ -155,7 +155,8 @@ TEST_F(Ctl, InfoBadFileIsOneLineWithOffset) {
 TEST_F(Ctl, UsageAndHelp) {
     EXPECT_EQ(run({"xen-dumpctl"}).exit_code, 2);
     EXPECT_EQ(run({"xen-dumpctl", "frobnicate"}).exit_code, 2);
-    EXPECT_EQ(run({"xen-dumpctl", "info"}).exit_code, 2);
+    // No FILE or MATCH: the latest dump of the dump directory (none here), as coredumpctl.
+    EXPECT_EQ(run({"xen-dumpctl", "info", "--dump-dir", (good_.parent_path() / "no-such-dir").string()}).exit_code, 1);
     EXPECT_EQ(run({"xen-dumpctl", "verify", "--bogus", good_.string()}).exit_code, 2);
     EXPECT_NE(run({"xen-dumpctl", "verify", "--help"}).out.find("--allow-no-digests"), std::string::npos);
     auto h = run({"xen-dumpctl", "--help"});

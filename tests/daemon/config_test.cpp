@@ -292,3 +292,62 @@ TEST(Config, DumpLevelWithV1IsRefusedNamingBothLines) {
     f.drop_in("legacy.conf", "[Domain legacy]\nFormat=v1\nDumpLevel=0\n");
     EXPECT_EQ(load_config(f.main_file).format_for("legacy"), DumpFormat{});
 }
+
+namespace {
+
+// Every key xen-dumpd.conf(5) documents (".It Cm KEY="), in its order.
+std::vector<std::string> documented_keys() {
+    std::ifstream in(xendump::test::source_root() / "man" / "xen-dumpd.conf.5");
+    std::vector<std::string> keys;
+    for (std::string line; std::getline(in, line);) {
+        const std::string lead = ".It Cm ";
+        if (!line.starts_with(lead)) continue;
+        const auto eq = line.find('=');
+        if (eq != std::string::npos) keys.push_back(line.substr(lead.size(), eq - lead.size()));
+    }
+    return keys;
+}
+
+}  // namespace
+
+// `xen-dumpctl config` shows every key with its default (issue 36 item 3):
+// the table of defaults names exactly the keys the parser takes and the
+// man page documents, in the man page's order.
+TEST(Config, EveryKeyHasADefaultToShowAndIsDocumented) {
+    std::vector<std::string> table;
+    for (const auto& d : key_defaults()) {
+        EXPECT_TRUE(is_config_key(d.key)) << d.key;
+        table.push_back(d.key);
+    }
+    EXPECT_EQ(table, documented_keys());
+    EXPECT_FALSE(is_config_key("NoSuchKey"));
+    // And the defaults are the values the parser's defaults hold.
+    const Config c = Config::defaults();
+    auto value_of = [](const std::string& key) {
+        for (const auto& d : key_defaults())
+            if (d.key == key) return d.value;
+        return std::string("?");
+    };
+    EXPECT_EQ(value_of("DumpDir"), c.dump_dir.string());
+    EXPECT_EQ(value_of("ControlSocket"), c.control_socket.string());
+    EXPECT_EQ(value_of("MaxParallel"), std::to_string(c.max_parallel));
+    EXPECT_EQ(value_of("KeepPerDomain"), std::to_string(c.keep_per_domain));
+    EXPECT_EQ(value_of("Digests") == "yes", c.digests);
+}
+
+// Each KEY=VALUE applied is remembered with its FILE:LINE and section, and
+// the files read in order.
+TEST(Config, RemembersWhereEachValueCameFrom) {
+    ConfigFiles files("[Dump]\nMaxParallel=2\n\n[Domain web01]\nFormat=kdump\n");
+    const auto d = files.drop_in("10-local.conf", "# local\n[Dump]\nMaxParallel=3\n");
+    const Config c = load_config(files.main_file);
+    ASSERT_EQ(c.files.size(), 2u);
+    EXPECT_EQ(c.files[0], files.main_file.string());
+    EXPECT_EQ(c.files[1], d.string());
+    ASSERT_EQ(c.lines.size(), 3u);
+    EXPECT_EQ(c.lines[0].origin, files.main_file.string() + ":2");
+    EXPECT_EQ(c.lines[1].section, "Domain web01");
+    EXPECT_EQ(c.lines[1].key, "Format");
+    EXPECT_EQ(c.lines[2].origin, d.string() + ":3");
+    EXPECT_EQ(c.max_parallel, 3u);
+}

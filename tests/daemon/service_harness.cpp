@@ -87,7 +87,12 @@ std::vector<fs::path> files_ending(const fs::path& dir, const std::string& suffi
 }  // namespace
 
 std::vector<fs::path> dumps_in(const fs::path& dir) { return files_ending(dir, ".core", false); }
-std::vector<fs::path> sidecars_in(const fs::path& dir) { return files_ending(dir, ".core.json", false); }
+std::vector<fs::path> sidecars_in(const fs::path& dir) {
+    std::vector<fs::path> out = files_ending(dir, ".core.json", false);
+    for (fs::path& p : files_ending(dir, ".core.age.json", false)) out.push_back(std::move(p));
+    std::sort(out.begin(), out.end());
+    return out;
+}
 std::vector<fs::path> temporaries_in(const fs::path& dir) { return files_ending(dir, ".xendump-tmp.", true); }
 
 ServiceProcess::ServiceProcess(const fs::path& work, const fs::path& host, const fs::path& dump_dir,

@@ -75,7 +75,7 @@ std::vector<RawClient> idle_clients(const std::filesystem::path& socket, size_t 
 size_t count_of(const std::string& text, const std::string& what);
 
 std::vector<std::filesystem::path> dumps_in(const std::filesystem::path& dir);     // *.core
-std::vector<std::filesystem::path> sidecars_in(const std::filesystem::path& dir);  // *.core.json
+std::vector<std::filesystem::path> sidecars_in(const std::filesystem::path& dir);  // *.core.json, *.core.age.json
 std::vector<std::filesystem::path> temporaries_in(const std::filesystem::path& dir);
 
 // A pids cgroup with pids.max = `limit` (systemd's TasksMax=), where the

@@ -262,11 +262,19 @@ TEST(DumpCliSignal, SigtermDuringTheP2mWalkIsPrompt) {
 TEST(DumpCli, LiveDumpRecordsPausedZero) {
     sim::Host host(host_spec({small_pv(7)}));
     TempDir dir;
-    auto r = run({"xen-dumpd", "--host", host.host(), "--domain", "7", "--live", "-o", (dir / "l.core").string()});
+    auto r = run({"xen-dumpd", "--host", host.host(), "--domain", "7", "--live=inconsistent", "-o",
+                  (dir / "l.core").string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto rd = DumpReader::open(dir / "l.core");
     EXPECT_EQ(rd.domain().get("PAUSED"), "0");
+    EXPECT_EQ(rd.domain().get("LIVE"), "inconsistent");
     EXPECT_EQ(rd.domain().get("REASON"), "request");
+    // --live is consistent (issue 35): a PV guest on a hypervisor without
+    // shadow paging cannot be, and the command says so instead.
+    r = run({"xen-dumpd", "--host", host.host(), "--domain", "7", "--live", "-o", (dir / "c.core").string()});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("shadow paging"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir / "c.core"));
 }
 
 

@@ -353,7 +353,7 @@ TEST_F(Installed, ConfigFileListsEveryKeyAtItsDefault) {
     fs::create_directories(empty_dir);
     const Program& ctl = programs()[1];
     auto r = run_installed(
-        {program(ctl).string(), "list", "--json", "--config", active.string(), "--dump-dir", empty_dir.string()});
+        {program(ctl).string(), "config", "--json", "--config", active.string(), "--dump-dir", empty_dir.string()});
     EXPECT_EQ(r.exit_code, 0) << describe(r);
     EXPECT_EQ(r.err, "") << "a listed default is refused (xen-dumpctl warns and uses its defaults)";
     // The method can fail: a bad value in the same file is reported.

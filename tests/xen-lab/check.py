@@ -10,6 +10,7 @@ have been dumped by the service on its own. Exit status 0 only if all holds.
 Only the standard library: this runs on a bare CI host."""
 
 import argparse
+import json
 import mmap
 import os
 import re
@@ -343,6 +344,13 @@ def check_systemd(args, env, dump_name, problems):
                         f"NRestarts={env.get('svc.nrestarts')}: {tail(os.path.join(out, 'svc-journal.txt'))}")
 
 
+def service_dumps(out, subdir, suffix):
+    """The dump files (NAME ending in suffix) the service wrote, as dom0
+    copied them into out/subdir, sorted; [] when there are none."""
+    d = os.path.join(out, subdir)
+    return sorted(f for f in os.listdir(d) if f.endswith(suffix)) if os.path.isdir(d) else []
+
+
 def check_service(args, env, tools):
     out = args.out
     problems = []
@@ -353,7 +361,7 @@ def check_service(args, env, tools):
     if "crash.ready.secs" not in env:
         return row, ["the crash guest did not boot"]
     svc = os.path.join(out, "svc")
-    dumps = sorted(f for f in os.listdir(svc) if f.endswith(".core")) if os.path.isdir(svc) else []
+    dumps = service_dumps(out, "svc", ".core")
     if not dumps:
         return row, [f"the service did not dump the crashed guest: {tail(os.path.join(out, 'svc-journal.txt'))}"]
     check_systemd(args, env, dumps[0], problems)
@@ -375,6 +383,76 @@ def check_service(args, env, tools):
     row["equal/compared"] = "marker found" if marker else "NO marker"
     if not marker:
         problems.append("the guest's memory marker is not in the service's dump")
+    return row, problems
+
+
+def check_service_encrypted(args, env, tools):
+    """Issue 33: the service, configured with a recipient for the crashage
+    guest ([Domain crashage] Recipient= in a drop-in), wrote its dump
+    encrypted; dom0 (public key only) lists it as encrypted and cannot read
+    its pages; the guest's marker is in no file dom0 holds; here, with the
+    private key, `age -d` gives a v1 dump that verifies, holds the marker and
+    crash opens (sys, log, bt); `xen-dumpctl verify -i` reads the encrypted
+    file itself."""
+    out = args.out
+    problems = []
+    row = {"guest": "crashage (service, age)"}
+    if "crashage.ready.secs" not in env:
+        return row, ["the crashage guest did not boot"]
+    svc = os.path.join(out, "svcage")
+    dumps = service_dumps(out, "svcage", ".core.age")
+    if not dumps:
+        return row, [f"the service did not write an encrypted dump of crashage: {tail(os.path.join(out, 'svc-journal.txt'))}"]
+    row["ours s"] = env.get("svcage.dump_seen_after_crash.secs", "-") + " after crash"
+    enc = os.path.join(svc, dumps[0])
+    key = os.path.join(args.work, "age", "lab.key")
+    if env.get("svcage.marker_files", "").strip():
+        problems.append(f"the guest's marker is in clear in dom0's {env['svcage.marker_files'].strip()}")
+    with open(enc, "rb") as f:
+        head = f.read(64)
+    if not head.startswith(b"age-encryption.org/v1\n"):
+        problems.append(f"{dumps[0]} does not start with an age header: {head[:30]!r}")
+    listing = read_text(os.path.join(out, "svcage-list.txt"))
+    if env.get("svcage.list.rc") != "0" or "v1+age" not in listing:
+        problems.append(f"dom0's xen-dumpctl list does not show the dump as v1+age: {listing.strip()[-300:]}")
+    info = read_text(os.path.join(out, "svcage-dom0info.txt"))
+    if env.get("svcage.dom0info.rc") != "0" or not re.search(r"Encrypted:\s+\(?age, 1 recipient", info):
+        problems.append(f"dom0's xen-dumpctl info (rc {env.get('svcage.dom0info.rc')}) does not say "
+                        f"'Encrypted: age, 1 recipient': {info.strip()[-300:]}")
+    if env.get("svcage.dom0verify.rc") != "3":
+        problems.append(f"dom0's xen-dumpctl verify without a key exited {env.get('svcage.dom0verify.rc')}, not 3: "
+                        f"{read_text(os.path.join(out, 'svcage-dom0verify.txt')).strip()[-300:]}")
+    plain = os.path.join(svc, dumps[0][:-len(".age")])
+    r = subprocess.run(["age", "-d", "-i", key, "-o", plain, enc], capture_output=True, text=True)
+    if r.returncode != 0:
+        return row, problems + [f"age -d failed on {dumps[0]}: {r.stderr.strip()[-300:]}"]
+    rc = run([tools["xen-dumpctl"], "verify", "-i", key, enc], os.path.join(out, "svcage-verify-i.log"))
+    rc2 = run([tools["xen-dumpctl"], "verify", plain], os.path.join(out, "svcage-verify.log"))
+    row["verify"] = "ok (-i, age -d)" if rc == 0 and rc2 == 0 else f"FAIL({rc},{rc2})"
+    if rc != 0:
+        problems.append(f"xen-dumpctl verify -i KEY of the encrypted dump failed: "
+                        f"{tail(os.path.join(out, 'svcage-verify-i.log'))}")
+    if rc2 != 0:
+        problems.append(f"the decrypted dump does not verify: {tail(os.path.join(out, 'svcage-verify.log'))}")
+    dump = DumpFile(plain)
+    row["pages"] = str(len(dump.pfns))
+    marker = dump.data.find(b"XENLAB-GUEST-MEMORY-MARKER") >= 0
+    row["equal/compared"] = "marker after age -d" if marker else "NO marker"
+    if not marker:
+        problems.append("the guest's memory marker is not in the decrypted dump")
+    row["dmesg"] = check_dmesg("svcage", plain, tools, out, problems, pv=True,
+                               must_show="Kernel panic - not syncing")
+    info = subprocess.run([tools["xen-dumpctl"], "info", "--json", plain], capture_output=True, text=True)
+    try:
+        release = json.loads(info.stdout)["kernel"]["release"]
+    except (ValueError, KeyError, TypeError):
+        return row, problems + [f"xen-dumpctl info --json of the decrypted dump: {info.stderr.strip()[-300:]}"]
+    vmlinux = os.environ.get("XENLAB_VMLINUX") or f"/usr/lib/debug/boot/vmlinux-{release}"
+    if os.path.exists(vmlinux):
+        row["crash"] = crash_sys_log_bt("svcage", plain, vmlinux, release, os.path.join(out, "svcage-crash"),
+                                        problems)
+    else:
+        problems.append(f"no {vmlinux}: crash cannot open the decrypted dump")
     return row, problems
 
 
@@ -911,6 +989,10 @@ def main():
         passed, failed = (passed + 1, failed) if not found else (passed, failed + 1)
     if args.service == "1":
         row, found = check_service(args, env, tools)
+        rows.append(row)
+        problems += found
+        passed, failed = (passed + 1, failed) if not found else (passed, failed + 1)
+        row, found = check_service_encrypted(args, env, tools)
         rows.append(row)
         problems += found
         passed, failed = (passed + 1, failed) if not found else (passed, failed + 1)

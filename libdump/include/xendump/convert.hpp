@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "xendump/kdump.hpp"
+#include "xendump/reader.hpp"
 #include "xendump/writer.hpp"
 
 namespace xendump {
@@ -28,8 +29,11 @@ enum class InputFormat {
 std::string_view to_string(InputFormat f);
 
 // Reads the first bytes (and for ELF, the program header count). Throws
-// Error when the file cannot be read (regular files only).
+// Error when the file cannot be read (regular files only). An age-encrypted
+// file (xen-dump-core(5) "Encrypted dumps") is the format of its plaintext,
+// read with `open`'s identities (Error saying it is encrypted without one).
 InputFormat sniff_format(const std::filesystem::path& path);
+InputFormat sniff_format(const std::filesystem::path& path, const OpenOptions& open);
 
 struct ConvertOptions {
     std::optional<std::string> system_map;  // a System.map for the guest's p2m symbols
@@ -49,6 +53,11 @@ struct ConvertOptions {
     // cancel; the guest kernel is always looked for). An output that
     // write.check_before_publish rejects (by throwing) never appears.
     WriteOptions write;
+    // The identities of an encrypted input (any format: the input is read
+    // through its plaintext, a 64 KiB chunk at a time, each authenticated;
+    // SOURCE_ID= then digests the plaintext). Whether the output may be
+    // plaintext is the caller's choice: write.recipients encrypts it.
+    OpenOptions open;
 };
 
 struct ConversionPlan {
@@ -95,5 +104,8 @@ struct SourceIdentity {
 // the file and offset) when the parts it covers cannot be read or the file
 // is neither an xc_core nor an ELF file.
 SourceIdentity identify_source(const std::filesystem::path& path);
+// The same for an input that may be encrypted: its plaintext's size and
+// digest (the file's modification time), read with `open`'s identities.
+SourceIdentity identify_source(const std::filesystem::path& path, const OpenOptions& open);
 
 }  // namespace xendump

@@ -1,7 +1,8 @@
 // The guest kernel's log inside a dump file, as `xen-dumpctl dmesg` prints
 // it, `info` quotes its crash reports and xen-dumpd records it beside every
 // dump: the printk buffer (kernel/printk_log.hpp) found through VMCOREINFO
-// and read through the guest's own page tables, from a DumpReader.
+// and read through the guest's own page tables, from a DumpReader, or from
+// a paused guest as a dump holds it (GuestView, DumpOptions::inspect_guest).
 #pragma once
 
 #include <cstdint>
@@ -15,10 +16,25 @@
 #include "xendump/kernel/guest_memory.hpp"
 #include "xendump/kernel/kallsyms.hpp"
 #include "xendump/kernel/printk_log.hpp"
+#include "xendump/kernel/virtual_memory.hpp"
 #include "xendump/kernel/vmcoreinfo.hpp"
 #include "xendump/reader.hpp"
 
 namespace xendump {
+
+// A guest's memory and vcpus as the kernel readers below take them: a dump
+// file's (guest_view) or a paused guest's, read from the hypervisor while a
+// dump of it is written (DumpOptions::inspect_guest).
+struct GuestView {
+    format::GuestType type = format::GuestType::hvm;
+    unsigned guest_width = 8;          // 4 or 8
+    std::vector<VcpuContext> vcpus;
+    kernel::PageReader pages;          // the guest's pages by pfn
+    kernel::FrameToPfn frame_to_pfn;   // a PV guest's machine frames to pfns; empty: identity
+};
+
+// The dump file's guest; `reader` must outlive the result.
+GuestView guest_view(const DumpReader& reader);
 
 // The dump's pages by pfn (DumpReader::read_page_by_pfn); `reader` must
 // outlive the result.
@@ -40,6 +56,7 @@ std::optional<kernel::Vmcoreinfo> dump_vmcoreinfo(const DumpReader& reader, bool
 
 // Reads the log of an x86_64 guest. Throws Error (see read_printk_log) when
 // there is none to read; damage inside the buffer gives a partial log.
+kernel::PrintkLog read_guest_log(const GuestView& guest, const kernel::Vmcoreinfo& info);
 kernel::PrintkLog read_dump_log(const DumpReader& reader, const kernel::Vmcoreinfo& info);
 
 // The same through dump_vmcoreinfo(reader, scan_pages); throws Error naming
@@ -71,6 +88,9 @@ DumpBacktraces dump_backtraces(const DumpReader& reader, const kernel::Vmcoreinf
                                const kernel::Kallsyms& kallsyms, std::string_view release,
                                const kernel::PrintkLog* log = nullptr,
                                const kernel::BacktraceLimits& limits = {});
+DumpBacktraces guest_backtraces(const GuestView& guest, const kernel::Vmcoreinfo* info,
+                                const kernel::Kallsyms& kallsyms, std::string_view release,
+                                const kernel::PrintkLog* log = nullptr, const kernel::BacktraceLimits& limits = {});
 
 // The CPU that reported the log's first crash report: the "CPU: N PID: ..."
 // line dump_stack prints right after it, else the report's caller when it is

@@ -29,8 +29,38 @@
 
 namespace xendump {
 
+// What a consistent live dump did (DumpOptions::precopy).
+struct LiveStats {
+    bool precopy = false;
+    uint64_t pause_usec = 0;      // the guest paused: from the pause to the unpause (or, left paused, to the end of the copy)
+    unsigned rounds = 0;          // rounds of re-copying while the guest ran
+    uint64_t pages_recopied = 0;  // pages copied again after the first pass, the pause's included
+    uint64_t pages_in_pause = 0;  // of them, copied while the guest was paused
+    bool left_paused = false;     // Precopy::leave_paused
+};
+
+struct GuestView;  // xendump/dump_kernel_log.hpp
+namespace kernel {
+class Vmcoreinfo;  // xendump/kernel/vmcoreinfo.hpp
+}
+
 struct DumpOptions {
-    bool live = false;  // do not pause; record PAUSED=0
+    // Do not pause and do not pre-copy: pages of different instants
+    // (--live=inconsistent); records PAUSED=0 and LIVE=inconsistent.
+    bool live = false;
+    // A consistent dump of a running guest (issue 35, --live): log-dirty
+    // pre-copy (dump/precopy.hpp), the guest paused only for the last
+    // pages and its vcpu state. v1 files only (not kdump, not a pipe, not
+    // encrypted: the pages are rewritten in place); Error with the reason
+    // when the hypervisor refuses log-dirty (a PV guest without shadow
+    // paging, log-dirty in use, passed-through devices, a dying domain).
+    struct Precopy {
+        bool on = false;
+        std::chrono::microseconds max_pause{100000};  // pause once what is left copies in this
+        unsigned max_rounds = 5;                      // rounds of re-copying at most (Xen's save: 5)
+        bool leave_paused = false;                    // the guest stays paused after the final round
+    };
+    Precopy precopy;
     format::Reason reason = format::Reason::request;
     // A compact file (makedumpfile's compressed kdump format) instead of v1:
     // files only (dump_domain_to_fd refuses it), pages compressed with
@@ -52,6 +82,14 @@ struct DumpOptions {
         w.guest_kernel = true;
         return w;
     }();
+    // Called once the pages are written and before the guest runs again
+    // (within the dump's pause), with the guest as the dump holds it, read
+    // from the hypervisor (GuestView), and its VMCOREINFO (found in its
+    // pages, x86_64 guests; null: none): for what a caller reads of the guest
+    // kernel and cannot read back from the file it wrote (xen-dumpd: the log
+    // of an encrypted dump). Not called when the write fails; what it throws
+    // fails the dump (the file is written by then).
+    std::function<void(const GuestView& guest, const kernel::Vmcoreinfo* vmcoreinfo)> inspect_guest;
 };
 
 struct DumpResult {
@@ -67,6 +105,7 @@ struct DumpResult {
     std::vector<std::string> warnings;
     bool kernel_segment = false;  // the guest kernel's image PT_LOAD (p_vaddr) was added
     unsigned dump_level = 0;      // the level applied (DumpOptions::dump_level, less what the guest lacks)
+    std::optional<LiveStats> live;  // a consistent live dump's pre-copy
 };
 
 // Resolves "7" or "web01" to a domid. Throws Error when there is no such domain.
@@ -87,6 +126,12 @@ DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesy
 // options.dump_level's row is given too (kernel::estimate_dump_levels'
 // `also`); Error as for a dump.
 kernel::DumpLevelEstimate estimate_domain_levels(Hypervisor& hv, uint32_t domid, const DumpOptions& options = {});
+
+// Streams the v1 dump into the object `url` (write_dump_object); the
+// upload is created before the guest is paused, so wrong credentials or a
+// missing bucket fail first. Not compact (kdump) yet: Error.
+DumpResult dump_domain_to_object(Hypervisor& hv, uint32_t domid, s3::Client& client, const s3::Url& url,
+                                 const DumpOptions& options = {}, const s3::UploadOptions& upload = {});
 
 // Streams the dump to `fd` (a pipe or a file), no seeks unless `seekable`.
 DumpResult dump_domain_to_fd(Hypervisor& hv, uint32_t domid, int fd, bool seekable,

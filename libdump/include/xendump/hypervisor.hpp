@@ -65,6 +65,17 @@ public:
     virtual bool consume() = 0;
 };
 
+// How read_dirty() reads the log-dirty bitmap (XEN_DOMCTL_SHADOW_OP_CLEAN /
+// _PEEK of xen/include/public/domctl.h).
+enum class DirtyRead {
+    clean,  // return the bits and clear them (XEN_DOMCTL_SHADOW_OP_CLEAN)
+    peek,   // return the bits, leave them set (XEN_DOMCTL_SHADOW_OP_PEEK)
+    // The last CLEAN of a pre-copy, with the domain paused
+    // (XEN_DOMCTL_SHADOW_LOGDIRTY_FINAL: Xen also marks dirty the frames an
+    // HVM guest's emulation still holds mapped for writing).
+    final_clean,
+};
+
 class Hypervisor {
 public:
     virtual ~Hypervisor() = default;
@@ -88,6 +99,22 @@ public:
     virtual void destroy(uint32_t domid) = 0;
     virtual format::XenVersionDesc xen_version() = 0;
     virtual std::unique_ptr<DomainWatch> watch_domains() = 0;
+
+    // Log-dirty mode (xc_shadow_control / xc_logdirty_control; Xen's own
+    // pre-copy in tools/libs/guest/xg_sr_save.c): while it is on, every page
+    // the guest writes sets its pfn's bit in a bitmap the hypervisor keeps.
+    // enable_logdirty() turns it on or throws Error with the reason and an
+    // errno: EOPNOTSUPP (a PV guest on a hypervisor built without shadow
+    // paging: Debian 12's Xen 4.17), EBUSY (already on: a migration or a
+    // checkpoint owns it, and it must be neither taken nor turned off),
+    // EINVAL (passed-through PCI devices, or a dying domain). The defaults
+    // here refuse with EOPNOTSUPP: a backend that cannot track dirty pages.
+    virtual void enable_logdirty(uint32_t domid);
+    // The bits of pfns [0, pages) into `bitmap` (bit p % 64 of word p / 64;
+    // at least (pages + 63) / 64 words); returns how many are set.
+    virtual uint64_t read_dirty(uint32_t domid, DirtyRead how, std::span<uint64_t> bitmap, uint64_t pages);
+    // XEN_DOMCTL_SHADOW_OP_OFF: log-dirty off, the bitmap dropped.
+    virtual void disable_logdirty(uint32_t domid);
 };
 
 // "xen" (default) or "sim:DIR". An empty `host` means $XEN_DUMP_HOST, else "xen".
@@ -115,12 +142,34 @@ public:
     // Whether the domain was already paused (by someone else) when this object paused it.
     bool was_paused_before() const noexcept { return paused_before_; }
     void release();  // unpause now (once)
+    // Gives the pause up without undoing it: the domain stays paused after
+    // this object (xen-dumpd --leave-paused); the operator unpauses it.
+    void leave_paused() noexcept { ours_ = false; }
 
 private:
     Hypervisor& hv_;
     uint32_t domid_;
     bool ours_ = false;
     bool paused_before_ = false;
+};
+
+// Log-dirty mode on for the lifetime of the object, off on every exit path
+// (an error, a cancel, the unwinding of a signal's Error): the dumper turns
+// off only what it turned on. Error from the constructor when the hypervisor
+// refuses (Hypervisor::enable_logdirty's reasons).
+class LogDirtyGuard {
+public:
+    LogDirtyGuard(Hypervisor& hv, uint32_t domid);
+    ~LogDirtyGuard();
+    LogDirtyGuard(const LogDirtyGuard&) = delete;
+    LogDirtyGuard& operator=(const LogDirtyGuard&) = delete;
+    bool on() const noexcept { return on_; }
+    void release();  // off now (once)
+
+private:
+    Hypervisor& hv_;
+    uint32_t domid_;
+    bool on_ = false;
 };
 
 }  // namespace xendump

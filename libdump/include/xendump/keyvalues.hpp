@@ -48,6 +48,13 @@ inline constexpr const char* kKernel = "KERNEL";  // the guest kernel's release,
 // escaped (escape_text): shown marked untrusted, never used to build a path.
 inline constexpr const char* kKernelUntrusted = "KERNEL_UNTRUSTED";
 inline constexpr const char* kKernelOffset = "KERNELOFFSET";
+// Live dumps (issue 35): LIVE=precopy (consistent: pre-copy, the guest
+// paused for PAUSE_USEC microseconds) or LIVE=inconsistent (never paused,
+// pages of different instants); absent: a paused dump (PAUSED=1) or an old file.
+inline constexpr const char* kLive = "LIVE";
+inline constexpr const char* kPauseUsec = "PAUSE_USEC";
+inline constexpr const char* kLiveRounds = "LIVE_ROUNDS";        // rounds of re-copying while the guest ran
+inline constexpr const char* kPagesRecopied = "PAGES_RECOPIED";  // pages copied again after the first pass
 }  // namespace keys
 
 }  // namespace xendump

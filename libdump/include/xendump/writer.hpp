@@ -47,6 +47,7 @@
 
 #include "xendump/dump_spec.hpp"
 #include "xendump/page_source.hpp"
+#include "xendump/s3.hpp"
 
 namespace xendump {
 
@@ -137,6 +138,13 @@ uint64_t expected_file_size(const DumpSpec& spec, std::span<const PageEntry> ent
 // pages may become holes. Returns what was written.
 WriteResult write_dump(int fd, bool seekable, const DumpSpec& spec, PageSource& pages,
                        const WriteOptions& options = {});
+
+// Streams the file into the object `url` through a multipart upload
+// (xendump/s3.hpp, UploadOptions): the same bytes as write_dump_file. The
+// object appears only complete (the upload is completed last); on any
+// error or cancel the upload is aborted. Not with options.recipients yet.
+WriteResult write_dump_object(s3::Client& client, const s3::Url& url, const DumpSpec& spec, PageSource& pages,
+                              const WriteOptions& options = {}, const s3::UploadOptions& upload = {});
 
 // Writes `path` atomically: a temporary in the same directory, fsync, then
 // published under `path` (never replacing an existing file: Error if it

@@ -13,6 +13,7 @@
 // (0 only when it is the only chunk) and is sealed with the "last" flag.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -176,6 +177,11 @@ private:
 // chunk checked at construction; then any chunk is decrypted on its own (from
 // its counter), and the last few are kept. `fd` stays the caller's; `name`
 // names the file in errors, which give the chunk and its offset.
+//
+// chunk() and read() may be called from several threads at once: a chunk is
+// decrypted outside the cache's lock (two threads missing the same chunk
+// may both decrypt it), so readers of different chunks do not wait for
+// each other (verify's hashing threads).
 class Decryptor {
 public:
     Decryptor(int fd, std::string name, std::span<const Identity> identities, size_t cache_chunks = 4);
@@ -191,10 +197,10 @@ public:
     const std::vector<Stanza>& stanzas() const noexcept { return stanzas_; }
     // Chunks decrypted so far (the last one at construction included, the
     // cache's hits not): what a reader's random access cost.
-    uint64_t chunks_decrypted() const noexcept { return decrypted_; }
+    uint64_t chunks_decrypted() const noexcept { return decrypted_.load(std::memory_order_relaxed); }
 
-    // The plaintext of chunk `index`, authenticated; valid until the next call.
-    std::span<const uint8_t> chunk(uint64_t index);
+    // The plaintext of chunk `index`, authenticated (a copy).
+    SecretBuffer chunk(uint64_t index);
     // Reads plaintext at `offset` into `out`; fewer bytes only at the end.
     size_t read(uint64_t offset, std::span<uint8_t> out);
 
@@ -204,16 +210,24 @@ private:
         uint64_t used = 0;
         SecretBuffer plain;
     };
+    // Copies chunk `index`'s bytes from `in` on into `out` (as many as fit):
+    // from the cache, else decrypted and then kept. Returns how many.
+    size_t copy_chunk(uint64_t index, size_t in, std::span<uint8_t> out);
+    size_t plain_size(uint64_t index) const noexcept;  // the plaintext bytes of chunk `index`
     void decrypt(uint64_t index, SecretBuffer& out);
+    // Into exactly plain_size(index) bytes; wiped when the chunk does not authenticate.
+    void decrypt(uint64_t index, std::span<uint8_t> out);
     bool previous_is_last(uint64_t index);  // chunk `index` (full) is sealed as the last
 
     int fd_;
     std::string name_;
     std::vector<Stanza> stanzas_;
-    uint64_t file_size_ = 0, header_size_ = 0, chunks_ = 0, size_ = 0, clock_ = 0, decrypted_ = 0;
+    uint64_t file_size_ = 0, header_size_ = 0, chunks_ = 0, size_ = 0;
     Key32 payload_key_;
+    std::atomic<uint64_t> decrypted_{0};
+    std::mutex cache_mutex_;  // cache_ and clock_
     std::vector<Cached> cache_;
-    Bytes sealed_;
+    uint64_t clock_ = 0;
 };
 
 // Reads the header of the age file open at `fd` (no key needed): what

@@ -189,50 +189,94 @@ Decryptor::Decryptor(int fd, std::string name, std::span<const Identity> identit
     size_ = (chunks_ - 1) * kChunkSize + (last_sealed - kTagSize);
     // The last chunk is checked now: it proves the size (nothing cut off at
     // a chunk boundary, nothing appended) before anything is read.
-    auto last = chunk(chunks_ - 1);
-    if (last.empty() && chunks_ > 1)
+    SecretBuffer last;
+    decrypt(chunks_ - 1, last);
+    if (last.bytes().empty() && chunks_ > 1)
         throw Error("age payload: " + chunk_name(chunks_ - 1) +
                         ", the last, is empty, which only the first chunk of an empty file may be",
                     name_, chunk_offset(chunks_ - 1));
+    cache_[0].plain = std::move(last);
+    cache_[0].index = chunks_ - 1;
+    cache_[0].used = ++clock_;
 }
 
 Decryptor::~Decryptor() = default;
 
-std::span<const uint8_t> Decryptor::chunk(uint64_t index) {
+SecretBuffer Decryptor::chunk(uint64_t index) {
     if (index >= chunks_)
         throw Error("age payload: " + chunk_name(index) + " is past the end (" + std::to_string(chunks_) + " chunks)", name_);
+    const size_t n = index == chunks_ - 1 ? static_cast<size_t>(size_ - index * kChunkSize) : kChunkSize;
+    SecretBuffer out(n);
+    copy_chunk(index, 0, out.bytes());
+    return out;
+}
+
+size_t Decryptor::copy_chunk(uint64_t index, size_t in, std::span<uint8_t> out) {
+    const auto copy = [&](const Bytes& plain) {
+        const size_t n = std::min(out.size(), plain.size() - std::min(in, plain.size()));
+        std::copy_n(plain.begin() + static_cast<std::ptrdiff_t>(in), n, out.begin());
+        return n;
+    };
+    {
+        std::lock_guard lock(cache_mutex_);
+        for (Cached& c : cache_)
+            if (c.index == index) {
+                c.used = ++clock_;
+                return copy(c.plain.bytes());
+            }
+    }
+    // The whole chunk wanted (a reader going through the file): decrypted
+    // where it goes, not kept (it will not be read again soon).
+    if (in == 0 && out.size() >= plain_size(index)) {
+        const size_t n = plain_size(index);
+        decrypt(index, out.first(n));
+        return n;
+    }
+    // Decrypted without the lock: other threads read other chunks meanwhile.
+    SecretBuffer plain;
+    decrypt(index, plain);
+    const size_t n = copy(plain.bytes());
+    std::lock_guard lock(cache_mutex_);
     Cached* slot = &cache_[0];
     for (Cached& c : cache_) {
-        if (c.index == index) {
-            c.used = ++clock_;
-            return c.plain.bytes();
-        }
+        if (c.index == index) return n;  // another thread kept it meanwhile
         if (c.used < slot->used) slot = &c;
     }
-    slot->index = UINT64_MAX;
-    decrypt(index, slot->plain);
+    slot->plain = std::move(plain);
     slot->index = index;
     slot->used = ++clock_;
-    return slot->plain.bytes();
+    return n;
 }
 
 void Decryptor::decrypt(uint64_t index, SecretBuffer& out) {
+    out.bytes().resize(plain_size(index));
+    decrypt(index, std::span<uint8_t>(out.bytes()));
+}
+
+size_t Decryptor::plain_size(uint64_t index) const noexcept {
+    return index == chunks_ - 1 ? static_cast<size_t>(size_ - index * kChunkSize) : kChunkSize;
+}
+
+void Decryptor::decrypt(uint64_t index, std::span<uint8_t> out) {
     const bool last = index == chunks_ - 1;
     const uint64_t offset = chunk_offset(index);
     const size_t len = last ? static_cast<size_t>(file_size_ - offset) : kSealedChunkSize;
-    sealed_.resize(len);
-    long n = util::pread_full(fd_, sealed_.data(), len, offset);
+    // Ciphertext (nothing secret), in a buffer each thread keeps: a reader
+    // going through a file would otherwise zero 64 KiB per chunk for nothing.
+    thread_local Bytes sealed_buffer;
+    if (sealed_buffer.size() < len) sealed_buffer.resize(kSealedChunkSize);
+    const std::span<uint8_t> sealed(sealed_buffer.data(), len);
+    long n = util::pread_full(fd_, sealed.data(), len, offset);
     if (n < 0) throw_errno("cannot read " + chunk_name(index), name_, offset);
     if (static_cast<size_t>(n) != len)
         throw Error("age payload: the file ends inside " + chunk_name(index) + " (it shrank while open)", name_, offset);
-    out.bytes().resize(len - kTagSize);
-    ++decrypted_;
-    if (aead_open(payload_key_.span(), chunk_nonce(index, last), sealed_, out.bytes())) return;
+    decrypted_.fetch_add(1, std::memory_order_relaxed);
+    if (aead_open(payload_key_.span(), chunk_nonce(index, last), sealed, out)) return;
 
     // Not authentic. Say why, as far as the keys can tell.
     Bytes probe(len - kTagSize);
     auto opens_as = [&](uint64_t i, bool flag) {
-        bool ok = aead_open(payload_key_.span(), chunk_nonce(i, flag), sealed_, probe);
+        bool ok = aead_open(payload_key_.span(), chunk_nonce(i, flag), sealed, probe);
         wipe(probe.data(), probe.size());
         return ok;
     };
@@ -260,7 +304,7 @@ void Decryptor::decrypt(uint64_t index, SecretBuffer& out) {
         else
             what = chunk_name(index) + " does not authenticate: its bytes were altered";
     }
-    out.clear();
+    wipe(out.data(), out.size());
     throw Error("age payload: " + what, name_, where);
 }
 
@@ -276,11 +320,8 @@ bool Decryptor::previous_is_last(uint64_t index) {
 size_t Decryptor::read(uint64_t offset, std::span<uint8_t> out) {
     size_t done = 0;
     while (done < out.size() && offset < size_) {
-        uint64_t index = offset / kChunkSize;
-        size_t in = static_cast<size_t>(offset % kChunkSize);
-        auto c = chunk(index);
-        size_t n = std::min(out.size() - done, c.size() - in);
-        std::copy_n(c.begin() + static_cast<std::ptrdiff_t>(in), n, out.begin() + static_cast<std::ptrdiff_t>(done));
+        const size_t n = copy_chunk(offset / kChunkSize, static_cast<size_t>(offset % kChunkSize), out.subspan(done));
+        if (n == 0) break;
         done += n;
         offset += n;
     }

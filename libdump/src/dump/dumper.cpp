@@ -10,12 +10,16 @@
 #include <utility>
 
 #include "dump/hypervisor_page_source.hpp"
+#include "dump/precopy.hpp"
 #include "kdump/write_kdump.hpp"
 #include "p2m/p2m.hpp"
+#include "store/multipart_output.hpp"
+#include "writer/write_v1.hpp"
 #include "p2m/p2m_windows.hpp"
 #include "p2m/page_extents.hpp"
 #include "pipeline/kernel_observer.hpp"
 #include "util/runs.hpp"
+#include "xendump/dump_kernel_log.hpp"
 #include "xendump/error.hpp"
 #include "xendump/kernel/prstatus.hpp"
 #include "xendump/kernel/vmcoreinfo.hpp"
@@ -116,6 +120,7 @@ Prepared prepare(Hypervisor& hv, uint32_t domid, const DumpOptions& opt, bool pa
     kv.set(keys::kP2m, std::string(format::to_string(discovered.kind)));
     kv.set(keys::kReason, std::string(format::to_string(opt.reason)));
     kv.set(keys::kPaused, paused ? "1" : "0");
+    if (opt.live) kv.set(keys::kLive, "inconsistent");  // a pre-copy's LIVE= comes with its final round
     kv.set(keys::kTime, utc_time(std::chrono::system_clock::now(), "%Y-%m-%dT%H:%M:%SZ"));
     kv.set(keys::kWriter, std::string("xen-dumpd ") + XENDUMP_VERSION);
 
@@ -156,6 +161,12 @@ public:
     void destroy(uint32_t domid) override { hv_.destroy(domid); }
     format::XenVersionDesc xen_version() override { return hv_.xen_version(); }
     std::unique_ptr<DomainWatch> watch_domains() override { return hv_.watch_domains(); }
+    void enable_logdirty(uint32_t domid) override { hv_.enable_logdirty(domid); }
+    uint64_t read_dirty(uint32_t domid, DirtyRead how, std::span<uint64_t> bitmap, uint64_t pages) override {
+        check();
+        return hv_.read_dirty(domid, how, bitmap, pages);
+    }
+    void disable_logdirty(uint32_t domid) override { hv_.disable_logdirty(domid); }
 
 private:
     void check() const {
@@ -223,6 +234,22 @@ std::unique_ptr<LiveLevelInput> live_level_input(const Prepared& p, const DumpOp
     return live;
 }
 
+// DumpOptions::inspect_guest, while the guest is still paused: its pages
+// through the page source, as the dump holds them; VMCOREINFO found again
+// (find_vmcoreinfo stops at the first witnessed text: a few MiB of pages).
+void inspect_paused_guest(Prepared& p, const DumpOptions& opt) {
+    GuestView guest;
+    guest.type = p.spec.type;
+    guest.guest_width = p.spec.guest_width;
+    guest.vcpus = p.spec.vcpus;
+    guest.pages = kernel::page_reader(*p.source);
+    if (p.spec.type == GuestType::pv) guest.frame_to_pfn = frame_to_pfn(*p.source);
+    std::optional<kernel::Vmcoreinfo> info;
+    if (p.spec.guest_width == 8)
+        if (auto found = pipeline::find_vmcoreinfo(*p.source)) info = std::move(found->info);
+    opt.inspect_guest(guest, info ? &*info : nullptr);
+}
+
 // The pages DumpOptions::dump_level keeps of the paused guest; what the
 // guest cannot support goes to on_warning.
 kernel::PageSelection select_live_pages(const Prepared& p, const DumpOptions& opt, std::vector<std::string>& warnings) {
@@ -242,21 +269,26 @@ kernel::PageSelection select_live_pages(const Prepared& p, const DumpOptions& op
 class PreparedDomain {
 public:
     PreparedDomain(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt) : hv_(real_hv, opt.write.cancel, domid) {
+        // A consistent live dump turns log-dirty on before it reads anything
+        // (a refusal comes before any work), and pauses only at the end.
+        if (opt.precopy.on) precopy_.emplace(hv_, real_hv, domid, opt.precopy);
         // PAUSED= records what this dump did: 1 when it held a pause of its own
         // from before the first read to after the last one. A pause taken by
         // someone else (the operator, another dump) proves nothing about the
         // whole dump, since its holder may unpause at any time; pauses nest, so
         // this dump pauses such a domain once more all the same.
-        if (!opt.live) pause_.emplace(real_hv, domid);
+        else if (!opt.live) pause_.emplace(real_hv, domid);
         p_ = prepare(hv_, domid, opt, pause_.has_value());
         for (const auto& w : p_.warnings)
             if (opt.write.on_warning) opt.write.on_warning(w);
     }
     Prepared& get() { return p_; }
+    dump::Precopy* precopy() { return precopy_ ? &*precopy_ : nullptr; }
 
 private:
     std::optional<PausedDomain> pause_;  // first: released last
     CancellableHypervisor hv_;
+    std::optional<dump::Precopy> precopy_;  // log-dirty off when it goes
     Prepared p_;
 };
 
@@ -268,6 +300,15 @@ DumpResult run_dump(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt,
     if (opt.dump_level != 0 && !opt.kdump)
         throw Error("a dump level needs the compact (kdump) format: a v1 file's missing pages mean absent, "
                     "not left out", object_of(domid));
+    if (opt.precopy.on) {
+        if (opt.live) throw Error("a live dump is either consistent (pre-copy) or inconsistent, not both", object_of(domid));
+        if (opt.kdump)
+            throw Error("a consistent live dump is written in the v1 format only (pre-copy of compact dumps is "
+                        "not built yet); use --format v1 or --live=inconsistent", object_of(domid));
+        if (!wo.recipients.empty())
+            throw Error("a consistent live dump cannot be encrypted yet (its pages are rewritten in place); "
+                        "leave out the recipients or use --live=inconsistent", object_of(domid));
+    }
     PreparedDomain prepared(real_hv, domid, opt);
     Prepared& p = prepared.get();
     std::optional<kernel::PageSelection> selection;
@@ -278,8 +319,10 @@ DumpResult run_dump(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt,
     // found by the pipeline's kernel observer during the single pass
     // (xen-dump-core(5) "NT_XEN_DOMAIN keys" lets writers add keys; "Notes"
     // has readers skip the padding note a pipe keeps in their place).
-    WriteResult wr = write(p.spec, *p.source, wo, selection ? &*selection : nullptr);
+    dump::Precopy* precopy = prepared.precopy();
+    WriteResult wr = write(p.spec, *p.source, wo, selection ? &*selection : nullptr, precopy);
     for (auto& w : wr.warnings) p.warnings.push_back(std::move(w));
+    if (opt.inspect_guest) inspect_paused_guest(p, opt);
 
     DumpResult r;
     r.domid = domid;
@@ -291,6 +334,7 @@ DumpResult run_dump(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt,
     r.file_size = wr.file_size;
     r.kernel_segment = wr.kernel_segment;
     r.dump_level = selection ? selection->level : 0;
+    if (precopy) r.live = precopy->stats();
     r.unreadable_pfns = std::move(wr.unreadable_pfns);
     r.warnings = std::move(p.warnings);
     if (!r.unreadable_pfns.empty()) {
@@ -334,7 +378,16 @@ DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesy
                                const DumpOptions& options) {
     DumpResult r = run_dump(hv, domid, options,
                             [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo,
-                                const kernel::PageSelection* selection) {
+                                const kernel::PageSelection* selection, dump::Precopy* precopy) {
+        if (precopy) {
+            const bool pv = spec.type == GuestType::pv;
+            const uint64_t shared_info_frame = pv ? hv.domain_info(domid).value_or(DomainInfo{}).shared_info_frame : 0;
+            const writer::LiveRounds rounds = [&](writer::SlotRewriter& slots) {
+                return precopy->run(slots, src, spec.vcpus, pv, shared_info_frame, wo.on_warning);
+            };
+            precopy->pass_begins();
+            return writer::write_dump_file_live(path, spec, src, wo, rounds);
+        }
         if (selection) return kdump::write_kdump_selection(path, spec, src, *selection, {options.compression, wo});
         if (options.kdump) return write_kdump_file(path, spec, src, {options.compression, wo});
         return write_dump_file(path, spec, src, wo);
@@ -343,17 +396,50 @@ DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesy
     return r;
 }
 
+DumpResult dump_domain_to_object(Hypervisor& hv, uint32_t domid, s3::Client& client, const s3::Url& url,
+                                 const DumpOptions& options, const s3::UploadOptions& upload) {
+    if (options.kdump || options.dump_level)
+        throw Error("a compact (kdump) dump is not streamed to object storage yet: write it to a file", url.str());
+    if (options.precopy.on)
+        throw Error("a consistent live dump is written to a file: its pages are rewritten in place after the "
+                    "first pass (use --live=inconsistent for object storage)", url.str());
+    try {
+        // Before the pause: a store that refuses the upload costs the guest nothing.
+        store::MultipartOutput out(client, url, upload);
+        DumpResult r = run_dump(hv, domid, options,
+                                [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo,
+                                    const kernel::PageSelection*, dump::Precopy*) {
+                                    return writer::write_v1(-1, true, url.str(), spec, src, wo, {}, nullptr, nullptr,
+                                                            &out);
+                                });
+        r.path = url.str();
+        return r;
+    } catch (const Error& e) {
+        throw e.with_object(url.str());
+    }
+}
+
 DumpResult dump_domain_to_fd(Hypervisor& hv, uint32_t domid, int fd, bool seekable,
                              const DumpOptions& options) {
     if (options.kdump)
         throw Error("a compact (kdump) dump is written to a file: its headers are written last, at the front");
+    if (options.precopy.on)
+        throw Error("a consistent live dump is written to a file: its pages are rewritten in place after the "
+                    "first pass (use --live=inconsistent for a pipe)");
     return run_dump(hv, domid, options,
-                    [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo, const kernel::PageSelection*) {
+                    [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo, const kernel::PageSelection*,
+                        dump::Precopy*) {
                         return write_dump(fd, seekable, spec, src, wo);
                     });
 }
 
-kernel::DumpLevelEstimate estimate_domain_levels(Hypervisor& hv, uint32_t domid, const DumpOptions& options) {
+kernel::DumpLevelEstimate estimate_domain_levels(Hypervisor& hv, uint32_t domid, const DumpOptions& options_in) {
+    // An estimate writes no pages to keep consistent: a live one just does not pause.
+    DumpOptions options = options_in;
+    if (options.precopy.on) {
+        options.precopy.on = false;
+        options.live = true;
+    }
     PreparedDomain prepared(hv, domid, options);
     const auto live = live_level_input(prepared.get(), options);
     return kernel::estimate_dump_levels(live->input, options.dump_level);

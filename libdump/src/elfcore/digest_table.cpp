@@ -41,6 +41,21 @@ void DigestTable::add(std::span<const XXH128_canonical_t> digests) {
     }
 }
 
+void DigestTable::replace(uint64_t index, const XXH128_canonical_t& digest, io::Sink& out) {
+    if (index >= size()) throw Error("internal error: digest " + std::to_string(index) + " replaced before it was added", name_);
+    if (index >= flushed_) {
+        buf_[static_cast<size_t>(index - flushed_)] = digest;
+        return;
+    }
+    const auto bytes = std::as_bytes(std::span(&digest, 1));
+    if (place_) {
+        if (place_ != &out) throw Error("internal error: digest table replaced through another output", name_);
+        place_->rewrite_ahead(offset_ + index * kDigest, bytes);
+    } else {
+        spill_->write(index * kDigest, bytes.data(), bytes.size());
+    }
+}
+
 void DigestTable::flush() {
     const auto bytes = std::as_bytes(std::span(buf_));
     if (place_) {

@@ -44,6 +44,10 @@ public:
     void add(std::span<const XXH128_canonical_t> digests);
 
     uint64_t size() const noexcept { return flushed_ + buf_.size(); }
+    // Digest `index` (added already) replaced: in memory, or in its place
+    // in `out` when its window was placed there, in the spill file when it
+    // went there (before write_to).
+    void replace(uint64_t index, const XXH128_canonical_t& digest, io::Sink& out);
     // Bytes held in memory for the digests: at most one window's.
     size_t resident_bytes() const noexcept { return buf_.capacity() * sizeof(XXH128_canonical_t); }
     bool spilled() const noexcept { return static_cast<bool>(spill_); }

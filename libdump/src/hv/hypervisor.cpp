@@ -1,6 +1,7 @@
 // The backend-independent parts of the hypervisor interface.
 #include "xendump/hypervisor.hpp"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -37,6 +38,37 @@ std::unique_ptr<Hypervisor> open_hypervisor(std::string_view host) {
         return open_sim_backend(dir);
     }
     throw Error("unknown host \"" + spec + "\" (expected \"xen\" or \"sim:DIR\")");
+}
+
+void Hypervisor::enable_logdirty(uint32_t domid) {
+    throw Error("log-dirty mode is not supported by the " + describe() + " backend", "domain " + std::to_string(domid),
+                std::nullopt, EOPNOTSUPP);
+}
+
+uint64_t Hypervisor::read_dirty(uint32_t domid, DirtyRead, std::span<uint64_t>, uint64_t) {
+    throw Error("log-dirty mode is not supported by the " + describe() + " backend", "domain " + std::to_string(domid),
+                std::nullopt, EOPNOTSUPP);
+}
+
+void Hypervisor::disable_logdirty(uint32_t) {}
+
+LogDirtyGuard::LogDirtyGuard(Hypervisor& hv, uint32_t domid) : hv_(hv), domid_(domid) {
+    hv_.enable_logdirty(domid_);
+    on_ = true;
+}
+
+LogDirtyGuard::~LogDirtyGuard() {
+    try {
+        release();
+    } catch (...) {
+        // The domain may be gone: Xen dropped its log-dirty state with it.
+    }
+}
+
+void LogDirtyGuard::release() {
+    if (!on_) return;
+    on_ = false;
+    hv_.disable_logdirty(domid_);
 }
 
 PausedDomain::PausedDomain(Hypervisor& hv, uint32_t domid) : hv_(hv), domid_(domid) {

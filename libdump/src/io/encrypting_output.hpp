@@ -21,6 +21,16 @@
 // Rewriting bytes outside a reserved or held range, or in a chunk already
 // sealed, is an internal Error: with encryption an encoder's placeholders
 // must be declared.
+//
+// Sealing (ChaCha20-Poly1305 over every byte) costs as much as the rest of
+// a v1 dump's writing, so with `threads` > 1 the chunks are sealed on a
+// pool of that many threads (the caller's helps when it would wait): each
+// chunk is copied into one of kSealSlotsPerThread * `threads` slots (runs
+// of consecutive chunks share a job: one wake-up, one write), and what is
+// sealed is written in the order it was given, on the caller's thread.
+// Which chunks are sealed, their bytes, where they go and in which order do
+// not depend on the number of threads (runs of them are written at once);
+// memory grows by the slots (128 KiB each, plain and sealed), not with the file.
 #pragma once
 
 #include <cstddef>
@@ -41,7 +51,8 @@ public:
     // Writes ciphertext at a file offset; for an output that cannot seek the
     // offsets follow each other (the head, then chunk 0, 1, …).
     using Emit = std::function<void(uint64_t offset, std::span<const uint8_t> bytes)>;
-    EncryptingOutput(std::span<const age::Recipient> recipients, Emit emit, std::string name);
+    // `threads`: how many threads seal (1: the caller's only; clamped to kMaxWriteThreads).
+    EncryptingOutput(std::span<const age::Recipient> recipients, Emit emit, std::string name, unsigned threads = 1);
     ~EncryptingOutput();
     EncryptingOutput(const EncryptingOutput&) = delete;
     EncryptingOutput& operator=(const EncryptingOutput&) = delete;
@@ -66,6 +77,11 @@ public:
     // Chunks held in memory now, and the most at once (memory: 64 KiB each).
     size_t pending_chunks() const noexcept { return pending_.size(); }
     size_t peak_pending_chunks() const noexcept { return peak_; }
+    // Chunks being sealed or waiting to be written, at most (0: sealed on the caller's thread).
+    size_t seal_slots() const noexcept;
+    static constexpr size_t kSealSlotsPerThread = 8;
+
+    class SealPool;
 
 private:
     struct Pending {
@@ -91,6 +107,7 @@ private:
     uint64_t extent_ = 0;  // the end of the furthest byte put or reserved
     size_t peak_ = 0;
     bool finished_ = false;
+    std::unique_ptr<SealPool> pool_;  // threads > 1
 };
 
 }  // namespace xendump::io

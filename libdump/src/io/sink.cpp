@@ -12,6 +12,7 @@
 
 #include "age/age.hpp"
 #include "io/encrypting_output.hpp"
+#include "io/object_output.hpp"
 #include "util/util.hpp"
 #include "xendump/error.hpp"
 #include "xendump/writer.hpp"
@@ -27,7 +28,8 @@ const std::byte* zero_block() {
 }
 }  // namespace
 
-Sink::Sink(int fd, bool seekable, bool sparse, std::string name, std::span<const age::Recipient> recipients)
+Sink::Sink(int fd, bool seekable, bool sparse, std::string name, std::span<const age::Recipient> recipients,
+           unsigned seal_threads)
     : fd_(fd), seekable_(seekable), name_(std::move(name)) {
     if (!recipients.empty()) {
         sparse = false;
@@ -38,13 +40,20 @@ Sink::Sink(int fd, bool seekable, bool sparse, std::string name, std::span<const
                 make_room(bytes.size());
                 emit(at, std::span<const iovec>(&v, 1), false);
             },
-            name_);
+            name_, seal_threads);
     }
     init(sparse);
     if (enc_) enc_->begin();
 }
 
+Sink::Sink(ObjectOutput& object, std::string name) : fd_(-1), seekable_(true), name_(std::move(name)), obj_(&object) {}
+
 Sink::~Sink() = default;
+
+void Sink::cancel_on(const std::atomic<bool>* flag) {
+    cancel_ = flag;
+    if (obj_) obj_->cancel_on(flag);
+}
 
 uint64_t Sink::disk_pos() const noexcept { return enc_ ? enc_->file_offset(pos_) : pos_; }
 
@@ -121,9 +130,18 @@ void Sink::write_at(uint64_t offset, std::span<const std::byte> data) {
         enc_->rewrite(offset, data);
         return;
     }
+    if (obj_) return obj_->rewrite(offset, data);
     make_room(data.size());  // what was a hole takes blocks now
     const size_t done = util::pwrite_full(fd_, data.data(), data.size(), offset);
     if (done < data.size()) throw_errno("cannot rewrite the head of the file", name_, offset + done);
+}
+
+void Sink::rewrite_ahead(uint64_t offset, std::span<const std::byte> data) {
+    if (!seekable_ || enc_) throw Error("internal error: rewriting bytes ahead of an encrypted or streamed output", name_, offset);
+    if (offset < ahead_begin_ || offset > ahead_end_ || data.size() > ahead_end_ - offset)
+        throw Error("internal error: rewriting bytes not written ahead", name_, offset);
+    const size_t done = util::pwrite_full(fd_, data.data(), data.size(), offset);
+    if (done < data.size()) throw_errno("write failed", name_, offset + done);
 }
 
 void Sink::write_ahead(uint64_t offset, std::span<const std::byte> data) {
@@ -135,6 +153,8 @@ void Sink::write_ahead(uint64_t offset, std::span<const std::byte> data) {
         throw Error("internal error: writes ahead out of order", name_, offset);
     if (enc_) {
         enc_->put(offset, data.data(), data.size());
+    } else if (obj_) {
+        obj_->ahead(offset, data);
     } else {
         make_room(data.size());
         const size_t done = util::pwrite_full(fd_, data.data(), data.size(), offset);
@@ -148,6 +168,7 @@ void Sink::skip_written(uint64_t n) {
     if (n == 0) return;
     if (pos_ != ahead_begin_ || n > ahead_end_ - ahead_begin_)
         throw Error("internal error: skipping bytes not written ahead", name_, pos_);
+    if (obj_) obj_->skip(pos_, n);
     pos_ += n;
     ahead_begin_ = pos_;
     write_behind();
@@ -164,6 +185,12 @@ void Sink::writev(std::span<const iovec> iov) {
     if (enc_) {
         for (const iovec& v : iov) {
             enc_->put(pos_, static_cast<const std::byte*>(v.iov_base), v.iov_len);
+            pos_ += v.iov_len;
+        }
+        write_behind();
+    } else if (obj_) {
+        for (const iovec& v : iov) {
+            obj_->put(pos_, static_cast<const std::byte*>(v.iov_base), v.iov_len);
             pos_ += v.iov_len;
         }
         write_behind();
@@ -248,6 +275,10 @@ void Sink::write_behind() {
 }
 
 void Sink::reserve(uint64_t n) {
+    if (obj_) {
+        obj_->hold(pos_, n);
+        return zeros(n);
+    }
     if (!enc_) return zeros(n);
     enc_->reserve(pos_, n);
     pos_ += n;
@@ -256,9 +287,16 @@ void Sink::reserve(uint64_t n) {
 
 void Sink::hold(uint64_t offset, uint64_t n) {
     if (enc_) enc_->hold(offset, n);
+    if (obj_) obj_->hold(offset, n);
 }
 
 void Sink::zeros(uint64_t n) {
+    if (obj_) {
+        obj_->put(pos_, nullptr, n);
+        pos_ += n;
+        write_behind();
+        return;
+    }
     if (enc_) {
         enc_->put(pos_, nullptr, n);
         pos_ += n;
@@ -278,7 +316,7 @@ void Sink::zeros(uint64_t n) {
 }
 
 bool Sink::copy_from(int src_fd, uint64_t src_off, uint64_t n) {
-    if (!seekable_ || enc_) return false;  // encrypted: the caller writes, through the chunks
+    if (!seekable_ || enc_ || obj_) return false;  // encrypted: the caller writes, through the chunks
     make_room(n);
     uint64_t done = 0;
     while (done < n) {
@@ -302,6 +340,7 @@ bool Sink::copy_from(int src_fd, uint64_t src_off, uint64_t n) {
 }
 
 void Sink::finish() {
+    if (obj_) return obj_->finish(pos_);
     if (enc_) {
         enc_->finish(pos_);
         return;

@@ -25,6 +25,7 @@ class Recipient;
 namespace xendump::io {
 
 class EncryptingOutput;
+class ObjectOutput;
 
 class Sink {
 public:
@@ -32,8 +33,13 @@ public:
     // used only when `sparse` and the fd is a regular file (which is then
     // truncated to 0 first so that skipped ranges read as zeros).
     // With `recipients`, the output is encrypted to them (`sparse` then has
-    // no effect: an age file has no holes).
-    Sink(int fd, bool seekable, bool sparse, std::string name, std::span<const age::Recipient> recipients = {});
+    // no effect: an age file has no holes), its chunks sealed on
+    // `seal_threads` threads (EncryptingOutput; the same bytes whatever the number).
+    Sink(int fd, bool seekable, bool sparse, std::string name, std::span<const age::Recipient> recipients = {},
+         unsigned seal_threads = 1);
+    // Into an object (io/object_output.hpp), positional: what a file
+    // takes, without holes, copy_from() or write-behind.
+    Sink(ObjectOutput& object, std::string name);
     ~Sink();
     Sink(const Sink&) = delete;
     Sink& operator=(const Sink&) = delete;
@@ -63,6 +69,9 @@ public:
     // digests, a window at a time) goes there at once instead of being held.
     // The stream later passes over them with skip_written().
     void write_ahead(uint64_t offset, std::span<const std::byte> data);
+    // Rewrites bytes that write_ahead() wrote (a plaintext output: Error
+    // otherwise): a live dump's chunk digests re-done after its rounds.
+    void rewrite_ahead(uint64_t offset, std::span<const std::byte> data);
     // The next `n` bytes were written by write_ahead(): the position moves
     // past them without writing.
     void skip_written(uint64_t n);
@@ -84,7 +93,7 @@ public:
     // A write blocked on a stalled reader (a pipe nobody drains) and
     // interrupted by a signal throws Error("cancelled") when `flag` is set,
     // instead of waiting again: a cancel must not wait for the reader.
-    void cancel_on(const std::atomic<bool>* flag) { cancel_ = flag; }
+    void cancel_on(const std::atomic<bool>* flag);
 
     // The room the file may take on disk (WriteOptions::room, a regular
     // file only): asked now, and again before a write whose bytes could take
@@ -131,6 +140,7 @@ private:
     bool room_asked_ = false;
     std::string name_;
     std::unique_ptr<EncryptingOutput> enc_;
+    ObjectOutput* obj_ = nullptr;
     uint64_t stream_end_ = 0;  // an encrypted stream: the ciphertext written
 };
 

@@ -49,7 +49,7 @@ WriteResult write_kdump_to(int fd, const std::string& name, const DumpSpec& spec
     kdump::KdumpEncoder encoder(spec, stored.pages, stored.present, options.compression, wo.digests,
                                 stored.dump_level, source, name);
     const std::vector<age::Recipient> recipients = age::parse_recipient_list(wo.recipients);
-    io::Sink sink(fd, true, wo.sparse, name, recipients);
+    io::Sink sink(fd, true, wo.sparse, name, recipients, wo.threads);
     sink.cancel_on(wo.cancel);
     std::optional<pipeline::KernelObserver> kernel;
     pipeline::Stages stages{source, stored.select, {}, encoder};

@@ -5,13 +5,19 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <ctime>
 
 #include "xendump/fd.hpp"
+#include "xendump/reader.hpp"
 #include "pipeline/zero_copy_source.hpp"
+
+namespace xendump::reader {
+class DumpFile;
+}
 
 namespace xendump::legacy {
 
@@ -40,14 +46,22 @@ protected:
 
 // Over a regular file, opened read-only (the source is never modified).
 // Anything else (a FIFO, a device, a socket) is refused without blocking.
+// An age-encrypted file (xen-dump-core(5) "Encrypted dumps") reads as its
+// plaintext, decrypted with `open`'s identities a 64 KiB chunk at a time as
+// DumpReader reads one (reader/dump_file.hpp; an Error says it is
+// encrypted when there is none): size() is the plaintext's, there are no
+// holes and no file ranges. `open` is used in the constructor only.
 class FileByteSource : public ByteSource {
 public:
-    explicit FileByteSource(std::string path);
+    explicit FileByteSource(std::string path, const OpenOptions& open = {});
+    ~FileByteSource() override;
     uint64_t size() const override { return size_; }
     // Modification time when it was opened (the source's identity).
     const timespec& mtime() const { return mtime_; }
     const std::string& name() const override { return path_; }
+    bool encrypted() const noexcept { return age_ != nullptr; }
     std::optional<FileRange> file_range(uint64_t offset) const override {
+        if (age_) return std::nullopt;
         return FileRange{fd_.get(), offset};
     }
     // SEEK_DATA and SEEK_HOLE (everything is data where they fail).
@@ -61,6 +75,7 @@ private:
     UniqueFd fd_;
     uint64_t size_ = 0;
     timespec mtime_{};
+    std::unique_ptr<reader::DumpFile> age_;  // the plaintext of an encrypted file
 };
 
 // Over bytes in memory (fuzzing, unit tests). Does not own them.

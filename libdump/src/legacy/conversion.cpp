@@ -36,8 +36,10 @@ std::string_view to_string(InputFormat f) {
     return "unknown";
 }
 
-InputFormat sniff_format(const fs::path& path) {
-    FileByteSource src(path.string());
+InputFormat sniff_format(const fs::path& path) { return sniff_format(path, OpenOptions{}); }
+
+InputFormat sniff_format(const fs::path& path, const OpenOptions& open) {
+    FileByteSource src(path.string(), open);
     std::byte head[sizeof(Elf64_Ehdr)]{};
     size_t n = static_cast<size_t>(std::min<uint64_t>(src.size(), sizeof head));
     src.read(0, std::span(head, n), "file header");
@@ -151,7 +153,7 @@ void write_converted(const fs::path& input, const SourceIdentity& id, const fs::
     wo.guest_kernel = true;
     if (const auto& check = opt.write.check_before_publish)
         wo.check_before_publish = [&](const fs::path& unpublished, const VerifyOptions& verify) {
-            if (auto changed = identify_source(input).difference_from(id); !changed.empty())
+            if (auto changed = identify_source(input, opt.open).difference_from(id); !changed.empty())
                 throw Error("the source changed while it was converted (" + changed + "): output not published",
                             input.string());
             check(unpublished, verify);
@@ -171,11 +173,11 @@ void write_converted(const fs::path& input, const SourceIdentity& id, const fs::
 // DOMID, TIME, REASON, KERNEL...), with the source named as for any
 // conversion.
 Plan v1_to_kdump(const fs::path& input, const fs::path* output, const ConvertOptions& opt) {
-    DumpReader reader = DumpReader::open(input);
+    DumpReader reader = DumpReader::open(input, opt.open);
     Plan plan{InputFormat::v1, "v1", reader.nr_pages(), false};
     if (!output) return plan;
     auto pages = reader.page_source();
-    const SourceIdentity id = identify_source(input);
+    const SourceIdentity id = identify_source(input, opt.open);
     DumpSpec spec;
     spec.type = reader.type();
     spec.guest_width = reader.guest_width();
@@ -194,7 +196,7 @@ Plan v1_to_kdump(const fs::path& input, const fs::path* output, const ConvertOpt
 
 // The legacy path: parse, decide, and (when `output`) write.
 Plan legacy(const fs::path& input, const fs::path* output, const ConvertOptions& opt) {
-    FileByteSource src(input.string());
+    FileByteSource src(input.string(), opt.open);
     XcCoreFile file = parse_xc_core(src);
     LegacyLayout layout = decide_layout(src, file, {opt.system_map, opt.allow_inferred});
     Plan plan{InputFormat::xc_core, layout.layout, layout.entries.size(), layout.inferred};
@@ -221,14 +223,14 @@ Plan xen_elf(const fs::path& input, const fs::path* output, const ConvertOptions
     // The reader drops the table's trailing ~0 entries and does not load the
     // table: planning (no output) costs no memory per page, and neither does
     // the writer (it reads the table a window at a time).
-    DumpReader reader = DumpReader::open(input);
+    DumpReader reader = DumpReader::open(input, opt.open);
     bool pv = reader.type() == format::GuestType::pv;
     std::string layout = std::string(pv ? "pfn-table" : "pfn-array") + ";decided-by=" + (pv ? ".xen_p2m" : ".xen_pfn");
     Plan plan{InputFormat::xen_elf, layout, reader.nr_pages(), false};
     if (!output) return plan;
     TrimmedSource pages(reader.page_source());
 
-    const SourceIdentity id = identify_source(input);
+    const SourceIdentity id = identify_source(input, opt.open);
     DumpSpec spec;
     spec.type = reader.type();
     spec.guest_width = reader.guest_width();
@@ -244,7 +246,7 @@ Plan xen_elf(const fs::path& input, const fs::path* output, const ConvertOptions
 }
 
 Plan run(const fs::path& input, const fs::path* output, const ConvertOptions& opt) {
-    switch (sniff_format(input)) {
+    switch (sniff_format(input, opt.open)) {
     case InputFormat::xc_core: return legacy(input, output, opt);
     case InputFormat::xen_elf: return xen_elf(input, output, opt);
     case InputFormat::v1:

@@ -180,4 +180,8 @@ SourceIdentity identify_source(const std::filesystem::path& path) {
     return legacy::identify_source(legacy::FileByteSource(path.string()));
 }
 
+SourceIdentity identify_source(const std::filesystem::path& path, const OpenOptions& open) {
+    return legacy::identify_source(legacy::FileByteSource(path.string(), open));
+}
+
 }  // namespace xendump

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <iterator>
 
 #include "age/age.hpp"
 #include "reader/checked.hpp"
@@ -44,6 +45,17 @@ DumpFile::DumpFile(std::string path, const Identities& get_identities) : path_(s
     size_ = age_->size();
 }
 
+DumpFile::Identities DumpFile::identities_of(const OpenOptions& options) {
+    return [&options] {
+        std::vector<age::Identity> out;
+        for (const auto& f : options.identity_files) {
+            auto ids = age::read_identities_file(f, options.allow_insecure_identity);
+            std::move(ids.begin(), ids.end(), std::back_inserter(out));
+        }
+        return out;
+    };
+}
+
 bool starts_as_age(int fd, uint64_t size) {
     char head[kAgeFirstLine.size()];
     if (size < sizeof head) return false;
@@ -58,7 +70,6 @@ std::optional<EncryptionInfo> DumpFile::encryption() const {
     out.header_size = age_->header_size();
     out.chunks = age_->chunks();
     out.file_size = age_->chunk_offset(age_->chunks() - 1) + (age_->size() - (age_->chunks() - 1) * age::kChunkSize) + age::kTagSize;
-    std::lock_guard lock(age_mutex_);
     out.chunks_decrypted = age_->chunks_decrypted();
     return out;
 }
@@ -91,7 +102,6 @@ void DumpFile::read_exact(uint64_t offset, std::span<std::byte> out, const std::
     if (age_) {
         // Decrypted chunk by chunk; a chunk that does not authenticate throws
         // naming it and its offset in the file, before any of it is copied.
-        std::lock_guard lock(age_mutex_);
         const size_t got = age_->read(offset, std::span(reinterpret_cast<uint8_t*>(out.data()), out.size()));
         if (got < out.size()) throw Error(structure + ": the plaintext ends early", path_, offset + got);
         return;

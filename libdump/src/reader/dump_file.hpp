@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -37,6 +36,11 @@ public:
     // The identities to decrypt with, asked for only when the file is
     // encrypted (a plain file needs no key file, nor that it be readable).
     using Identities = std::function<std::vector<age::Identity>()>;
+    // The identities of `options`' files, read when asked for (each file as
+    // age -i reads it; one that group or others may read is refused unless
+    // allow_insecure_identity): for every reader of an input (DumpReader,
+    // the converter's inputs). `options` must outlive the result.
+    static Identities identities_of(const OpenOptions& options);
     // An encrypted file is decrypted with the first identity that matches;
     // without identities it is refused (Error saying it is encrypted).
     explicit DumpFile(std::string path, const Identities& identities = {});
@@ -67,10 +71,10 @@ private:
     std::string path_;
     int fd_ = -1;
     uint64_t size_ = 0;
-    // Encrypted: the decryptor and its lock (its chunk cache is shared by
-    // every reader of this file, verify's two hashing threads included).
+    // Encrypted: the decryptor, read from several threads at once (verify's
+    // two hashing threads): its chunk cache has its own lock, held only to
+    // look a chunk up or keep it, never while one is decrypted.
     std::unique_ptr<age::Decryptor> age_;
-    mutable std::mutex age_mutex_;
 };
 
 }  // namespace xendump::reader

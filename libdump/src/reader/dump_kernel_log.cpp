@@ -36,6 +36,16 @@ kernel::DumpLevelInput dump_level_input(const DumpReader& reader, const kernel::
     return in;
 }
 
+GuestView guest_view(const DumpReader& reader) {
+    GuestView g;
+    g.type = reader.type();
+    g.guest_width = reader.guest_width();
+    g.vcpus = reader.vcpus();
+    g.pages = dump_page_reader(reader);
+    g.frame_to_pfn = dump_frame_to_pfn(reader);
+    return g;
+}
+
 kernel::PageReader dump_page_reader(const DumpReader& reader) {
     return [&reader](uint64_t pfn, kernel::PageSpan out) { return reader.read_page_by_pfn(pfn, out); };
 }
@@ -62,8 +72,13 @@ std::optional<kernel::Vmcoreinfo> dump_vmcoreinfo(const DumpReader& reader, bool
 
 kernel::PrintkLog read_dump_log(const DumpReader& reader, const kernel::Vmcoreinfo& info) {
     if (reader.guest_width() != 8) throw Error("a 32-bit guest: only x86_64 guest kernels are read");
-    kernel::PhysicalMemory physical(dump_page_reader(reader));
-    kernel::KernelVirtualMemory memory(physical, kernel::KernelPaging::from_vmcoreinfo(info), dump_frame_to_pfn(reader));
+    return read_guest_log(guest_view(reader), info);
+}
+
+kernel::PrintkLog read_guest_log(const GuestView& guest, const kernel::Vmcoreinfo& info) {
+    if (guest.guest_width != 8) throw Error("a 32-bit guest: only x86_64 guest kernels are read");
+    kernel::PhysicalMemory physical(guest.pages);
+    kernel::KernelVirtualMemory memory(physical, kernel::KernelPaging::from_vmcoreinfo(info), guest.frame_to_pfn);
     return kernel::read_printk_log(
         info, [&memory](uint64_t vaddr, std::span<std::byte> out) { return memory.read(vaddr, out); });
 }
@@ -102,19 +117,25 @@ std::optional<uint32_t> panic_cpu(const kernel::PrintkLog& log) {
 DumpBacktraces dump_backtraces(const DumpReader& reader, const kernel::Vmcoreinfo* info,
                                const kernel::Kallsyms& kallsyms, std::string_view release,
                                const kernel::PrintkLog* log, const kernel::BacktraceLimits& limits) {
+    return guest_backtraces(guest_view(reader), info, kallsyms, release, log, limits);
+}
+
+DumpBacktraces guest_backtraces(const GuestView& guest, const kernel::Vmcoreinfo* info,
+                                const kernel::Kallsyms& kallsyms, std::string_view release,
+                                const kernel::PrintkLog* log, const kernel::BacktraceLimits& limits) {
     DumpBacktraces out;
     const auto orc = kernel::OrcTable::locate(kallsyms.table, kernel::orc_version_for_release(release));
     out.orc = orc.has_value();
     if (log) out.panic_vcpu = panic_cpu(*log);
     // A guest of one vcpu that reported a crash reported it there.
-    if (log && !out.panic_vcpu && kernel::first_crash_line(*log) && reader.vcpus().size() == 1)
-        out.panic_vcpu = reader.vcpus().front().id;
-    kernel::PhysicalMemory physical(dump_page_reader(reader));
-    const kernel::FrameToPfn frames = dump_frame_to_pfn(reader);
-    for (const auto& v : reader.vcpus()) {
+    if (log && !out.panic_vcpu && kernel::first_crash_line(*log) && guest.vcpus.size() == 1)
+        out.panic_vcpu = guest.vcpus.front().id;
+    kernel::PhysicalMemory physical(guest.pages);
+    const kernel::FrameToPfn& frames = guest.frame_to_pfn;
+    for (const auto& v : guest.vcpus) {
         VcpuBacktrace b;
         b.vcpu = v.id;
-        if (reader.guest_width() != 8 || v.bytes.size() < kernel::XenVcpuContextX86_64::kSize) {
+        if (guest.guest_width != 8 || v.bytes.size() < kernel::XenVcpuContextX86_64::kSize) {
             b.error = "not a 64-bit vcpu context: only x86_64 guests are unwound";
             out.vcpus.push_back(std::move(b));
             continue;
@@ -133,7 +154,7 @@ DumpBacktraces dump_backtraces(const DumpReader& reader, const kernel::Vmcoreinf
         const kernel::KernelUnwinder unwinder(
             kallsyms.table, [&memory](uint64_t vaddr, std::span<std::byte> bytes) { return memory.read(vaddr, bytes); },
             orc);
-        b.trace = unwinder.unwind(kernel::unwind_start(ctx, reader.type()), limits);
+        b.trace = unwinder.unwind(kernel::unwind_start(ctx, guest.type), limits);
         out.vcpus.push_back(std::move(b));
     }
     return out;

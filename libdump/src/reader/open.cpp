@@ -465,15 +465,7 @@ DumpReader DumpReader::open(const std::filesystem::path& path, const OpenOptions
     auto impl = std::make_unique<Impl>();
     impl->path = path;
     // The identity files are read only for an encrypted dump.
-    auto identities = [&options] {
-        std::vector<age::Identity> out;
-        for (const auto& f : options.identity_files) {
-            auto ids = age::read_identities_file(f, options.allow_insecure_identity);
-            std::move(ids.begin(), ids.end(), std::back_inserter(out));
-        }
-        return out;
-    };
-    impl->file = std::make_shared<DumpFile>(path.string(), identities);
+    impl->file = std::make_shared<DumpFile>(path.string(), DumpFile::identities_of(options));
     if (kdump::KdumpFile::has_signature(*impl->file) || kdump::KdumpFile::signature_near_miss(*impl->file)) {
         Loader(*impl).load_kdump();
         return DumpReader(std::move(impl));

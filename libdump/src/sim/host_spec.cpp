@@ -83,7 +83,7 @@ DomainSpec parse_domain(const Ctx& top, const json& j, const fs::path& base_dir)
     c.where = "domains[]";
     check_keys(c, j, "domain", {"domid", "name", "uuid", "type", "guest_width", "vcpus", "p2m_size",
                                 "p2m_format", "extents", "p2m_pages_at", "memory", "zero_ranges", "state",
-                                "p2m_overrides", "shared_info_overrides", "map_cost"});
+                                "p2m_overrides", "shared_info_overrides", "map_cost", "passthrough", "dying", "writer"});
     DomainSpec d;
     if (!j.contains("domid")) c.fail("a domain has no \"domid\"");
     uint64_t domid = get_u64(c, j["domid"], "domid");
@@ -240,6 +240,32 @@ DomainSpec parse_domain(const Ctx& top, const json& j, const fs::path& base_dir)
         if (m.contains("per_call_us")) d.per_call_us = get_u64(c, m["per_call_us"], "map_cost.per_call_us");
         if (m.contains("per_page_ns")) d.per_page_ns = get_u64(c, m["per_page_ns"], "map_cost.per_page_ns");
     }
+    auto get_bool = [&](const char* key) {
+        if (!j.contains(key)) return false;
+        if (!j[key].is_boolean()) c.fail(std::string(key) + ": expected true or false, got " + j[key].dump());
+        return j[key].get<bool>();
+    };
+    d.passthrough = get_bool("passthrough");
+    d.dying = get_bool("dying");
+    if (j.contains("writer")) {
+        const json& w = j["writer"];
+        check_keys(c, w, "writer", {"rate", "pattern", "first_pfn", "pages", "seed"});
+        if (w.contains("rate")) d.writer.rate = get_u64(c, w["rate"], "writer.rate");
+        if (w.contains("pattern")) {
+            const std::string name = get_string(c, w["pattern"], "writer.pattern");
+            auto p = writer_pattern_from_name(name);
+            if (!p) c.fail("writer.pattern \"" + name + "\": expected \"sequential\", \"random\" or \"hot\"");
+            d.writer.pattern = *p;
+        }
+        if (w.contains("first_pfn")) d.writer.first_pfn = get_u64(c, w["first_pfn"], "writer.first_pfn");
+        if (d.writer.first_pfn >= d.p2m_size)
+            c.fail("writer.first_pfn " + std::to_string(d.writer.first_pfn) + " is not below p2m_size " +
+                   std::to_string(d.p2m_size));
+        d.writer.pages = w.contains("pages") ? get_u64(c, w["pages"], "writer.pages") : d.p2m_size - d.writer.first_pfn;
+        if (d.writer.pages == 0 || d.writer.pages > d.p2m_size - d.writer.first_pfn)
+            c.fail("writer.pages " + std::to_string(d.writer.pages) + ": expected 1 to p2m_size - first_pfn");
+        if (w.contains("seed")) d.writer.seed = get_u64(c, w["seed"], "writer.seed");
+    }
     return d;
 }
 
@@ -299,13 +325,17 @@ std::array<uint8_t, 16> parse_uuid(const std::string& text, const std::string& w
 HostSpec parse_host_spec(const json& spec, const fs::path& base_dir, const std::string& object,
                          uint64_t first_free_mfn) {
     Ctx c{object, {}};
-    check_keys(c, spec, "spec", {"xen_version", "domains"});
+    check_keys(c, spec, "spec", {"xen_version", "shadow_paging", "domains"});
     HostSpec host;
     if (spec.contains("xen_version")) {
         host.xen_version = get_string(c, spec["xen_version"], "xen_version");
         unsigned major = 0, minor = 0;
         if (std::sscanf(host.xen_version.c_str(), "%u.%u", &major, &minor) != 2)
             c.fail("xen_version \"" + host.xen_version + "\": expected MAJOR.MINOR[EXTRA], e.g. \"4.17.0\"");
+    }
+    if (spec.contains("shadow_paging")) {
+        if (!spec["shadow_paging"].is_boolean()) c.fail("shadow_paging: expected true or false");
+        host.shadow_paging = spec["shadow_paging"].get<bool>();
     }
     if (spec.contains("domains")) {
         if (!spec["domains"].is_array()) c.fail("domains: expected an array");
@@ -392,6 +422,14 @@ json domain_spec_to_json(const DomainSpec& d) {
         j["shared_info_overrides"] = s;
     }
     j["map_cost"] = {{"per_call_us", d.per_call_us}, {"per_page_ns", d.per_page_ns}};
+    if (d.passthrough) j["passthrough"] = true;
+    if (d.dying) j["dying"] = true;
+    if (d.writer.rate != 0)
+        j["writer"] = {{"rate", d.writer.rate},
+                       {"pattern", writer_pattern_name(d.writer.pattern)},
+                       {"first_pfn", d.writer.first_pfn},
+                       {"pages", d.writer.pages},
+                       {"seed", d.writer.seed}};
     return j;
 }
 

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/sim_writer.hpp"
 #include "xendump/format.hpp"
 
 namespace xendump::sim {
@@ -67,6 +68,11 @@ struct DomainSpec {
     SharedInfoOverrides shared_info_overrides;
     uint64_t per_call_us = 0;
     uint64_t per_page_ns = 0;
+    // Log-dirty (simulated-host.md "Log-dirty and the writer"): PCI devices
+    // passed through (log-dirty refused), a dying domain, the guest's writer.
+    bool passthrough = false;
+    bool dying = false;
+    WriterSpec writer;
 
     bool is_pv() const { return type == GuestType::pv; }
     uint64_t present_pages() const;
@@ -76,6 +82,9 @@ struct DomainSpec {
 
 struct HostSpec {
     std::string xen_version = "4.17.0";
+    // Built with CONFIG_SHADOW_PAGING: PV guests can be put in log-dirty
+    // mode. Debian 12's Xen 4.17 is built without it (the default).
+    bool shadow_paging = false;
     std::vector<DomainSpec> domains;  // sorted by domid
 };
 

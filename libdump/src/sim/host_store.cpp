@@ -65,6 +65,7 @@ DomainState read_state(const fs::path& path) {
         s.shutdown = j.at("shutdown").get<bool>();
         s.shutdown_reason = static_cast<ShutdownReason>(j.at("shutdown_reason").get<unsigned>());
         s.destroyed = j.at("destroyed").get<bool>();
+        s.logdirty = j.value("logdirty", false);
         for (auto& r : j.at("ballooned")) s.ballooned.push_back({r.at(0).get<uint64_t>(), r.at(1).get<uint64_t>()});
         return s;
     });
@@ -86,6 +87,7 @@ void write_state(const fs::path& path, const DomainState& s) {
     j["shutdown"] = s.shutdown;
     j["shutdown_reason"] = static_cast<unsigned>(s.shutdown_reason);
     j["destroyed"] = s.destroyed;
+    j["logdirty"] = s.logdirty;
     j["ballooned"] = json::array();
     for (auto& r : s.ballooned) j["ballooned"].push_back({r.pfn, r.count});
     replace_file(path, j.dump() + "\n", "the domain state");

@@ -12,6 +12,10 @@
 //                                   order of domain.json "p2m_pfns"
 //   DIR/domains/ID/p2m_pages.bin    u64 per p2m page: the pfn that holds it
 //   DIR/domains/ID/shared_info.page the shared_info frame (not guest memory)
+//   DIR/domains/ID/dirty.bitmap     log-dirty bitmap, a bit per pfn (made when
+//                                   log-dirty is first turned on)
+//   DIR/domains/ID/writer.state     the guest writer's clock and the generation
+//                                   of each page it writes (sim_writer.hpp)
 #pragma once
 
 #include <cstdint>
@@ -39,6 +43,8 @@ struct HostPaths {
     std::filesystem::path overlay(uint32_t domid) const { return domain_dir(domid) / "overlay.pages"; }
     std::filesystem::path p2m_pages(uint32_t domid) const { return domain_dir(domid) / "p2m_pages.bin"; }
     std::filesystem::path shared_info(uint32_t domid) const { return domain_dir(domid) / "shared_info.page"; }
+    std::filesystem::path dirty_bitmap(uint32_t domid) const { return domain_dir(domid) / "dirty.bitmap"; }
+    std::filesystem::path writer_state(uint32_t domid) const { return domain_dir(domid) / "writer.state"; }
 };
 
 // What changes while the host runs.
@@ -47,6 +53,7 @@ struct DomainState {
     bool shutdown = false;
     ShutdownReason shutdown_reason = ShutdownReason::poweroff;
     bool destroyed = false;
+    bool logdirty = false;  // log-dirty mode on (someone holds it)
     std::vector<PfnRange> ballooned;  // sorted, disjoint, merged
 
     bool is_ballooned(uint64_t pfn) const;

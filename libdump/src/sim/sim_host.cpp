@@ -138,7 +138,10 @@ void SimHost::create(const fs::path& dir, const HostSpec& spec) {
             write_domain(paths, b);
         }
         // Written last: a directory without host.json is no host.
-        write_json(paths.host_json(), {{"format", kHostFormat}, {"xen_version", spec.xen_version}, {"domids", domids}});
+        write_json(paths.host_json(), {{"format", kHostFormat},
+                                               {"xen_version", spec.xen_version},
+                                               {"shadow_paging", spec.shadow_paging},
+                                               {"domids", domids}});
     } catch (...) {
         std::error_code ec;
         if (existed) {
@@ -201,7 +204,11 @@ void SimHost::add(const fs::path& dir, const fs::path& spec_file) {
         std::vector<uint32_t> domids = host.domids();
         domids.insert(domids.end(), added.begin(), added.end());
         replace_file(paths.host_json(),
-                     json{{"format", kHostFormat}, {"xen_version", host.xen_version_string()}, {"domids", domids}}.dump(2) +
+                     json{{"format", kHostFormat},
+                          {"xen_version", host.xen_version_string()},
+                          {"shadow_paging", host.shadow_paging()},
+                          {"domids", domids}}
+                             .dump(2) +
                          "\n",
                      "the host description");
     } catch (...) {
@@ -229,7 +236,10 @@ void SimHost::load_domains() const {
         if (j.at("format").get<std::string>() != kHostFormat)
             throw Error("host.json has an unknown format \"" + j.at("format").get<std::string>() + "\"",
                         paths_.dir.string());
-        if (!loaded_) xen_version_ = j.at("xen_version").get<std::string>();  // the constructor's read only
+        if (!loaded_) {  // the constructor's read only
+            xen_version_ = j.at("xen_version").get<std::string>();
+            shadow_paging_ = j.value("shadow_paging", false);
+        }
         ids = j.at("domids").get<std::vector<uint32_t>>();
     } catch (const json::exception& e) {
         throw Error(std::string("corrupt host.json: ") + e.what(), paths_.host_json().string());
@@ -311,7 +321,7 @@ DomainInfo SimHost::info(const SimDomain& d, const DomainState& s) const {
     DomainInfo i;
     const DomainSpec& spec = d.spec();
     i.domid = spec.domid;
-    i.dying = false;
+    i.dying = spec.dying;
     i.shutdown = s.shutdown;
     i.shutdown_reason = s.shutdown_reason;
     i.paused = s.pause_count > 0;
@@ -402,6 +412,96 @@ void SimHost::balloon(uint32_t domid, uint64_t pfn, uint64_t count) {
     });
 }
 
+SimHost::LiveFiles& SimHost::live_files(const SimDomain& d) {
+    std::lock_guard lock(live_mutex_);
+    LiveFiles& f = live_[d.domid()];
+    if (!f.dirty) f.dirty = SharedWords(paths_.dirty_bitmap(d.domid()), (d.spec().p2m_size + 63) / 64);
+    if (!f.writer && d.spec().writer.enabled())
+        f.writer = SharedWords(paths_.writer_state(d.domid()), kWriterHeaderWords + d.spec().writer.pages);
+    return f;
+}
+
+// Xen's refusals (simulated-host.md "Log-dirty and the writer"), in the
+// order Xen meets them: a dying domain, a PV guest without shadow paging,
+// passed-through devices, log-dirty held already.
+void SimHost::enable_logdirty(uint32_t domid) {
+    const SimDomain& d = live(domid);
+    const std::string object = domain_object(domid);
+    if (d.spec().dying) throw Error("log-dirty refused: the domain is dying", object, std::nullopt, EINVAL);
+    if (d.spec().is_pv() && !shadow_paging_)
+        throw Error("log-dirty refused: a PV guest needs shadow paging, which this hypervisor is built without "
+                    "(CONFIG_SHADOW_PAGING)",
+                    object, std::nullopt, EOPNOTSUPP);
+    if (d.spec().passthrough)
+        throw Error("log-dirty refused: the domain has passed-through PCI devices", object, std::nullopt, EINVAL);
+    LiveFiles& f = live_files(d);
+    change_state(domid, nullptr, [&](DomainState& s) {
+        if (s.logdirty)
+            throw Error("log-dirty refused: it is already on (a migration or checkpoint in progress)", object,
+                        std::nullopt, EBUSY);
+        s.logdirty = true;
+        std::fill(f.dirty.data(), f.dirty.data() + f.dirty.size(), 0);
+    });
+}
+
+uint64_t SimHost::read_dirty(uint32_t domid, DirtyRead how, std::span<uint64_t> bitmap, uint64_t pages) {
+    const SimDomain& d = live(domid);
+    LiveFiles& f = live_files(d);
+    const uint64_t words = (pages + 63) / 64;
+    if (bitmap.size() < words) throw Error("dirty bitmap too small", domain_object(domid), std::nullopt, EINVAL);
+    HostLock lock(paths_);
+    if (!state(domid)->logdirty) throw Error("log-dirty is off", domain_object(domid), std::nullopt, EINVAL);
+    uint64_t count = 0;
+    for (uint64_t w = 0; w < words; ++w) {
+        uint64_t bits = w < f.dirty.size() ? f.dirty.data()[w] : 0;
+        if (w == words - 1 && pages % 64) bits &= (uint64_t{1} << (pages % 64)) - 1;
+        bitmap[w] = bits;
+        count += static_cast<uint64_t>(__builtin_popcountll(bits));
+        if (how != DirtyRead::peek && w < f.dirty.size()) f.dirty.data()[w] &= ~bits;
+    }
+    return count;
+}
+
+void SimHost::disable_logdirty(uint32_t domid) {
+    const SimDomain& d = live(domid);
+    LiveFiles& f = live_files(d);
+    change_state(domid, nullptr, [&](DomainState& s) {
+        s.logdirty = false;
+        std::fill(f.dirty.data(), f.dirty.data() + f.dirty.size(), 0);
+    });
+}
+
+std::shared_ptr<const DomainState> SimHost::run_writer(const SimDomain& d, uint64_t mapped) {
+    auto s = state(d.domid());
+    const WriterSpec& w = d.spec().writer;
+    if (!w.enabled() || s->shutdown || s->pause_count > 0 || mapped == 0) return s;
+    LiveFiles& f = live_files(d);
+    uint64_t* clock = f.writer.data();
+    uint64_t* gen = clock + kWriterHeaderWords;
+    const uint64_t budget = clock[1] + mapped * w.rate;
+    const uint64_t writes = budget / 1000;
+    clock[1] = budget % 1000;
+    for (uint64_t n = 0; n < writes; ++n) {
+        const uint64_t k = clock[0]++;
+        const uint64_t i = writer_target(w, k);
+        const uint64_t pfn = w.first_pfn + i;
+        // Only the guest's own memory: not a hole, a ballooned pfn or a page
+        // of its p2m (the writer is a program, not the kernel's p2m code).
+        if (!d.spec().extent_of_pfn(pfn) || s->is_ballooned(pfn) ||
+            (!d.derived().p2m_pfns.empty() && d.holds_p2m_structure(pfn)))
+            continue;
+        gen[i] = k + 1;
+        if (s->logdirty && pfn / 64 < f.dirty.size()) f.dirty.data()[pfn / 64] |= uint64_t{1} << (pfn % 64);
+    }
+    return s;
+}
+
+uint64_t SimHost::written_generation(const SimDomain& d, uint64_t pfn) {
+    const WriterSpec& w = d.spec().writer;
+    if (!w.enabled() || pfn < w.first_pfn || pfn - w.first_pfn >= w.pages) return 0;
+    return live_files(d).writer.data()[kWriterHeaderWords + (pfn - w.first_pfn)];
+}
+
 json SimHost::info_json(uint32_t domid) const {
     const SimDomain& d = live(domid);
     auto s = state(domid);
@@ -420,6 +520,11 @@ json SimHost::info_json(uint32_t domid) const {
         j["p2m_cr3"] = d.derived().shared_info_arch.at("p2m_cr3");
     }
     j["maximum_gpfn"] = d.spec().p2m_size - 1;
+    j["logdirty"] = s->logdirty;
+    if (d.spec().writer.enabled()) {
+        const SharedWords words(paths_.writer_state(domid), kWriterHeaderWords + d.spec().writer.pages);
+        j["writer_writes"] = words.data()[0];
+    }
     return j;
 }
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ public:
 
     const HostPaths& paths() const { return paths_; }
     const std::string& xen_version_string() const { return xen_version_; }
+    bool shadow_paging() const { return shadow_paging_; }
     format::XenVersionDesc xen_version() const;
 
     // Every domain ever created (destroyed ones included), by domid.
@@ -57,6 +59,19 @@ public:
     void unpause(uint32_t domid);
     // The guest gives pfns [pfn, pfn+count) back: ~0 in its p2m pages, mfns no longer its own.
     void balloon(uint32_t domid, uint64_t pfn, uint64_t count);
+
+    // Log-dirty mode (simulated-host.md "Log-dirty and the writer"), as
+    // Hypervisor::enable_logdirty / read_dirty / disable_logdirty.
+    void enable_logdirty(uint32_t domid);
+    uint64_t read_dirty(uint32_t domid, DirtyRead how, std::span<uint64_t> bitmap, uint64_t pages);
+    void disable_logdirty(uint32_t domid);
+    // The guest's writer runs while `mapped` pages are mapped from it (when
+    // it is running): its writes are made, and marked in the dirty bitmap
+    // when log-dirty is on. The caller holds HostLock. Returns the state read.
+    std::shared_ptr<const DomainState> run_writer(const SimDomain& d, uint64_t mapped);
+    // The generation the writer last stamped into `pfn` (0: never written);
+    // the caller holds HostLock.
+    uint64_t written_generation(const SimDomain& d, uint64_t pfn);
 
     // `xen-dump-sim info --json` and `list --json`.
     nlohmann::json info_json(uint32_t domid) const;
@@ -79,6 +94,14 @@ private:
     HostPaths paths_;
     mutable std::mutex domains_mutex_;
     mutable std::string xen_version_;  // set by the constructor only
+    mutable bool shadow_paging_ = false;
+    struct LiveFiles {
+        SharedWords dirty;   // a bit per pfn
+        SharedWords writer;  // kWriterHeaderWords, then a generation per page
+    };
+    LiveFiles& live_files(const SimDomain& d);
+    std::mutex live_mutex_;
+    std::map<uint32_t, LiveFiles> live_;
     mutable bool loaded_ = false;
     mutable uint64_t host_json_ino_ = 0;
     mutable std::map<uint32_t, std::unique_ptr<SimDomain>> domains_;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "hv/backends.hpp"
 #include "sim/map_cost.hpp"
@@ -161,10 +162,21 @@ public:
 
     std::unique_ptr<ForeignMapping> map_foreign(uint32_t domid, std::span<const uint64_t> frames) override {
         const sim::SimDomain& d = host_.live(domid);
-        auto state = host_.state(domid);
         const sim::DomainSpec& spec = d.spec();
+        // A guest with a writer runs while it is mapped (simulated-host.md
+        // "Log-dirty and the writer"): its writes and these reads are one
+        // step of the host, under the host's lock.
+        std::optional<sim::HostLock> lock;
+        if (spec.writer.enabled()) lock.emplace(host_.paths());
+        auto state = lock ? host_.run_writer(d, frames.size()) : host_.state(domid);
         auto mapping = std::make_unique<SimMapping>(pool_, frames.size());
         auto map_pfn = [&](size_t i, uint64_t pfn) {
+            if (lock) {
+                if (const uint64_t generation = host_.written_generation(d, pfn)) {
+                    sim::fill_written_page(pfn, generation, mapping->page_for_write(i));
+                    return;
+                }
+            }
             if (d.reads_as_zero(pfn))
                 mapping->map_zero(i);
             else if (const std::byte* in_place = d.page_in_place(pfn))
@@ -206,6 +218,11 @@ public:
     std::unique_ptr<DomainWatch> watch_domains() override {
         return std::make_unique<SimWatch>(host_.paths().events());
     }
+    void enable_logdirty(uint32_t domid) override { host_.enable_logdirty(domid); }
+    uint64_t read_dirty(uint32_t domid, DirtyRead how, std::span<uint64_t> bitmap, uint64_t pages) override {
+        return host_.read_dirty(domid, how, bitmap, pages);
+    }
+    void disable_logdirty(uint32_t domid) override { host_.disable_logdirty(domid); }
 
 private:
     sim::SimHost host_;

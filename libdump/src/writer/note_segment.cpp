@@ -13,7 +13,7 @@ using elfcore::domain_keys;
 using elfcore::note_header_size;
 using elfcore::vcpu_slots;
 
-NoteSegment note_segment(const DumpSpec& spec, uint64_t n, bool kernel_room) {
+NoteSegment note_segment(const DumpSpec& spec, uint64_t n, bool kernel_room, size_t keys_room) {
     NoteSegment seg;
     NoteBuffer& notes = seg.notes;
     seg.note_xen_size = add_header_notes(notes, spec, n);  // notes 1-4: .note.Xen
@@ -21,7 +21,7 @@ NoteSegment note_segment(const DumpSpec& spec, uint64_t n, bool kernel_room) {
     std::string domain_text = domain.serialize();
     domain_text.push_back('\0');  // C-string readers; the padding adds more NULs
     // Room for late keys: more NULs, which every reader already ignores.
-    if (kernel_room) domain_text.resize(domain_text.size() + kKernelKeysRoom, '\0');
+    domain_text.resize(domain_text.size() + (kernel_room ? kKernelKeysRoom : 0) + keys_room, '\0');
     seg.domain_desc_offset =
         notes.add(format::kNameXenCore, format::kNtXenDomain, std::as_bytes(std::span(domain_text)));
     seg.domain_desc_size = notes.size() - seg.domain_desc_offset;

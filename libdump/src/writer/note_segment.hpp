@@ -22,6 +22,8 @@ struct NoteSegment {
     uint64_t shared_info_desc = 0;                  // .xen_shared_info (when present)
 };
 
-NoteSegment note_segment(const DumpSpec& spec, uint64_t nr_pages, bool kernel_room);
+// `keys_room`: NULs kept after NT_XEN_DOMAIN's text for keys known only
+// after the pass (kKernelKeysRoom with kernel_room, plus this).
+NoteSegment note_segment(const DumpSpec& spec, uint64_t nr_pages, bool kernel_room, size_t keys_room = 0);
 
 }  // namespace xendump::writer

@@ -81,7 +81,8 @@ uint64_t unreadable_area_size(uint64_t nr_pages) {
 
 bool program_headers_at_end(format::GuestType type) { return type == format::GuestType::pv; }
 
-DumpPlan plan_dump(const DumpSpec& spec, const PageSource& source, bool digests, bool kernel_room) {
+DumpPlan plan_dump(const DumpSpec& spec, const PageSource& source, bool digests, bool kernel_room,
+                   size_t keys_room) {
     check_input(spec, source);
     const uint64_t n = source.nr_entries();
     DumpPlan plan;
@@ -91,8 +92,8 @@ DumpPlan plan_dump(const DumpSpec& spec, const PageSource& source, bool digests,
     // consecutive pfns; "Notes": the note segment.
     plan.nr_runs = count_runs(source);
     const uint64_t phnum = 1 + plan.nr_runs;
-    NoteSegment seg = note_segment(spec, n, kernel_room);
-    plan.late_room = kernel_room;
+    NoteSegment seg = note_segment(spec, n, kernel_room, keys_room);
+    plan.late_room = kernel_room || keys_room != 0;
     plan.domain = std::move(seg.domain);
     plan.domain_desc_offset = seg.domain_desc_offset;
     plan.domain_desc_size = seg.domain_desc_size;

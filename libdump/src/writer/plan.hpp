@@ -21,6 +21,8 @@ namespace xendump::writer {
 // kKernelKeysRoom bytes of keys after the NT_XEN_DOMAIN text.
 inline constexpr size_t kMaxVmcoreinfoText = 4096;  // Linux VMCOREINFO_BYTES (one page)
 inline constexpr size_t kKernelKeysRoom = 128;      // "KERNEL=" + 64-byte release + KERNELOFFSET=
+// LIVE=precopy, PAUSE_USEC=, LIVE_ROUNDS=, PAGES_RECOPIED= (20-digit values at most).
+inline constexpr size_t kLiveKeysRoom = 128;
 
 // Offsets of every part of the file, computed before anything is written.
 struct Layout {
@@ -111,7 +113,10 @@ bool program_headers_at_end(format::GuestType type);
 // The entries are read from `source` a window at a time (nr_entries(),
 // read_entries()), a few passes over them: the plan holds the program
 // headers (56 bytes a run of consecutive pfns) and nothing per page.
-DumpPlan plan_dump(const DumpSpec& spec, const PageSource& source, bool digests, bool kernel_room);
+// `keys_room`: room for more late keys in NT_XEN_DOMAIN (a live dump's
+// pre-copy keys, known after the pass); the late keys are then written.
+DumpPlan plan_dump(const DumpSpec& spec, const PageSource& source, bool digests, bool kernel_room,
+                   size_t keys_room = 0);
 
 // Size of the unreadable area reserved for `nr_pages` pages.
 uint64_t unreadable_area_size(uint64_t nr_pages);

@@ -65,11 +65,29 @@ void write_pfn_array(io::Sink& sink, const PageSource& source) {
 }  // namespace
 
 V1Encoder::V1Encoder(const DumpSpec& spec, const PageSource& source, bool digests, bool kernel_room, std::string name,
-                     size_t digest_window)
+                     size_t digest_window, size_t keys_room)
     : source_(source),
-      plan_(plan_dump(spec, source, digests, kernel_room)),
+      plan_(plan_dump(spec, source, digests, kernel_room, keys_room)),
       name_(std::move(name)),
-      chunk_digests_(name_, digest_window) {}
+      chunk_digests_(name_, digest_window),
+      kernel_room_(kernel_room),
+      digests_(digests),
+      keys_room_(keys_room) {}
+
+void V1Encoder::replan(const DumpSpec& spec, io::Sink& out) {
+    DumpPlan next = plan_dump(spec, source_, digests_, kernel_room_, keys_room_);
+    const Layout &a = plan_.layout, &b = next.layout;
+    if (next.file_size != plan_.file_size || a.notes_offset != b.notes_offset || a.notes_size != b.notes_size ||
+        a.pages_offset != b.pages_offset || next.head.size() != plan_.head.size() || next.phdrs != plan_.phdrs)
+        throw Error("internal error: the final round's vcpu state changes the file's layout", name_);
+    plan_ = std::move(next);
+    out.write_at(0, plan_.head);
+    replanned_ = true;
+}
+
+void V1Encoder::redigest(uint64_t chunk, const XXH128_canonical_t& digest, io::Sink& out) {
+    chunk_digests_.replace(chunk, digest, out);
+}
 
 // Where NT_XEN_DIGEST's chunk digests start: after its header and DigestDescHead.
 uint64_t V1Encoder::chunk_digests_offset() const {
@@ -158,7 +176,7 @@ void V1Encoder::write(pipeline::PageBatch& b, io::Sink& sink) {
 // segment as it finally is.
 XXH128_canonical_t V1Encoder::finish_notes(const pipeline::FoundNotes& found, io::Sink& out) {
     auto patched = patch_notes(plan_, found);
-    if (!patched) return plan_.notes_digest;
+    if (!patched) return plan_.notes_digest;  // as planned (and, replanned, written by replan())
     out.write_at(plan_.layout.notes_offset, patched->bytes);
     return digest_of(patched->bytes);
 }
@@ -228,7 +246,16 @@ void V1Encoder::write_trailer(const pipeline::PassOutcome& pass, const XXH128_ca
     sink.zeros(pad_desc);
 }
 
-void V1Encoder::finish(const pipeline::PassOutcome& pass, const pipeline::FoundNotes& found, io::Sink& sink) {
+void V1Encoder::finish(const pipeline::PassOutcome& pass_in, const pipeline::FoundNotes& found_in, io::Sink& sink) {
+    std::optional<pipeline::PassOutcome> live_pass;
+    std::optional<pipeline::FoundNotes> live_found;
+    if (before_finish_) {
+        if (!sink.positional() || sink.encrypted())
+            throw Error("internal error: pages are rewritten in a seekable plaintext file only", name_);
+        before_finish_(sink, live_pass.emplace(pass_in), live_found.emplace(found_in));
+    }
+    const pipeline::PassOutcome& pass = live_pass ? *live_pass : pass_in;
+    const pipeline::FoundNotes& found = live_found ? *live_found : found_in;
     const Layout& L = plan_.layout;
     if (digests() && chunk_digests_.size() != plan_.nr_chunks) throw Error("internal error: digest chunk count", name_);
     // What the pass found goes into the head; a pipe's head is gone already.

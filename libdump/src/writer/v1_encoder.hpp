@@ -13,6 +13,7 @@
 #include <xxhash.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,8 +31,20 @@ public:
     // The entries are read from `source` a window at a time, here and in
     // finish() (the table); `source` outlives the encoder.
     // `digest_window`: chunk digests held in memory (elfcore::DigestTable).
+    // `keys_room`: plan_dump's (a live dump's keys).
     V1Encoder(const DumpSpec& spec, const PageSource& source, bool digests, bool kernel_room, std::string name,
-              size_t digest_window = elfcore::DigestTable::kWindow);
+              size_t digest_window = elfcore::DigestTable::kWindow, size_t keys_room = 0);
+
+    // Called by finish() first, on a seekable output: a live dump's rounds
+    // rewrite pages in their slots and change what was found
+    // (writer/live_rounds.hpp). It may replan() and redigest().
+    using BeforeFinish = std::function<void(io::Sink& out, pipeline::PassOutcome& pass, pipeline::FoundNotes& found)>;
+    void before_finish(BeforeFinish f) { before_finish_ = std::move(f); }
+    // The head written again from `spec` (the vcpu contexts and shared_info
+    // of the final round): its plan must have the same layout (Error).
+    void replan(const DumpSpec& spec, io::Sink& out);
+    // Chunk `chunk`'s digest replaced (its pages were rewritten).
+    void redigest(uint64_t chunk, const XXH128_canonical_t& digest, io::Sink& out);
 
     bool needs_zero_flags(const io::Sink& out) const override { return digests() || out.holes(); }
     size_t batch_alignment() const override { return format::kDigestChunkPages; }
@@ -60,6 +73,11 @@ private:
     elfcore::DigestTable chunk_digests_;  // nr_chunks of them by the end, a window in memory
     std::vector<iovec> iov_;
     bool kernel_segment_ = false;
+    bool kernel_room_ = false;
+    bool digests_ = false;
+    size_t keys_room_ = 0;
+    bool replanned_ = false;
+    BeforeFinish before_finish_;
 };
 
 }  // namespace xendump::writer

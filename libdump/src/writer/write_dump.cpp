@@ -2,6 +2,7 @@
 // (pipeline/pipeline.hpp), with the guest kernel's observer when asked for,
 // into a Sink over a pipe or a file; for a file, the read-back behind the
 // write-behind and the atomic publication around it.
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -11,6 +12,8 @@
 #include "pipeline/kernel_observer.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/read_behind.hpp"
+#include "util/util.hpp"
+#include "store/multipart_output.hpp"
 #include "writer/v1_encoder.hpp"
 #include "writer/write_v1.hpp"
 #include "xendump/error.hpp"
@@ -20,23 +23,120 @@
 
 namespace xendump {
 
+namespace {
+
+// The slots of .xen_pages rewritten by a live dump's rounds, and the
+// digest chunks they touch (a bit per 256 pages). Pages of consecutive
+// slots are gathered (up to 1 MiB) and written at once: a round's pages
+// come in pfn order, often in runs, and the pause's share of them should
+// not cost a system call a page.
+class FileSlots final : public writer::SlotRewriter {
+public:
+    FileSlots(io::Sink& sink, const writer::DumpPlan& plan) : sink_(sink), plan_(plan), chunks_(plan.nr_chunks) {}
+    void rewrite(uint64_t index, std::span<const std::byte> page) override {
+        if (page.size() != format::kPageSize || index >= plan_.layout.pages_size / format::kPageSize)
+            throw Error("internal error: page " + std::to_string(index) + " rewritten outside .xen_pages");
+        if (!run_.empty() && (index != first_ + run_.size() / format::kPageSize || run_.size() >= kRunBytes)) flush();
+        if (run_.empty()) first_ = index;
+        run_.insert(run_.end(), page.begin(), page.end());
+        if (!chunks_.empty()) chunks_[index / format::kDigestChunkPages] = true;
+    }
+    // Writes what is gathered (before the file is read back).
+    void flush() {
+        if (run_.empty()) return;
+        sink_.write_at(plan_.layout.pages_offset + first_ * format::kPageSize, run_);
+        run_.clear();
+    }
+    const std::vector<bool>& chunks() const { return chunks_; }
+
+private:
+    static constexpr size_t kRunBytes = size_t{1} << 20;
+    io::Sink& sink_;
+    const writer::DumpPlan& plan_;
+    std::vector<bool> chunks_;
+    uint64_t first_ = 0;
+    std::vector<std::byte> run_;
+};
+
+// The rounds, then what they change: the head (vcpu state), the late keys,
+// the unreadable pages and the digests of the chunks rewritten, read back
+// from the file.
+void run_live_rounds(int fd, const std::string& name, const DumpSpec& spec_in, const WriteOptions& options,
+                     const writer::LiveRounds& rounds, writer::V1Encoder& encoder, io::Sink& sink,
+                     pipeline::PassOutcome& pass, pipeline::FoundNotes& found) {
+    FileSlots slots(sink, encoder.plan());
+    writer::LiveFinal final = rounds(slots);
+    slots.flush();
+    DumpSpec spec = spec_in;
+    spec.vcpus = std::move(final.vcpus);
+    if (!final.shared_info.empty()) spec.shared_info = std::move(final.shared_info);
+    std::vector<std::string> ignored;  // said once already, from the same vcpus
+    if (options.guest_kernel) {
+        spec.prstatus.clear();
+        pipeline::add_prstatus(spec, ignored);
+    }
+    encoder.replan(spec, sink);
+    for (const auto& [k, v] : final.domain_keys.items()) found.domain.set(k, v);
+    if (!final.unreadable_pfns.empty()) {
+        auto& bad = pass.unreadable_pfns;
+        bad.insert(bad.end(), final.unreadable_pfns.begin(), final.unreadable_pfns.end());
+        std::sort(bad.begin(), bad.end());
+        bad.erase(std::unique(bad.begin(), bad.end()), bad.end());
+    }
+    const writer::DumpPlan& plan = encoder.plan();
+    const uint64_t nr_pages = plan.layout.pages_size / format::kPageSize;
+    std::vector<std::byte> chunk;
+    for (uint64_t c = 0; c < slots.chunks().size(); ++c) {
+        if (!slots.chunks()[c]) continue;
+        const uint64_t first = c * format::kDigestChunkPages;
+        const uint64_t count = std::min<uint64_t>(format::kDigestChunkPages, nr_pages - first);
+        chunk.resize(count * format::kPageSize);
+        const uint64_t at = plan.layout.pages_offset + first * format::kPageSize;
+        const long got = util::pread_full(fd, chunk.data(), chunk.size(), at);
+        if (got < 0) throw_errno("cannot read back rewritten pages", name, at);
+        // Zero pages at the end may be a hole the file does not reach yet (Sink::finish sets its size).
+        std::fill(chunk.begin() + got, chunk.end(), std::byte{0});
+        encoder.redigest(c, writer::digest_of(chunk), sink);
+    }
+}
+
+}  // namespace
+
 WriteResult writer::write_v1(int fd, bool seekable, const std::string& name, const DumpSpec& spec_in,
                              PageSource& pages, const WriteOptions& options,
-                             std::span<pipeline::PageObserver* const> observers, PagesReadBack* read_back) {
+                             std::span<pipeline::PageObserver* const> observers, PagesReadBack* read_back,
+                             const LiveRounds* live, io::ObjectOutput* object) {
     WriteResult r;
     // NT_PRSTATUS comes from the vcpu contexts, known before the pass.
     std::optional<DumpSpec> with_prstatus;
     if (options.guest_kernel) pipeline::add_prstatus(with_prstatus.emplace(spec_in), r.warnings);
     const DumpSpec& spec = with_prstatus ? *with_prstatus : spec_in;
-    writer::V1Encoder encoder(spec, pages, options.digests, options.guest_kernel, name);
+    writer::V1Encoder encoder(spec, pages, options.digests, options.guest_kernel, name, elfcore::DigestTable::kWindow,
+                              live ? writer::kLiveKeysRoom : 0);
+    if (live) {
+        if (!seekable || !options.recipients.empty())
+            throw Error("a consistent live dump is written to a plaintext file (its pages are rewritten in place)",
+                        name);
+        encoder.before_finish([&, fd](io::Sink& out, pipeline::PassOutcome& pass, pipeline::FoundNotes& found) {
+            run_live_rounds(fd, name, spec_in, options, *live, encoder, out, pass, found);
+        });
+    }
     const writer::DumpPlan& plan = encoder.plan();
 
     std::optional<pipeline::ReadBehind> behind;  // before the sink: the sink's hook refers to it
     const std::vector<age::Recipient> recipients = age::parse_recipient_list(options.recipients);
-    io::Sink sink(fd, seekable, options.sparse, name, recipients);
+    std::optional<io::Sink> made;
+    if (object) {
+        if (!recipients.empty()) throw Error("encrypted dumps are not sent to object storage yet", name);
+        made.emplace(*object, name);
+        seekable = true;
+    } else {
+        made.emplace(fd, seekable, options.sparse, name, recipients, options.threads);
+    }
+    io::Sink& sink = *made;
     sink.cancel_on(options.cancel);
     // What an encrypted file holds on disk is not the pages: nothing to read back.
-    if (read_back && plan.digest_note_size && !sink.encrypted()) {
+    if (read_back && plan.digest_note_size && !sink.encrypted() && !object) {
         behind.emplace(fd, plan.layout.pages_offset, plan.layout.pages_size,
                        uint64_t{format::kDigestChunkPages} * format::kPageSize, name);
         sink.before_drop([&behind](uint64_t offset, uint64_t size) { behind->take(offset, size); });
@@ -73,18 +173,33 @@ WriteResult write_dump(int fd, bool seekable, const DumpSpec& spec, PageSource& 
     return writer::write_v1(fd, seekable, "fd " + std::to_string(fd), spec, pages, options);
 }
 
-WriteResult write_dump_file(const std::filesystem::path& path, const DumpSpec& spec, PageSource& pages,
-                            const WriteOptions& options) {
+WriteResult write_dump_object(s3::Client& client, const s3::Url& url, const DumpSpec& spec, PageSource& pages,
+                              const WriteOptions& options, const s3::UploadOptions& upload) {
+    try {
+        store::MultipartOutput out(client, url, upload);
+        WriteResult r = writer::write_v1(-1, true, url.str(), spec, pages, options, {}, nullptr, nullptr, &out);
+        return r;
+    } catch (const Error& e) {
+        throw e.with_object(url.str());
+    }
+}
+
+namespace {
+
+WriteResult write_file(const std::filesystem::path& path, const DumpSpec& spec, PageSource& pages,
+                       const WriteOptions& options, const writer::LiveRounds* live) {
     try {
         AtomicFile file(path);
         // An encrypted file cannot be read back without a private key.
         const auto& check = options.recipients.empty() ? options.check_before_publish : nullptr;
         PagesReadBack read_back;
+        // A live dump's rounds rewrite pages after the write-behind read them back.
+        const bool behind = check && !live;
         WriteResult r = writer::write_v1(file.fd(), true, path.string(), spec, pages, options, {},
-                                         check ? &read_back : nullptr);
+                                         behind ? &read_back : nullptr, live);
         if (check) {
             VerifyOptions verify;
-            verify.pages_read_back = &read_back;
+            if (behind) verify.pages_read_back = &read_back;
             file.commit([&](const std::filesystem::path& p) { check(p, verify); });
         } else {
             file.commit();
@@ -93,6 +208,18 @@ WriteResult write_dump_file(const std::filesystem::path& path, const DumpSpec& s
     } catch (const Error& e) {
         throw e.with_object(path.string());
     }
+}
+
+}  // namespace
+
+WriteResult write_dump_file(const std::filesystem::path& path, const DumpSpec& spec, PageSource& pages,
+                            const WriteOptions& options) {
+    return write_file(path, spec, pages, options, nullptr);
+}
+
+WriteResult writer::write_dump_file_live(const std::filesystem::path& path, const DumpSpec& spec, PageSource& pages,
+                                         const WriteOptions& options, const LiveRounds& rounds) {
+    return write_file(path, spec, pages, options, &rounds);
 }
 
 }  // namespace xendump

@@ -6,7 +6,9 @@
 #include <span>
 #include <string>
 
+#include "io/object_output.hpp"
 #include "pipeline/observer.hpp"
+#include "writer/live_rounds.hpp"
 #include "xendump/dump_spec.hpp"
 #include "xendump/page_source.hpp"
 #include "xendump/pages_read_back.hpp"
@@ -18,8 +20,12 @@ namespace xendump::writer {
 // after the guest kernel's observer (when options.guest_kernel and the
 // output is seekable). `read_back`: when given (and the file has digests),
 // the pages the write-behind drops are read back from the file first.
+// `live`: a live dump's rounds, run before the trailer (live_rounds.hpp).
+// `object`: written there instead of `fd` (positional, as a file; not
+// encrypted: Error with recipients).
 WriteResult write_v1(int fd, bool seekable, const std::string& name, const DumpSpec& spec, PageSource& pages,
                      const WriteOptions& options, std::span<pipeline::PageObserver* const> observers = {},
-                     PagesReadBack* read_back = nullptr);
+                     PagesReadBack* read_back = nullptr, const LiveRounds* live = nullptr,
+                     io::ObjectOutput* object = nullptr);
 
 }  // namespace xendump::writer

@@ -70,6 +70,35 @@ DomainInfo to_domain_info(const xc_domaininfo_t& raw) {
     return info;
 }
 
+// A page-aligned buffer Xen may write into during a hypercall (what
+// libxenctrl's DECLARE_HYPERCALL_BUFFER and xc_hypercall_buffer_alloc_pages
+// make, without the macros' GNU statement expressions), freed on every path.
+class HypercallPages {
+public:
+    HypercallPages(xc_interface* xch, size_t bytes) : xch_(xch) {
+        buf_.hbuf = nullptr;
+        buf_.param_shadow = nullptr;
+        buf_.dir = 0;
+        buf_.ubuf = reinterpret_cast<void*>(~uintptr_t{0});  // no bounce buffer (HYPERCALL_BUFFER_INIT_NO_BOUNCE)
+        buf_.sz = 0;
+        pages_ = static_cast<int>((bytes + XC_PAGE_SIZE - 1) / XC_PAGE_SIZE);
+        if (pages_ == 0) pages_ = 1;
+        if (!xc__hypercall_buffer_alloc_pages(xch_, &buf_, pages_))
+            throw Error("cannot allocate a hypercall buffer of " + std::to_string(pages_) + " pages", "xen",
+                        std::nullopt, errno);
+    }
+    ~HypercallPages() { xc__hypercall_buffer_free_pages(xch_, &buf_, pages_); }
+    HypercallPages(const HypercallPages&) = delete;
+    HypercallPages& operator=(const HypercallPages&) = delete;
+    xc_hypercall_buffer_t* get() { return &buf_; }
+    const std::byte* data() const { return static_cast<const std::byte*>(buf_.hbuf); }
+
+private:
+    xc_interface* xch_;
+    xc_hypercall_buffer_t buf_;
+    int pages_ = 0;
+};
+
 class XenForeignMapping final : public ForeignMapping {
 public:
     XenForeignMapping(xenforeignmemory_handle* fmem, void* addr, std::vector<int> errors)
@@ -234,6 +263,55 @@ public:
     }
 
     format::XenVersionDesc xen_version() override { return xen::read_xen_version(xch_.get()); }
+
+    // XEN_DOMCTL_SHADOW_OP_ENABLE_LOGDIRTY, as xg_sr_save.c's
+    // enable_logdirty(). Xen ignores paging operations on a dying domain
+    // (and reports success), so that is refused here first; its EINVAL
+    // does not tell "already on" from "passed-through devices", so the
+    // reason names both.
+    void enable_logdirty(uint32_t domid) override {
+        auto info = domain_info(domid);
+        if (!info) throw Error("no such domain", domain_object(domid), std::nullopt, ESRCH);
+        if (info->dying)
+            throw Error("log-dirty refused: the domain is dying", domain_object(domid), std::nullopt, EINVAL);
+        if (xc_shadow_control(xch_.get(), domid, XEN_DOMCTL_SHADOW_OP_ENABLE_LOGDIRTY, nullptr, 0) == 0) return;
+        const int e = errno;
+        std::string why;
+        if (e == EOPNOTSUPP)
+            why = info->hvm ? "the hypervisor cannot track this guest's writes"
+                            : "a PV guest needs shadow paging, which this hypervisor is built without "
+                              "(CONFIG_SHADOW_PAGING)";
+        else if (e == EINVAL || e == EBUSY)
+            why = "log-dirty is already on (a migration or checkpoint in progress) or the domain has "
+                  "passed-through PCI devices";
+        else
+            why = "the hypervisor refused";
+        throw Error("log-dirty refused: " + why, domain_object(domid), std::nullopt, e);
+    }
+
+    uint64_t read_dirty(uint32_t domid, DirtyRead how, std::span<uint64_t> bitmap, uint64_t pages) override {
+        const uint64_t words = (pages + 63) / 64;
+        if (bitmap.size() < words) throw Error("internal error: dirty bitmap too small", domain_object(domid));
+        // Xen writes unsigned longs, bit p of the bitmap for pfn p: the same
+        // bits as u64 words on x86_64.
+        HypercallPages buf(xch_.get(), words * 8);
+        xc_shadow_op_stats_t stats{};
+        const unsigned op = how == DirtyRead::peek ? XEN_DOMCTL_SHADOW_OP_PEEK : XEN_DOMCTL_SHADOW_OP_CLEAN;
+        const unsigned mode = how == DirtyRead::final_clean ? XEN_DOMCTL_SHADOW_LOGDIRTY_FINAL : 0;
+        const long long done = xc_logdirty_control(xch_.get(), domid, op, buf.get(), pages, mode, &stats);
+        if (done < 0 || static_cast<uint64_t>(done) != pages)
+            throw Error("cannot read the dirty bitmap (" + std::to_string(done) + " of " + std::to_string(pages) +
+                            " pages)",
+                        domain_object(domid), std::nullopt, errno);
+        std::memcpy(bitmap.data(), buf.data(), words * 8);
+        if (pages % 64) bitmap[words - 1] &= (uint64_t{1} << (pages % 64)) - 1;
+        return stats.dirty_count;
+    }
+
+    void disable_logdirty(uint32_t domid) override {
+        if (xc_shadow_control(xch_.get(), domid, XEN_DOMCTL_SHADOW_OP_OFF, nullptr, 0) != 0)
+            throw Error("cannot turn log-dirty off", domain_object(domid), std::nullopt, errno);
+    }
 
     std::unique_ptr<DomainWatch> watch_domains() override {
         XenstoreHandle watch_xsh(xs_open(0));

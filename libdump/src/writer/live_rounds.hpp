@@ -1,0 +1,48 @@
+// A live dump's rounds in the v1 writer (issue 35; ARCHITECTURE.md "Live
+// dumps"): the pass copies every page of the running guest; then, before
+// the trailer, the dumper's pre-copy rounds write the pages the guest
+// dirtied again, each in its fixed slot of .xen_pages (a v1 page's place
+// depends on its pfn alone), and the final, paused round gives the vcpu
+// state the head is written again with. The chunk digests of the chunks
+// rewritten are re-done from the file (NT_XEN_DIGEST is written after),
+// so the file's digests are those of its final bytes.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "xendump/dump_spec.hpp"
+#include "xendump/keyvalues.hpp"
+#include "xendump/page_source.hpp"
+#include "xendump/writer.hpp"
+
+namespace xendump::writer {
+
+// Writes source entry `index`'s page again in its slot.
+class SlotRewriter {
+public:
+    virtual ~SlotRewriter() = default;
+    virtual void rewrite(uint64_t index, std::span<const std::byte> page) = 0;
+};
+
+// What the final round read from the paused guest.
+struct LiveFinal {
+    std::vector<VcpuContext> vcpus;        // replaces the spec's (same vcpus, same sizes)
+    std::vector<std::byte> shared_info;    // PV: replaces the spec's; empty: unchanged
+    KeyValues domain_keys;                 // added to NT_XEN_DOMAIN (kLiveKeysRoom bytes at most)
+    std::vector<uint64_t> unreadable_pfns; // pages a round could not read (their slots hold zeros)
+};
+
+using LiveRounds = std::function<LiveFinal(SlotRewriter&)>;
+
+// write_dump_file with the rounds run after the pass, before the trailer.
+// No read-back behind the write (the pages change after it): a
+// check_before_publish reads the whole file. Plaintext only (Error with
+// recipients).
+WriteResult write_dump_file_live(const std::filesystem::path& path, const DumpSpec& spec, PageSource& pages,
+                                 const WriteOptions& options, const LiveRounds& rounds);
+
+}  // namespace xendump::writer

@@ -1,0 +1,48 @@
+// Helpers of the live suite (issue 35): simulated guests with a writer, and
+// the check that tells an image of one instant of the writer from a torn one.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/sim_writer.hpp"
+#include "sim_test_util.hpp"
+
+namespace xendump::test::live {
+
+using nlohmann::json;
+
+// An HVM (or PVH, or PV) guest of `pages` pages at pfn 0 with a writer over
+// pages 16 … pages − 1 (rate: writes per 1000 pages mapped).
+json guest(uint32_t domid, const std::string& type, uint64_t pages, uint64_t rate, const std::string& pattern,
+           uint64_t seed = 7);
+json host_spec(std::vector<json> domains, bool shadow_paging = false);
+
+// The writer of a domain spec, as the simulator parses it.
+xendump::sim::WriterSpec writer_of(const json& domain);
+
+struct Instant {
+    uint64_t pages_checked = 0;  // writer pages found in the dump
+    uint64_t written = 0;        // of them, holding a write (a stamp)
+    uint64_t instant = 0;        // the latest generation in the image: T
+    uint64_t torn = 0;           // pages that do not hold their last write before T
+    bool consistent() const { return torn == 0; }
+};
+
+// Replays the writer up to the image's latest write and compares every
+// page of its range in the dump with what the guest held at that instant.
+// `present(pfn)`: pages the writer could write (not holes, not the p2m's).
+// `skip`: pfns the writer leaves alone (a PV guest's p2m pages: p2m_pfns).
+Instant check_instant(const std::filesystem::path& dump, const xendump::sim::WriterSpec& w,
+                      const std::set<uint64_t>& skip = {});
+std::set<uint64_t> p2m_pfns(const test::sim::Host& host, uint32_t domid);
+
+// The writer's writes so far, from xen-dump-sim info --json.
+json sim_info(const test::sim::Host& host, uint32_t domid);
+
+}  // namespace xendump::test::live
