@@ -1,12 +1,17 @@
-// HVM and PVH guests: the hypervisor translates, so pfn = gfn and a gfn is
-// present when it maps. Probed in large batches (a 16 GiB guest is 4Mi gfns,
-// 512 mapping calls). The VGA hole and the MMIO window below 4 GiB are
-// skipped without mapping, as xg_core_x86.c xc_core_arch_gpfn_may_present
-// does: mapping emulated or passed-through device memory could have side
-// effects.
+// HVM and PVH guests: the hypervisor translates, so pfn = gfn, and a gfn is
+// present when the hypervisor's page type for it says so (XEN_DOMCTL_
+// getpageframeinfo3, what Xen's save code asks, xg_sr_save.c): nothing is
+// mapped to find out, so a dump maps each present page once, in its page
+// pass. Asked in large batches (a 16 GiB guest is 4Mi gfns, 512 calls here,
+// 4096 hypercalls of 1024). The VGA hole and the MMIO window below 4 GiB are
+// skipped without asking, as xg_core_x86.c xc_core_arch_gpfn_may_present
+// does: emulated or passed-through device memory is no guest RAM, and
+// mapping it (the fallback below) could have side effects.
 #include <algorithm>
+#include <cstring>
 
 #include "p2m/p2m_walk.hpp"
+#include "xendump/error.hpp"
 
 namespace xendump::p2m_detail {
 
@@ -21,17 +26,38 @@ constexpr GfnRange kSkipped[] = {{0xa0, 0xc0}, {0xf0000, 0x100000}};
 
 }  // namespace
 
+void TranslatedProber::probe(const std::vector<uint64_t>& gfns, std::vector<PageEntry>& out) {
+    if (gfns.empty()) return;
+    if (refused_.empty()) {
+        try {
+            const std::vector<GfnType> types = hv_.gfn_types(domid_, gfns);
+            if (types.size() != gfns.size())
+                throw Error("internal error: " + std::to_string(types.size()) + " page types for " +
+                            std::to_string(gfns.size()) + " gfns", "domain " + std::to_string(domid_));
+            for (size_t i = 0; i < gfns.size(); ++i) {
+                if (types[i] == GfnType::present)
+                    out.push_back({gfns[i], gfns[i]});
+                else if (types[i] == GfnType::broken)
+                    broken_.add([&] { return "gfn " + hex(gfns[i]); });
+            }
+            return;
+        } catch (const Error& e) {
+            // An Error without an errno is no refusal (a cancel): it goes on up.
+            if (e.sys_errno() == 0) throw;
+            refused_ = e.message() + ": " + std::strerror(e.sys_errno());  // the domain is the warning's
+        }
+    }
+    // Probing by mapping: what maps is present (Xen fails an unpopulated
+    // gfn). A broken page fails to map as well, so it is a hole here.
+    auto m = hv_.map_foreign(domid_, gfns);
+    for (size_t i = 0; i < m->count(); ++i)
+        if (m->error(i) == 0) out.push_back({gfns[i], gfns[i]});
+}
+
 bool TranslatedProber::read_next(std::vector<PageEntry>& out, uint64_t count) {
     if (next_ >= size_) return false;
     std::vector<uint64_t> gfns;
     gfns.reserve(kMapBatch);
-    auto flush = [&] {
-        if (gfns.empty()) return;
-        auto m = hv_.map_foreign(domid_, gfns);
-        for (size_t i = 0; i < m->count(); ++i)
-            if (m->error(i) == 0) out.push_back({gfns[i], gfns[i]});
-        gfns.clear();
-    };
     const uint64_t end = size_ - next_ > count ? next_ + count : size_;
     while (next_ < end) {
         const GfnRange* skip = std::find_if(std::begin(kSkipped), std::end(kSkipped),
@@ -41,16 +67,30 @@ bool TranslatedProber::read_next(std::vector<PageEntry>& out, uint64_t count) {
             continue;
         }
         gfns.push_back(next_++);
-        if (gfns.size() == kMapBatch) flush();
+        if (gfns.size() == kMapBatch) {
+            probe(gfns, out);
+            gfns.clear();
+        }
     }
-    flush();
+    probe(gfns, out);
     return true;
+}
+
+void TranslatedProber::add_warnings(std::vector<std::string>& warnings) const {
+    if (broken_.count)
+        warnings.push_back(counted(broken_, "gfns are broken pages (XEN_DOMCTL_PFINFO_BROKEN: memory with a "
+                                            "machine-check error)",
+                                   "they are left out of the dump, as holes, and never read"));
+    if (!refused_.empty())
+        warnings.push_back("the hypervisor refused the page-type query (" + refused_ +
+                           "); the gfns were probed by mapping them instead (slower: a dump maps each present page twice)");
 }
 
 void probe_translated(Hypervisor& hv, const DomainInfo& info, uint64_t p2m_size, P2mMap& map) {
     TranslatedProber prober(hv, info.domid, p2m_size);
     while (prober.read_next(map.pages, UINT64_MAX)) {
     }
+    prober.add_warnings(map.warnings);
 }
 
 }  // namespace xendump::p2m_detail
