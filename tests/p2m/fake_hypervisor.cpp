@@ -115,7 +115,7 @@ std::vector<GfnType> FakeHypervisor::gfn_types(uint32_t domid, std::span<const u
     std::vector<GfnType> types;
     for (uint64_t gfn : gfns) {
         std::optional<uint64_t> mfn = translate(d, gfn);
-        if (!mfn || owner_of(*mfn) != domid)
+        if (!mfn || owner_of(*mfn) != domid || d.xen_pages.count(gfn))
             types.push_back(GfnType::absent);
         else
             types.push_back(d.broken.count(gfn) ? GfnType::broken : GfnType::present);

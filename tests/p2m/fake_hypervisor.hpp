@@ -30,6 +30,9 @@ public:
         uint64_t max_gpfn = 0;
         std::map<uint64_t, std::pair<uint64_t, uint64_t>> gfns;  // HVM: first gfn -> (mfn, count)
         std::set<uint64_t> broken;  // HVM: populated gfns whose page is broken (no mapping, type BROKEN)
+        // HVM: populated gfns holding one of Xen's own pages (shared_info, a
+        // grant frame): they map, but their type is XTAB (absent).
+        std::set<uint64_t> xen_pages;
     };
 
     // Frames mfn … mfn+count-1 now belong to `domid`.

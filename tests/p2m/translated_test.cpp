@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <set>
 
 #include "windowed_check.hpp"
 #include "fake_hypervisor.hpp"
@@ -79,6 +80,40 @@ TEST(Translated, RefusedPageTypesFallBackToMappingWithAWarning) {
         EXPECT_NE(map.warnings[0].find("refused the page-type query"), std::string::npos) << map.warnings[0];
         EXPECT_NE(map.warnings[0].find(std::strerror(refusal)), std::string::npos) << map.warnings[0];
     }
+}
+
+// Xen's own pages in the guest's physmap (Linux HVM's shared_info on a low
+// RAM gfn, PVH grant frames on ballooned-out RAM) are typed XTAB but map, and
+// xl dump-core keeps them: the absent gfns of holes in RAM (at most 8192) and
+// of a short tail are mapped to find them; a long gap is not.
+TEST(Translated, XenPagesInHolesOfRamAreFoundByMappingTheHoles) {
+    FakeHypervisor hv;
+    auto& d = holey_guest(hv);
+    // RAM ends at 0x13ffff; 0x140000 … 0x1400ff: a short tail with a grant frame.
+    hv.populate(3, 0x140080, 0x300000, 1);
+    d.max_gpfn = 0x1400ff;
+    d.xen_pages = {0x1, 0x12345, 0x140080};
+    // A hole of 3 in RAM around 0x50000, one of 8193 around 0x60000 (longer
+    // than 8192: not looked into).
+    // Machine frames follow the gfns (mfn = 0x20000 + gfn - 0x100), so that
+    // no two ranges of frames overlap.
+    hv.populate(3, 0x50001, 0x20000 + 0x50001 - 0x100, 1);  // a Xen page in it
+    d.xen_pages.insert(0x50001);
+    hv.populate(3, 0x100, 0x20000, 0x4ff00);  // RAM 0x100 … 0x4ffff instead of … 0x7ffff
+    hv.populate(3, 0x50003, 0x20000 + 0x50003 - 0x100, 0xffff);  // 0x50003 … 0x60001
+    hv.populate(3, 0x62003, 0x20000 + 0x62003 - 0x100, 0x7ff00 - 0x61f03);
+    hv.populate(3, 0x61000, 0x20000 + 0x61000 - 0x100, 1);  // in the long hole: not found
+    d.xen_pages.insert(0x61000);
+    P2mMap map = discover_checked(hv, d.info);
+    std::set<uint64_t> pfns;
+    for (const PageEntry& e : map.pages) pfns.insert(e.pfn);
+    for (uint64_t x : {0x1, 0x12345, 0x50001, 0x140080}) EXPECT_TRUE(pfns.count(x)) << std::hex << x;
+    EXPECT_FALSE(pfns.count(0x61000));
+    EXPECT_FALSE(pfns.count(0x50000));
+    EXPECT_FALSE(pfns.count(0x60002));
+    // Mapped: the four short holes' gfns (1, 1, 3, and the tail of 0x100), not the gaps.
+    EXPECT_EQ(hv.mapped_frames, 1u + 1 + 3 + 0x100);
+    EXPECT_TRUE(map.warnings.empty());
 }
 
 // A cancel (an Error without an errno) while the types are asked is no

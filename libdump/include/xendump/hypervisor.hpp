@@ -80,8 +80,9 @@ enum class DirtyRead {
 // (Hypervisor::gfn_types), as Xen's page types say it
 // (XEN_DOMCTL_PFINFO_* of xen/include/public/domctl.h).
 enum class GfnType : uint8_t {
-    absent,   // nothing to read: XTAB (never populated, ballooned out, paged
-              // out, device memory) or XALLOC
+    absent,   // XTAB (never populated, ballooned out, paged out, device
+              // memory, or one of Xen's own pages the guest placed there:
+              // shared_info, grant frames, which map all the same) or XALLOC
     present,  // populated guest memory (any other type): map_foreign maps it
     broken,   // BROKEN: memory with an uncorrected machine-check error,
               // which must not be read

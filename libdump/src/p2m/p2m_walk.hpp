@@ -132,10 +132,12 @@ void probe_translated(Hypervisor& hv, const DomainInfo& info, uint64_t p2m_size,
 
 // HVM/PVH probing a window of gfns at a time: the hypervisor's page types
 // (Hypervisor::gfn_types, kMapBatch gfns a call), so that no page is mapped
-// before the page pass maps it to read it. When the hypervisor refuses them
-// (an Error with an errno), the gfns are mapped instead, kMapBatch a call, as
-// before page types were asked: each present page is then mapped twice in a
-// dump, and a warning says why.
+// before the page pass maps it to read it; only the absent gfns of short
+// holes in RAM are mapped, for Xen's pages the guest put there
+// (translated.cpp). When the hypervisor refuses the types (an Error with an
+// errno), the gfns are mapped instead, kMapBatch a call, as before page types
+// were asked: each present page is then mapped twice in a dump, and a warning
+// says why.
 class TranslatedProber {
 public:
     TranslatedProber(Hypervisor& hv, uint32_t domid, uint64_t p2m_size) : hv_(hv), domid_(domid), size_(p2m_size) {}
@@ -149,12 +151,16 @@ public:
 
 private:
     void probe(const std::vector<uint64_t>& gfns, std::vector<PageEntry>& out);
+    void typed(const std::vector<uint64_t>& gfns, const std::vector<GfnType>& types, std::vector<PageEntry>& out);
+    void map_probe(std::span<const uint64_t> gfns, std::vector<PageEntry>& out);
 
     Hypervisor& hv_;
     uint32_t domid_;
     uint64_t size_, next_ = 0;
     std::string refused_;  // why page types were refused: probing by mapping since
     AnomalyCount broken_;
+    bool in_ram_ = false;         // a present (or broken) gfn came, and no long gap since
+    std::vector<uint64_t> hole_;  // the absent gfns since it: mapped if RAM follows
 };
 
 // The steps of discover_p2m, for the whole walk and the windowed one.

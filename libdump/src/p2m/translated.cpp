@@ -7,8 +7,21 @@
 // skipped without asking, as xg_core_x86.c xc_core_arch_gpfn_may_present
 // does: emulated or passed-through device memory is no guest RAM, and
 // mapping it (the fallback below) could have side effects.
+//
+// One kind of page the types do not show: Xen's own pages that the guest
+// placed in its physmap (XENMAPSPACE_shared_info, _grant_table). Xen types
+// them XTAB (is_xen_heap_page), as they are not the guest's to migrate, but
+// they map, and xl dump-core (which maps every gfn) keeps them: Linux HVM
+// guests put shared_info on a low RAM gfn (enlighten_hvm.c
+// reserve_shared_info), PVH guests their grant frames on ballooned-out RAM.
+// So the XTAB gfns of a hole in RAM (between present gfns, at most kMapBatch
+// of them) and of a short tail after the last present gfn are mapped to see
+// which map: nothing in a guest that has no such hole, a few pages in one
+// that has, and as before for a ballooned guest's scattered holes. Longer
+// holes (the gap below the MMIO window, a large balloon) are not mapped.
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "p2m/p2m_walk.hpp"
 #include "xendump/error.hpp"
@@ -24,7 +37,47 @@ struct GfnRange {
 // (xen/include/public/hvm/e820.h).
 constexpr GfnRange kSkipped[] = {{0xa0, 0xc0}, {0xf0000, 0x100000}};
 
+// The longest run of XTAB gfns whose gfns are mapped to look for Xen's pages.
+constexpr size_t kLongestHole = kMapBatch;
+
 }  // namespace
+
+void TranslatedProber::map_probe(std::span<const uint64_t> gfns, std::vector<PageEntry>& out) {
+    if (gfns.empty()) return;
+    // What maps is present: Xen fails an unpopulated gfn (and a broken page).
+    auto m = hv_.map_foreign(domid_, gfns);
+    for (size_t i = 0; i < m->count(); ++i)
+        if (m->error(i) == 0) out.push_back({gfns[i], gfns[i]});
+}
+
+void TranslatedProber::typed(const std::vector<uint64_t>& gfns, const std::vector<GfnType>& types,
+                             std::vector<PageEntry>& out) {
+    std::vector<PageEntry> present;
+    std::vector<uint64_t> holes;  // closed by a present gfn of this batch: mapped
+    for (size_t i = 0; i < gfns.size(); ++i) {
+        if (types[i] == GfnType::absent) {
+            if (!in_ram_) continue;
+            hole_.push_back(gfns[i]);
+            if (hole_.size() > kLongestHole) {  // a gap, not a hole in RAM
+                hole_.clear();
+                in_ram_ = false;
+            }
+            continue;
+        }
+        // Present or broken: RAM, which closes the hole before it.
+        holes.insert(holes.end(), hole_.begin(), hole_.end());
+        hole_.clear();
+        in_ram_ = true;
+        if (types[i] == GfnType::present)
+            present.push_back({gfns[i], gfns[i]});
+        else
+            broken_.add([&] { return "gfn " + hex(gfns[i]); });
+    }
+    std::vector<PageEntry> found;
+    map_probe(holes, found);
+    std::merge(present.begin(), present.end(), found.begin(), found.end(), std::back_inserter(out),
+               [](const PageEntry& a, const PageEntry& b) { return a.pfn < b.pfn; });
+}
 
 void TranslatedProber::probe(const std::vector<uint64_t>& gfns, std::vector<PageEntry>& out) {
     if (gfns.empty()) return;
@@ -34,12 +87,7 @@ void TranslatedProber::probe(const std::vector<uint64_t>& gfns, std::vector<Page
             if (types.size() != gfns.size())
                 throw Error("internal error: " + std::to_string(types.size()) + " page types for " +
                             std::to_string(gfns.size()) + " gfns", "domain " + std::to_string(domid_));
-            for (size_t i = 0; i < gfns.size(); ++i) {
-                if (types[i] == GfnType::present)
-                    out.push_back({gfns[i], gfns[i]});
-                else if (types[i] == GfnType::broken)
-                    broken_.add([&] { return "gfn " + hex(gfns[i]); });
-            }
+            typed(gfns, types, out);
             return;
         } catch (const Error& e) {
             // An Error without an errno is no refusal (a cancel): it goes on up.
@@ -47,11 +95,12 @@ void TranslatedProber::probe(const std::vector<uint64_t>& gfns, std::vector<Page
             refused_ = e.message() + ": " + std::strerror(e.sys_errno());  // the domain is the warning's
         }
     }
-    // Probing by mapping: what maps is present (Xen fails an unpopulated
-    // gfn). A broken page fails to map as well, so it is a hole here.
-    auto m = hv_.map_foreign(domid_, gfns);
-    for (size_t i = 0; i < m->count(); ++i)
-        if (m->error(i) == 0) out.push_back({gfns[i], gfns[i]});
+    // Refused: every gfn is probed by mapping it, as before page types were
+    // asked (a hole pending from earlier types is within these gfns' reach no
+    // more: it is mapped first, in order).
+    map_probe(hole_, out);
+    hole_.clear();
+    map_probe(gfns, out);
 }
 
 bool TranslatedProber::read_next(std::vector<PageEntry>& out, uint64_t count) {
@@ -73,6 +122,10 @@ bool TranslatedProber::read_next(std::vector<PageEntry>& out, uint64_t count) {
         }
     }
     probe(gfns, out);
+    if (next_ >= size_) {  // the short tail after the last present gfn
+        map_probe(hole_, out);
+        hole_.clear();
+    }
     return true;
 }
 
@@ -83,7 +136,8 @@ void TranslatedProber::add_warnings(std::vector<std::string>& warnings) const {
                                    "they are left out of the dump, as holes, and never read"));
     if (!refused_.empty())
         warnings.push_back("the hypervisor refused the page-type query (" + refused_ +
-                           "); the gfns were probed by mapping them instead (slower: a dump maps each present page twice)");
+                           "); the gfns were probed by mapping them instead (slower: a dump maps each present "
+                           "page twice)");
 }
 
 void probe_translated(Hypervisor& hv, const DomainInfo& info, uint64_t p2m_size, P2mMap& map) {

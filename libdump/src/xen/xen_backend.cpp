@@ -320,8 +320,9 @@ public:
 
     // As xg_sr_save.c's write_batch() asks: kGfnTypesPerCall gfns a call
     // (the bounce buffer is libxenctrl's). XTAB (unpopulated, paged out,
-    // device memory: get_page_from_gfn found no page) and XALLOC (a type of
-    // the migration stream, which this domctl does not return) are absent;
+    // device memory: get_page_from_gfn found no page; or a Xen heap page
+    // such as shared_info in the guest's physmap) and XALLOC (a type of the
+    // migration stream, which this domctl does not return) are absent;
     // BROKEN is broken; NOTAB and the page-table types, pinned or not, are
     // present memory.
     std::vector<GfnType> gfn_types(uint32_t domid, std::span<const uint64_t> gfns) override {
