@@ -48,6 +48,10 @@ ProgressBar::~ProgressBar() { finish(); }
 void ProgressBar::update(uint64_t done, uint64_t total) {
     if (!enabled_ || finished_) return;
     auto now = std::chrono::steady_clock::now();
+    if (finding_) {
+        finding_ = false;
+        start_ = now;
+    }
     if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
     last_ = now;
     double secs = std::chrono::duration<double>(now - start_).count();
@@ -61,6 +65,18 @@ void ProgressBar::update(uint64_t done, uint64_t total) {
     std::fprintf(stderr, "\r%s [%s] %5.1f%% %s/%s %s/s ETA %s\033[K", label_.c_str(), bar.c_str(), pct,
                  human_bytes(done).c_str(), human_bytes(total).c_str(),
                  human_bytes(static_cast<uint64_t>(rate)).c_str(), eta.c_str());
+    std::fflush(stderr);
+}
+
+void ProgressBar::finding_pages(uint64_t done, uint64_t total) {
+    if (!enabled_ || finished_) return;
+    finding_ = true;
+    auto now = std::chrono::steady_clock::now();
+    if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double pct = total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 0.0;
+    std::fprintf(stderr, "\r%s: finding pages, %5.1f%% of %llu pfns examined\033[K", label_.c_str(), pct,
+                 static_cast<unsigned long long>(total));
     std::fflush(stderr);
 }
 

@@ -28,6 +28,9 @@ public:
     explicit ProgressBar(std::string label, bool auto_detect = true);
     ~ProgressBar();
     void update(uint64_t done, uint64_t total);
+    // Before the bytes: a dump finding its guest's pages, `done` pfns
+    // examined of `total` (WriteProgress::finding_pages).
+    void finding_pages(uint64_t done, uint64_t total);
     void finish();
     bool enabled() const { return enabled_; }
 
@@ -35,6 +38,7 @@ private:
     std::string label_;
     bool enabled_;
     bool finished_ = false;
+    bool finding_ = false;  // finding_pages() shown: the bytes' rate starts at the first update()
     std::chrono::steady_clock::time_point start_;
     std::chrono::steady_clock::time_point last_;
     EtaEstimate eta_;

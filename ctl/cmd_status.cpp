@@ -41,6 +41,11 @@ int cmd_status(Invocation& c) {
     for (const auto& j : jobs) {
         uint64_t done = j.value("bytes_done", uint64_t{0}), total = j.value("bytes_total", uint64_t{0});
         std::string progress = total ? std::to_string(done * 100 / total) + "% of " + cli::human_bytes(total) : "-";
+        // Before the page pass: the guest's pages are being found (pfns examined).
+        if (j.value("finding_pages", false)) {
+            const uint64_t pfns = j.value("pfns_done", uint64_t{0}), of = j.value("pfns_total", uint64_t{0});
+            progress = "finding pages " + (of ? std::to_string(pfns * 100 / of) + "%" : std::string("-"));
+        }
         std::printf("%5llu  %-8s %-16s %5u  %-8s %s\n", static_cast<unsigned long long>(j.value("id", uint64_t{0})),
                     j.value("state", "").c_str(), escape_text(j.value("domain", "")).c_str(), j.value("domid", 0u),
                     escape_text(j.value("reason", "")).c_str(), progress.c_str());  // a guest's name may hold anything

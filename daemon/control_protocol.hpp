@@ -12,10 +12,15 @@
 //   <- {"event":"queued","id":3}
 //   <- {"event":"started","id":3,"path":"/var/lib/xen/dump/web01-7-....core"}
 //   <- {"event":"progress","id":3,"bytes_done":N,"bytes_total":M}   (repeated)
+//      (before the page pass, while the guest's pages are found: also
+//      "finding_pages":true,"pfns_done":P,"pfns_total":Q, the pfns examined
+//      of the p2m size; bytes are 0 then)
 //   <- {"event":"finished","id":3,"result":"ok","path":"...","error":"","warnings":[...]}
 //      (warnings: what the dumper said of the guest, e.g. a dump level it cannot support)
 //   -> {"command":"status"}
 //   <- {"event":"status","host":"...","dump_dir":"...","jobs":[{"id":..,"state":"running",...}]}
+//      (a job: id, state, domid, domain, reason, bytes_done, bytes_total,
+//      path; before its page pass also finding_pages, pfns_done, pfns_total)
 //   -> {"command":"cancel","id":3}
 //   <- {"event":"cancelled","id":3}
 //   any error (also "permission denied", checked with SO_PEERCRED before

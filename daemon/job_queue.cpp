@@ -158,7 +158,8 @@ std::vector<JobSnapshot> JobQueue::snapshot() const {
     auto add = [&](const Job& j) {
         out.push_back(JobSnapshot{j.id, j.state, j.request.domid, j.domain_label,
                                   std::string(format::to_string(j.request.reason)), j.bytes_done.load(),
-                                  j.bytes_total.load(), j.path.string()});
+                                  j.bytes_total.load(), j.path.string(), j.finding_pages.load(),
+                                  j.pfns_done.load(), j.pfns_total.load()});
     };
     for (auto& j : running_) add(*j);
     for (auto& j : pending_) add(*j);

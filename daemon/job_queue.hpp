@@ -33,6 +33,10 @@ struct Job {
     std::atomic<bool> cancel{false};
     std::atomic<uint64_t> bytes_done{0};
     std::atomic<uint64_t> bytes_total{0};
+    // Before the page pass (WriteProgress::finding_pages): pfns examined of the p2m size.
+    std::atomic<bool> finding_pages{false};
+    std::atomic<uint64_t> pfns_done{0};
+    std::atomic<uint64_t> pfns_total{0};
     // Guarded by the queue's mutex:
     JobState state = JobState::queued;
     std::filesystem::path path;
@@ -47,6 +51,8 @@ struct JobSnapshot {
     std::string reason;
     uint64_t bytes_done, bytes_total;
     std::string path;
+    bool finding_pages;  // running, before its page pass: pfns_done of pfns_total examined
+    uint64_t pfns_done, pfns_total;
 };
 
 class JobQueue {

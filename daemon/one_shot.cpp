@@ -108,7 +108,10 @@ ViaService ask_service(const OneShotOptions& o, const Config& cfg, int& exit_cod
             if (event == "queued") job = m->value("id", uint64_t{0});
             if (event == "queued" && !o.quiet && isatty(STDERR_FILENO))
                 say("queued by the service as job " + std::to_string(m->value("id", 0)));
-            if (event == "progress") bar.update(m->value("bytes_done", uint64_t{0}), m->value("bytes_total", uint64_t{0}));
+            if (event == "progress" && m->value("finding_pages", false))
+                bar.finding_pages(m->value("pfns_done", uint64_t{0}), m->value("pfns_total", uint64_t{0}));
+            else if (event == "progress")
+                bar.update(m->value("bytes_done", uint64_t{0}), m->value("bytes_total", uint64_t{0}));
             if (event == "finished") {
                 bar.finish();
                 if (!o.quiet && m->contains("warnings") && (*m)["warnings"].is_array())
@@ -192,7 +195,12 @@ int run_one_shot(const OneShotOptions& o) {
         opts.write.digests = o.digests;
         opts.write.threads = cfg.write_threads();
         opts.write.cancel = &g_cancel;
-        opts.write.on_progress = [&](const WriteProgress& p) { bar.update(p.bytes_done, p.bytes_total); };
+        opts.write.on_progress = [&](const WriteProgress& p) {
+            if (p.finding_pages)
+                bar.finding_pages(p.pages_done, p.pages_total);
+            else
+                bar.update(p.bytes_done, p.bytes_total);
+        };
         opts.write.on_warning = [&](const std::string& w) {
             if (!o.quiet) say("warning: " + w);
         };

@@ -36,6 +36,10 @@ constexpr unsigned kMaxRoomAttempts = 16;
 // While crashes wait, the room is looked at (a scan of the dump directory) this often.
 constexpr std::chrono::seconds kRoomCheckInterval{1};
 
+unsigned percent(uint64_t done, uint64_t total) {
+    return total ? static_cast<unsigned>(done * 100 / total) : 0;
+}
+
 int64_t retry_delay(unsigned attempts) {
     return std::min<int64_t>(int64_t{1} << std::min(attempts ? attempts - 1 : 0u, 6u), kMaxRetryDelay);
 }
@@ -254,6 +258,11 @@ DumpJobResult Service::run_job(Job& job) {
     hooks.dump.write.cancel = &job.cancel;
     hooks.on_start = [&](const std::filesystem::path& p) { queue_->set_path(job, p); };
     hooks.dump.write.on_progress = [&](const WriteProgress& p) {
+        if (p.finding_pages) {
+            job.pfns_total = p.pages_total;
+            job.pfns_done = p.pages_done;
+        }
+        job.finding_pages = p.finding_pages;
         job.bytes_total = p.bytes_total;
         job.bytes_done = p.bytes_done;
     };
@@ -337,8 +346,11 @@ void Service::update_status() {
             continue;
         }
         if (!status.empty()) status += ", ";
-        unsigned pct = j.bytes_total ? static_cast<unsigned>(j.bytes_done * 100 / j.bytes_total) : 0;
-        status += "Dumping " + j.domain + " (domain " + std::to_string(j.domid) + "): " + std::to_string(pct) + "%";
+        status += "Dumping " + j.domain + " (domain " + std::to_string(j.domid) + "): ";
+        if (j.finding_pages)
+            status += "finding pages, " + std::to_string(percent(j.pfns_done, j.pfns_total)) + "%";
+        else
+            status += std::to_string(percent(j.bytes_done, j.bytes_total)) + "%";
     }
     if (queued) status += (status.empty() ? "" : "; ") + std::to_string(queued) + " queued";
     if (status.empty()) status = "Waiting for crashes and requests";

@@ -12,14 +12,20 @@ namespace xendump::daemon {
 namespace {
 
 nlohmann::json job_json(const JobSnapshot& j) {
-    return {{"id", j.id},
-            {"state", to_string(j.state)},
-            {"domid", j.domid},
-            {"domain", j.domain},
-            {"reason", j.reason},
-            {"bytes_done", j.bytes_done},
-            {"bytes_total", j.bytes_total},
-            {"path", j.path}};
+    nlohmann::json out = {{"id", j.id},
+                          {"state", to_string(j.state)},
+                          {"domid", j.domid},
+                          {"domain", j.domain},
+                          {"reason", j.reason},
+                          {"bytes_done", j.bytes_done},
+                          {"bytes_total", j.bytes_total},
+                          {"path", j.path}};
+    if (j.finding_pages) {
+        out["finding_pages"] = true;
+        out["pfns_done"] = j.pfns_done;
+        out["pfns_total"] = j.pfns_total;
+    }
+    return out;
 }
 
 }  // namespace
@@ -160,6 +166,7 @@ void Service::follow_dump_job(JsonLineConnection& conn, const std::shared_ptr<Jo
     conn.send({{"event", "queued"}, {"id", job->id}});
     JobState seen = JobState::queued;
     uint64_t last_done = UINT64_MAX;
+    bool last_finding = false;
     for (;;) {
         queue_->wait_for_change(*job, seen, std::chrono::milliseconds(200));
         // A requester that hangs up (Ctrl-C) takes its dump with it.
@@ -173,12 +180,22 @@ void Service::follow_dump_job(JsonLineConnection& conn, const std::shared_ptr<Jo
         }
         seen = now;
         if (now == JobState::finished) break;
-        if (now == JobState::running && job->bytes_done != last_done) {
-            last_done = job->bytes_done;
-            conn.send({{"event", "progress"},
-                       {"id", job->id},
-                       {"bytes_done", job->bytes_done.load()},
-                       {"bytes_total", job->bytes_total.load()}});
+        // Before the pass, the pfns examined (finding_pages) tell the progress.
+        const bool finding = job->finding_pages;
+        const uint64_t done = finding ? job->pfns_done.load() : job->bytes_done.load();
+        if (now == JobState::running && (done != last_done || finding != last_finding)) {
+            last_done = done;
+            last_finding = finding;
+            nlohmann::json progress = {{"event", "progress"},
+                                       {"id", job->id},
+                                       {"bytes_done", job->bytes_done.load()},
+                                       {"bytes_total", job->bytes_total.load()}};
+            if (finding) {
+                progress["finding_pages"] = true;
+                progress["pfns_done"] = done;
+                progress["pfns_total"] = job->pfns_total.load();
+            }
+            conn.send(progress);
         }
     }
     const DumpJobResult& r = *job->result;

@@ -168,4 +168,42 @@ TEST(ServiceConfig, StatusEscapesTheNameOfARunningDump) {
     EXPECT_NE(s.service->log().find("evil\\n\\x1b[31mred"), std::string::npos) << s.service->log();
 }
 
+// Issue 36: an HVM dump's discovery (its page types asked, a while on a large
+// guest) shows in status before the first byte: "finding pages N%". Here
+// each mapping or page-type call takes 1.5 s: two page-type calls of 1024
+// gfns, then two mapping calls of 1024 pages.
+TEST(ServiceProgress, StatusShowsAnHvmDumpFindingItsPages) {
+    TempDir tmp;
+    const auto host = tmp / "host", dumps = tmp / "dumps";
+    xendump::test::SimDomainSpec guest{7, "web01", "00000000-0000-4000-8000-000000000007", 2048};
+    guest.type = "hvm";
+    guest.per_call_us = 1500000;
+    xendump::test::create_sim_host(host, {guest});
+    xendump::test::ServiceProcess service(tmp.path(), host, dumps, "[Dump]\n");
+    service.start();
+    ASSERT_TRUE(service.wait_ready()) << service.log();
+    xendump::test::sim({"crash", host.string(), "7"});
+    xendump::test::RunResult text, json;
+    ASSERT_TRUE(xendump::test::wait_until([&] {
+        text = xendump::test::run({"xen-dumpctl", "status", "--socket", service.socket().string()});
+        return text.out.find("finding pages") != std::string::npos;
+    })) << text.out << text.err << service.log();
+    EXPECT_NE(text.out.find("running"), std::string::npos) << text.out;
+    json = xendump::test::run({"xen-dumpctl", "status", "--json", "--socket", service.socket().string()});
+    auto j = nlohmann::json::parse(json.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << json.out;
+    ASSERT_EQ(j["jobs"].size(), 1u) << json.out;
+    const auto& job = j["jobs"][0];
+    if (job.value("finding_pages", false)) {  // else the pass began in between
+        EXPECT_EQ(job.value("pfns_total", uint64_t{0}), 2048u) << json.out;
+        EXPECT_LE(job.value("pfns_done", uint64_t{0}), 2048u) << json.out;
+        EXPECT_EQ(job.value("bytes_done", uint64_t{1}), 0u) << json.out;
+    }
+    // Then the pass's bytes.
+    ASSERT_TRUE(xendump::test::wait_until([&] {
+        text = xendump::test::run({"xen-dumpctl", "status", "--socket", service.socket().string()});
+        return text.out.find("% of ") != std::string::npos || text.out.find("No dumps running") != std::string::npos;
+    })) << text.out << text.err << service.log();
+}
+
 }  // namespace

@@ -27,20 +27,23 @@ void create_sim_host(const fs::path& dir, const std::vector<SimDomainSpec>& doma
     spec["xen_version"] = "4.17.0";
     spec["domains"] = nlohmann::json::array();
     for (const auto& d : domains) {
-        spec["domains"].push_back({{"domid", d.domid},
-                                   {"name", d.name},
-                                   {"uuid", d.uuid},
-                                   {"type", "pv"},
-                                   {"guest_width", 8},
-                                   {"vcpus", 1},
-                                   {"p2m_size", d.pages},
-                                   {"p2m_format", "tree"},
-                                   {"extents", {{0, 0x100000 * uint64_t{d.domid}, d.pages}}},
-                                   {"p2m_pages_at", nullptr},
-                                   {"memory", {{"fill", "pattern"}}},
-                                   {"zero_ranges", d.zero_ranges},
-                                   {"state", "running"},
-                                   {"map_cost", {{"per_call_us", 0}, {"per_page_ns", d.per_page_ns}}}});
+        nlohmann::json dom = {{"domid", d.domid},
+                              {"name", d.name},
+                              {"uuid", d.uuid},
+                              {"type", d.type},
+                              {"vcpus", 1},
+                              {"p2m_size", d.pages},
+                              {"extents", {{0, 0x100000 * uint64_t{d.domid}, d.pages}}},
+                              {"memory", {{"fill", "pattern"}}},
+                              {"zero_ranges", d.zero_ranges},
+                              {"state", "running"},
+                              {"map_cost", {{"per_call_us", d.per_call_us}, {"per_page_ns", d.per_page_ns}}}};
+        if (d.type == "pv") {
+            dom["guest_width"] = 8;
+            dom["p2m_format"] = "tree";
+            dom["p2m_pages_at"] = nullptr;
+        }
+        spec["domains"].push_back(dom);
     }
     fs::path spec_file = dir.string() + ".spec.json";
     std::ofstream(spec_file) << spec.dump(2);

@@ -27,6 +27,8 @@ struct SimDomainSpec {
     uint64_t pages = 256;
     uint64_t per_page_ns = 0;  // map_cost: slows dumps down
     std::vector<std::pair<uint64_t, uint64_t>> zero_ranges = {};  // [pfn, count] of all-zero pages
+    std::string type = "pv";   // or "hvm", "pvh": one extent of `pages` gfns from 0
+    uint64_t per_call_us = 0;  // map_cost: each mapping or page-type call (man xen-dump-sim)
 };
 
 // xen-dump-sim create DIR SPEC.json; throws on failure.

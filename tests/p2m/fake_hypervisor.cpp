@@ -95,7 +95,7 @@ std::unique_ptr<ForeignMapping> FakeHypervisor::map_foreign(uint32_t domid, std:
     auto m = std::make_unique<FakeMapping>();
     for (uint64_t frame : frames) {
         std::optional<uint64_t> mfn = d.info.hvm ? translate(d, frame) : std::optional<uint64_t>(frame);
-        if (!mfn || owner_of(*mfn) != domid) {
+        if (!mfn || owner_of(*mfn) != domid || (d.info.hvm && d.broken.count(frame))) {
             m->pages.push_back(nullptr);
             m->errors.push_back(EINVAL);
             continue;
@@ -105,6 +105,22 @@ std::unique_ptr<ForeignMapping> FakeHypervisor::map_foreign(uint32_t domid, std:
         m->errors.push_back(0);
     }
     return m;
+}
+
+std::vector<GfnType> FakeHypervisor::gfn_types(uint32_t domid, std::span<const uint64_t> gfns) {
+    if (refuse_types) throw Error("page types refused", "domain " + std::to_string(domid), std::nullopt, refuse_types);
+    const Domain& d = domains.at(domid);
+    ++type_calls;
+    typed_gfns += gfns.size();
+    std::vector<GfnType> types;
+    for (uint64_t gfn : gfns) {
+        std::optional<uint64_t> mfn = translate(d, gfn);
+        if (!mfn || owner_of(*mfn) != domid || d.xen_pages.count(gfn))
+            types.push_back(GfnType::absent);
+        else
+            types.push_back(d.broken.count(gfn) ? GfnType::broken : GfnType::present);
+    }
+    return types;
 }
 
 void set_arch_field(FakeHypervisor& hv, const PvGuest& g, unsigned width, unsigned index, uint64_t value) {

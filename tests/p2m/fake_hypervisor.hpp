@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ public:
         unsigned width = 8;
         uint64_t max_gpfn = 0;
         std::map<uint64_t, std::pair<uint64_t, uint64_t>> gfns;  // HVM: first gfn -> (mfn, count)
+        std::set<uint64_t> broken;  // HVM: populated gfns whose page is broken (no mapping, type BROKEN)
+        // HVM: populated gfns holding one of Xen's own pages (shared_info, a
+        // grant frame): they map, but their type is XTAB (absent).
+        std::set<uint64_t> xen_pages;
     };
 
     // Frames mfn … mfn+count-1 now belong to `domid`.
@@ -43,6 +48,9 @@ public:
     uint64_t map_calls = 0;
     uint64_t mapped_frames = 0;
     uint64_t largest_batch = 0;
+    uint64_t type_calls = 0;   // gfn_types() calls
+    uint64_t typed_gfns = 0;   // gfns they asked about
+    int refuse_types = 0;      // an errno: gfn_types() refuses with it (probing falls back to mapping)
 
     // Hypervisor
     std::string describe() const override { return "fake"; }
@@ -58,6 +66,7 @@ public:
     void destroy(uint32_t) override {}
     format::XenVersionDesc xen_version() override { return {}; }
     std::unique_ptr<DomainWatch> watch_domains() override { return nullptr; }
+    std::vector<GfnType> gfn_types(uint32_t domid, std::span<const uint64_t> gfns) override;
 
 private:
     std::optional<uint32_t> owner_of(uint64_t mfn) const;

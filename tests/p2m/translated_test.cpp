@@ -1,6 +1,11 @@
-// HVM/PVH discovery: pfn = gfn, present when it maps; the VGA hole and the
-// MMIO window below 4 GiB are never probed.
+// HVM/PVH discovery: pfn = gfn, present when the hypervisor's page type says
+// so (nothing mapped), or when it maps where the hypervisor refuses page
+// types; the VGA hole and the MMIO window below 4 GiB are never probed.
 #include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
 
 #include "windowed_check.hpp"
 #include "fake_hypervisor.hpp"
@@ -9,11 +14,10 @@
 namespace xendump::test {
 namespace {
 
-TEST(Translated, FindsPopulatedGfnsAndSkipsDeviceHoles) {
-    FakeHypervisor hv;
+// 0x140000 gfns, populated across the VGA hole and the MMIO window: those
+// must still be skipped (xg_core_x86.c xc_core_arch_gpfn_may_present).
+FakeHypervisor::Domain& holey_guest(FakeHypervisor& hv) {
     auto& d = hv.add_domain(3, true, 8);
-    // Populated across the VGA hole and the MMIO window: those must still be
-    // skipped (xg_core_x86.c xc_core_arch_gpfn_may_present).
     hv.populate(3, 0, 0x10000, 0x100);          // 0 … 0xff, includes 0xa0-0xbf
     hv.populate(3, 0x100, 0x20000, 0x7ff00);    // up to 2 GiB
     hv.populate(3, 0xeff00, 0x100000, 0x200);   // straddles 0xf0000
@@ -21,8 +25,11 @@ TEST(Translated, FindsPopulatedGfnsAndSkipsDeviceHoles) {
     d.info.tot_pages = 0x100 + 0x7ff00 + 0x200 + 0x40000;
     d.info.max_pages = d.info.tot_pages;
     d.max_gpfn = 0x13ffff;
+    return d;
+}
 
-    P2mMap map = discover_checked(hv, d.info);
+// What holey_guest() must give: no gfn of a device hole, ascending.
+void expect_holey_guest_pages(const P2mMap& map) {
     EXPECT_EQ(map.kind, format::P2mKind::translated);
     EXPECT_EQ(map.p2m_size, 0x140000u);
     uint64_t expected = 0;
@@ -40,9 +47,101 @@ TEST(Translated, FindsPopulatedGfnsAndSkipsDeviceHoles) {
     }
     expected = (0x100 - 0x20) + 0x7ff00 + 0x100 /* 0xeff00 … 0xeffff */ + 0x40000;
     EXPECT_EQ(map.pages.size(), expected);
-    EXPECT_LE(hv.largest_batch, 8192u);
-    EXPECT_LE(hv.map_calls, 0x140000u / 8192 + 4);
+}
+
+TEST(Translated, FindsPopulatedGfnsByTheirTypesAndSkipsDeviceHoles) {
+    FakeHypervisor hv;
+    auto& d = holey_guest(hv);
+    P2mMap map = discover_checked(hv, d.info);
+    expect_holey_guest_pages(map);
+    // Nothing mapped: the page types tell, 8192 gfns a call (the backend
+    // splits them into its hypercalls), none of the device holes asked.
+    EXPECT_EQ(hv.map_calls, 0u);
+    EXPECT_LE(hv.type_calls, 0x140000u / 8192 + 4);
+    EXPECT_EQ(hv.typed_gfns, 0x140000u - 0x20 - 0x10000);
     EXPECT_TRUE(map.warnings.empty());
+}
+
+// Xen under an XSM policy that forbids getpageframeinfo3 (EPERM), or a
+// backend without page types (EOPNOTSUPP): the gfns are mapped instead, as
+// before, with a warning; the pages found are the same.
+TEST(Translated, RefusedPageTypesFallBackToMappingWithAWarning) {
+    for (int refusal : {EPERM, EOPNOTSUPP, ENOSYS}) {
+        FakeHypervisor hv;
+        auto& d = holey_guest(hv);
+        hv.refuse_types = refusal;
+        P2mMap map = discover_checked(hv, d.info);
+        expect_holey_guest_pages(map);
+        EXPECT_EQ(hv.type_calls, 0u);
+        EXPECT_LE(hv.largest_batch, 8192u);
+        EXPECT_LE(hv.map_calls, 0x140000u / 8192 + 4);
+        EXPECT_EQ(hv.mapped_frames, 0x140000u - 0x20 - 0x10000);
+        ASSERT_EQ(map.warnings.size(), 1u);
+        EXPECT_NE(map.warnings[0].find("refused the page-type query"), std::string::npos) << map.warnings[0];
+        EXPECT_NE(map.warnings[0].find(std::strerror(refusal)), std::string::npos) << map.warnings[0];
+    }
+}
+
+// Xen's own pages in the guest's physmap (Linux HVM's shared_info on a low
+// RAM gfn, PVH grant frames on ballooned-out RAM) are typed XTAB but map, and
+// xl dump-core keeps them: the absent gfns of holes in RAM (at most 8192) and
+// of a short tail are mapped to find them; a long gap is not.
+TEST(Translated, XenPagesInHolesOfRamAreFoundByMappingTheHoles) {
+    FakeHypervisor hv;
+    auto& d = holey_guest(hv);
+    // RAM ends at 0x13ffff; 0x140000 … 0x1400ff: a short tail with a grant frame.
+    hv.populate(3, 0x140080, 0x300000, 1);
+    d.max_gpfn = 0x1400ff;
+    d.xen_pages = {0x1, 0x12345, 0x140080};
+    // A hole of 3 in RAM around 0x50000, one of 8193 around 0x60000 (longer
+    // than 8192: not looked into).
+    // Machine frames follow the gfns (mfn = 0x20000 + gfn - 0x100), so that
+    // no two ranges of frames overlap.
+    hv.populate(3, 0x50001, 0x20000 + 0x50001 - 0x100, 1);  // a Xen page in it
+    d.xen_pages.insert(0x50001);
+    hv.populate(3, 0x100, 0x20000, 0x4ff00);  // RAM 0x100 … 0x4ffff instead of … 0x7ffff
+    hv.populate(3, 0x50003, 0x20000 + 0x50003 - 0x100, 0xffff);  // 0x50003 … 0x60001
+    hv.populate(3, 0x62003, 0x20000 + 0x62003 - 0x100, 0x7ff00 - 0x61f03);
+    hv.populate(3, 0x61000, 0x20000 + 0x61000 - 0x100, 1);  // in the long hole: not found
+    d.xen_pages.insert(0x61000);
+    P2mMap map = discover_checked(hv, d.info);
+    std::set<uint64_t> pfns;
+    for (const PageEntry& e : map.pages) pfns.insert(e.pfn);
+    for (uint64_t x : {0x1, 0x12345, 0x50001, 0x140080}) EXPECT_TRUE(pfns.count(x)) << std::hex << x;
+    EXPECT_FALSE(pfns.count(0x61000));
+    EXPECT_FALSE(pfns.count(0x50000));
+    EXPECT_FALSE(pfns.count(0x60002));
+    // Mapped: the four short holes' gfns (1, 1, 3, and the tail of 0x100), not the gaps.
+    EXPECT_EQ(hv.mapped_frames, 1u + 1 + 3 + 0x100);
+    EXPECT_TRUE(map.warnings.empty());
+}
+
+// A cancel (an Error without an errno) while the types are asked is no
+// refusal: it ends the discovery instead of turning to mapping.
+TEST(Translated, AnErrorWithoutErrnoIsNotARefusal) {
+    struct Cancelled : FakeHypervisor {
+        std::vector<GfnType> gfn_types(uint32_t domid, std::span<const uint64_t>) override {
+            throw Error("cancelled", "domain " + std::to_string(domid));
+        }
+    } hv;
+    auto& d = holey_guest(hv);
+    EXPECT_THROW(discover_p2m(hv, d.info), Error);
+    EXPECT_EQ(hv.map_calls, 0u);
+}
+
+// Broken pages (XEN_DOMCTL_PFINFO_BROKEN) are left out, never mapped, and
+// counted in one warning.
+TEST(Translated, BrokenPagesAreLeftOutWithAWarning) {
+    FakeHypervisor hv;
+    auto& d = holey_guest(hv);
+    d.broken = {0x1234, 0x1235, 0x100010};
+    P2mMap map = discover_checked(hv, d.info);
+    EXPECT_EQ(map.pages.size(), (0x100u - 0x20) + 0x7ff00 + 0x100 + 0x40000 - 3);
+    for (const PageEntry& e : map.pages) EXPECT_FALSE(d.broken.count(e.pfn)) << e.pfn;
+    EXPECT_EQ(hv.map_calls, 0u);
+    ASSERT_EQ(map.warnings.size(), 1u);
+    EXPECT_NE(map.warnings[0].find("3 gfns are broken pages"), std::string::npos) << map.warnings[0];
+    EXPECT_NE(map.warnings[0].find("gfn 0x1234"), std::string::npos) << map.warnings[0];
 }
 
 TEST(Translated, HugeMaximumGpfnIsBoundedByTheDomainsSize) {

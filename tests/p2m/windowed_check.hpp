@@ -39,15 +39,19 @@ inline P2mMap discover_windowed(Hypervisor& hv, const DomainInfo& info, const P2
 }
 
 // discover_p2m(), checked against the windowed walk. The windowed walk runs
-// first and a fake hypervisor's count of mapping calls is put back after it,
-// so the tests' bounds on discover_p2m()'s calls still hold for it alone.
+// first and a fake hypervisor's counts of mapping and page-type calls are put
+// back after it, so the tests' bounds on discover_p2m()'s calls still hold
+// for it alone.
 template <class Hv>
 P2mMap discover_checked(Hv& hv, const DomainInfo& info, const P2mOptions& options = {}) {
     P2mMap win;
-    if constexpr (requires { hv.map_calls; }) {
-        const auto calls = hv.map_calls;
+    if constexpr (requires { hv.map_calls; hv.type_calls; }) {
+        const auto calls = hv.map_calls, mapped = hv.mapped_frames, types = hv.type_calls, typed = hv.typed_gfns;
         win = discover_windowed(hv, info, options);
         hv.map_calls = calls;
+        hv.mapped_frames = mapped;
+        hv.type_calls = types;
+        hv.typed_gfns = typed;
     } else {
         win = discover_windowed(hv, info, options);
     }

@@ -233,5 +233,42 @@ TEST(SimMemory, MapCostIsHonoured) {
     EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::microseconds(2000));
 }
 
+// Page types (XEN_DOMCTL_getpageframeinfo3) say what map_foreign would:
+// present where a gfn maps, absent where it fails (unpopulated, ballooned,
+// beyond the p2m), without mapping anything.
+TEST(SimMemory, GfnTypesAgreeWithMapping) {
+    Host h(json{{"domains", {{{"domid", 3}, {"type", "hvm"}, {"p2m_size", 100},
+                              {"extents", {{0, 0x8000, 10}, {50, 0x8100, 10}}}}}}});
+    auto r = run({"xen-dump-sim", "balloon", h.dir.string(), "3", "52", "2"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::vector<uint64_t> gfns;
+    for (uint64_t g = 0; g < 100; ++g) gfns.push_back(g);
+    gfns.push_back(0x8000);
+    const std::vector<GfnType> types = h.hv->gfn_types(3, gfns);
+    ASSERT_EQ(types.size(), gfns.size());
+    auto m = h.hv->map_foreign(3, gfns);
+    size_t present = 0;
+    for (size_t i = 0; i < gfns.size(); ++i) {
+        EXPECT_EQ(types[i] == GfnType::present, m->error(i) == 0) << "gfn " << gfns[i];
+        present += types[i] == GfnType::present;
+    }
+    EXPECT_EQ(present, 18u);  // 20 populated, 2 ballooned
+    EXPECT_EQ(types[52], GfnType::absent);
+}
+
+// map_cost for page types: the per-call cost for every 1024 gfns (a
+// hypercall each, as on Xen), a tenth of the per-page cost a gfn.
+TEST(SimMemory, GfnTypesPayTheirMapCost) {
+    json dom = {{"domid", 1}, {"type", "hvm"}, {"p2m_size", 4096},
+                {"map_cost", {{"per_call_us", 2000}, {"per_page_ns", 10000}}}};
+    Host h(json{{"domains", {dom}}});
+    std::vector<uint64_t> gfns(2048);
+    for (uint64_t g = 0; g < gfns.size(); ++g) gfns[g] = g;
+    auto start = std::chrono::steady_clock::now();
+    h.hv->gfn_types(1, gfns);
+    // Two calls of 1024: 2 x 2 ms, and 2048 x 1 us.
+    EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::microseconds(4000 + 2048));
+}
+
 }  // namespace
 }  // namespace xendump::test::sim

@@ -76,6 +76,22 @@ enum class DirtyRead {
     final_clean,
 };
 
+// What the hypervisor holds at one gfn of an HVM/PVH guest
+// (Hypervisor::gfn_types), as Xen's page types say it
+// (XEN_DOMCTL_PFINFO_* of xen/include/public/domctl.h).
+enum class GfnType : uint8_t {
+    absent,   // XTAB (never populated, ballooned out, paged out, device
+              // memory, or one of Xen's own pages the guest placed there:
+              // shared_info, grant frames, which map all the same) or XALLOC
+    present,  // populated guest memory (any other type): map_foreign maps it
+    broken,   // BROKEN: memory with an uncorrected machine-check error,
+              // which must not be read
+};
+
+// The gfns Xen answers for in one XEN_DOMCTL_getpageframeinfo3 (it refuses
+// more with E2BIG; its own save code, xg_sr_save.c, asks as many at a time).
+inline constexpr size_t kGfnTypesPerCall = 1024;
+
 class Hypervisor {
 public:
     virtual ~Hypervisor() = default;
@@ -115,6 +131,16 @@ public:
     virtual uint64_t read_dirty(uint32_t domid, DirtyRead how, std::span<uint64_t> bitmap, uint64_t pages);
     // XEN_DOMCTL_SHADOW_OP_OFF: log-dirty off, the bitmap dropped.
     virtual void disable_logdirty(uint32_t domid);
+
+    // What each of `gfns` of an HVM/PVH guest holds, one GfnType per gfn in
+    // their order, without mapping any (any number of gfns: a backend asks
+    // kGfnTypesPerCall at a time). Xen: xc_get_pfn_type_batch
+    // (XEN_DOMCTL_getpageframeinfo3), as its save code learns which pages to
+    // send. Throws Error with an errno when the hypervisor refuses (EPERM
+    // under an XSM policy that forbids it, for one); the default here
+    // refuses with EOPNOTSUPP: a backend that cannot tell. p2m discovery
+    // then probes the gfns by mapping them (and says so in a warning).
+    virtual std::vector<GfnType> gfn_types(uint32_t domid, std::span<const uint64_t> gfns);
 };
 
 // "xen" (default) or "sim:DIR". An empty `host` means $XEN_DUMP_HOST, else "xen".

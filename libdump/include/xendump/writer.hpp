@@ -56,6 +56,12 @@ struct WriteProgress {
     uint64_t pages_total = 0;
     uint64_t bytes_done = 0;
     uint64_t bytes_total = 0;
+    // A dump before its page pass, finding the guest's present pages (p2m
+    // discovery: a PV guest's p2m read, an HVM/PVH guest's page types
+    // asked): pages_done pfns examined of pages_total (the p2m size), no
+    // bytes yet. Reported from the first pfn on, then after every window of
+    // pfns (256Ki), until all are examined; then the pass's own reports.
+    bool finding_pages = false;
 };
 
 struct VerifyOptions;  // reader.hpp

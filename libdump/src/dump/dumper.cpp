@@ -11,6 +11,7 @@
 
 #include "dump/hypervisor_page_source.hpp"
 #include "dump/precopy.hpp"
+#include "hv/forwarding_hypervisor.hpp"
 #include "kdump/write_kdump.hpp"
 #include "p2m/p2m.hpp"
 #include "store/multipart_output.hpp"
@@ -93,13 +94,24 @@ Prepared prepare(Hypervisor& hv, uint32_t domid, const DumpOptions& opt, bool pa
     // is walked a window at a time and kept as extents (issue 19: memory by
     // stretches of pages, not by pages); duplicate frames are found from the
     // stretches and dropped as discover_p2m() drops them.
+    // Progress from the first pfn (WriteProgress::finding_pages): a large
+    // guest's discovery takes a while before the pass has anything to say.
     P2mWindows windows(hv, *info, P2mOptions{.verify_frames = false});
     FrameDuplicates duplicates;
     PageExtents present;
     std::vector<PageEntry> window;
-    while (windows.next(window)) {
-        duplicates.add(window);
-        present.append(window);
+    for (bool more = true; more;) {
+        if (opt.write.on_progress) {
+            WriteProgress progress;
+            progress.finding_pages = true;
+            progress.pages_done = windows.examined();
+            progress.pages_total = windows.header().p2m_size;
+            opt.write.on_progress(progress);
+        }
+        if ((more = windows.next(window))) {
+            duplicates.add(window);
+            present.append(window);
+        }
     }
     duplicates.finish();
     for (auto& w : windows.warnings(&duplicates)) p.warnings.push_back(std::move(w));
@@ -134,46 +146,33 @@ Prepared prepare(Hypervisor& hv, uint32_t domid, const DumpOptions& opt, bool pa
 // xen-dumpctl cancel, service stop) takes effect between two mapping calls
 // at any stage, and the dump unwinds through its PausedDomain. Pausing and
 // unpausing go to the real hypervisor, never through this check.
-class CancellableHypervisor final : public Hypervisor {
+class CancellableHypervisor final : public ForwardingHypervisor {
 public:
     CancellableHypervisor(Hypervisor& hv, const std::atomic<bool>* cancel, uint32_t domid)
-        : hv_(hv), cancel_(cancel), domid_(domid) {}
+        : ForwardingHypervisor(hv), cancel_(cancel), domid_(domid) {}
 
-    std::string describe() const override { return hv_.describe(); }
-    std::vector<DomainInfo> list_domains() override { return hv_.list_domains(); }
-    std::optional<DomainInfo> domain_info(uint32_t domid) override { return hv_.domain_info(domid); }
-    std::string domain_name(uint32_t domid) override { return hv_.domain_name(domid); }
-    std::optional<uint32_t> find_domain_by_name(std::string_view name) override {
-        return hv_.find_domain_by_name(name);
-    }
-    unsigned guest_width(uint32_t domid) override { return hv_.guest_width(domid); }
-    uint64_t maximum_gpfn(uint32_t domid) override { return hv_.maximum_gpfn(domid); }
     std::optional<std::vector<std::byte>> vcpu_context(uint32_t domid, uint32_t vcpu) override {
         check();
-        return hv_.vcpu_context(domid, vcpu);
+        return ForwardingHypervisor::vcpu_context(domid, vcpu);
     }
     std::unique_ptr<ForeignMapping> map_foreign(uint32_t domid, std::span<const uint64_t> frames) override {
         check();
-        return hv_.map_foreign(domid, frames);
+        return ForwardingHypervisor::map_foreign(domid, frames);
     }
-    void pause(uint32_t domid) override { hv_.pause(domid); }
-    void unpause(uint32_t domid) override { hv_.unpause(domid); }
-    void destroy(uint32_t domid) override { hv_.destroy(domid); }
-    format::XenVersionDesc xen_version() override { return hv_.xen_version(); }
-    std::unique_ptr<DomainWatch> watch_domains() override { return hv_.watch_domains(); }
-    void enable_logdirty(uint32_t domid) override { hv_.enable_logdirty(domid); }
     uint64_t read_dirty(uint32_t domid, DirtyRead how, std::span<uint64_t> bitmap, uint64_t pages) override {
         check();
-        return hv_.read_dirty(domid, how, bitmap, pages);
+        return ForwardingHypervisor::read_dirty(domid, how, bitmap, pages);
     }
-    void disable_logdirty(uint32_t domid) override { hv_.disable_logdirty(domid); }
+    std::vector<GfnType> gfn_types(uint32_t domid, std::span<const uint64_t> gfns) override {
+        check();
+        return ForwardingHypervisor::gfn_types(domid, gfns);
+    }
 
 private:
     void check() const {
         if (cancel_ && cancel_->load()) throw Error("cancelled", object_of(domid_));
     }
 
-    Hypervisor& hv_;
     const std::atomic<bool>* cancel_;
     uint32_t domid_;
 };

@@ -40,17 +40,27 @@ std::unique_ptr<Hypervisor> open_hypervisor(std::string_view host) {
     throw Error("unknown host \"" + spec + "\" (expected \"xen\" or \"sim:DIR\")");
 }
 
-void Hypervisor::enable_logdirty(uint32_t domid) {
-    throw Error("log-dirty mode is not supported by the " + describe() + " backend", "domain " + std::to_string(domid),
+namespace {
+
+// What a backend cannot do, refused as Xen refuses it (EOPNOTSUPP).
+[[noreturn]] void unsupported(const Hypervisor& hv, const std::string& what, uint32_t domid) {
+    throw Error(what + " not supported by the " + hv.describe() + " backend", "domain " + std::to_string(domid),
                 std::nullopt, EOPNOTSUPP);
 }
 
+}  // namespace
+
+void Hypervisor::enable_logdirty(uint32_t domid) { unsupported(*this, "log-dirty mode is", domid); }
+
 uint64_t Hypervisor::read_dirty(uint32_t domid, DirtyRead, std::span<uint64_t>, uint64_t) {
-    throw Error("log-dirty mode is not supported by the " + describe() + " backend", "domain " + std::to_string(domid),
-                std::nullopt, EOPNOTSUPP);
+    unsupported(*this, "log-dirty mode is", domid);
 }
 
 void Hypervisor::disable_logdirty(uint32_t) {}
+
+std::vector<GfnType> Hypervisor::gfn_types(uint32_t domid, std::span<const uint64_t>) {
+    unsupported(*this, "page types are", domid);
+}
 
 LogDirtyGuard::LogDirtyGuard(Hypervisor& hv, uint32_t domid) : hv_(hv), domid_(domid) {
     hv_.enable_logdirty(domid_);

@@ -2,16 +2,19 @@
 // backs each. For PV guests the guest's own p2m is read (the three-level tree
 // under shared_info.arch.pfn_to_mfn_frame_list_list, or the linear list at
 // p2m_vaddr reached through the page tables at p2m_cr3), for HVM/PVH guests
-// the gfns are probed through the hypervisor. Facts from Xen's
+// the gfns' page types are asked of the hypervisor (XEN_DOMCTL_
+// getpageframeinfo3, nothing mapped), or the gfns mapped where it refuses
+// them. Facts from Xen's
 // tools/libs/guest/xg_core_x86.c and xg_sr_save_x86_pv.c.
 //
 // Everything read from the guest is untrusted. What discover_p2m guarantees:
 //  - pages are strictly ascending by pfn, pfn < p2m_size; HVM/PVH: gmfn == pfn;
 //  - PV: no gmfn appears twice (a pfn claiming an mfn that a lower pfn
 //    already claimed is dropped, with a warning);
-//  - when P2mOptions::verify_frames (the default), every gmfn mapped
+//  - PV, when P2mOptions::verify_frames (the default): every gmfn mapped
 //    successfully for this domain at discovery time (so it was owned by the
-//    domain then; for HVM/PVH every gfn was populated). A page can still fail
+//    domain then); HVM/PVH: every gfn was populated then (its page type said
+//    so, or it mapped), broken pages left out. A page can still fail
 //    to map later while its contents are read (a live guest ballooning, a
 //    dying domain): readers must record such pages as unreadable, not fail;
 //  - work and memory are bounded by what the hypervisor reports (maximum
@@ -41,7 +44,7 @@ namespace xendump {
 
 struct P2mOptions {
     // Map every claimed gmfn once to check that the domain owns it (PV only;
-    // HVM/PVH probing maps every gfn anyway). Off: out-of-range values are
+    // an HVM/PVH gfn is present by its page type). Off: out-of-range values are
     // still dropped, but frames of other domains are not detected here; the
     // dumper turns them off because it maps every page to read it anyway, and
     // a frame the domain does not own fails that mapping and is recorded as

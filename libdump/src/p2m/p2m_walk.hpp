@@ -2,6 +2,7 @@
 // leaf reader and the HVM prober.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -110,6 +111,8 @@ public:
     void claim_leaves(std::vector<uint64_t>& p2m_frames);
     // Appends the next chunk's present pages to `out`; false when done.
     bool read_next(std::vector<PageEntry>& out);
+    // The pfns examined so far (a chunk's p2m pages hold them): progress.
+    uint64_t examined() const { return std::min<uint64_t>(next_ * walk_.entries_per_page(), walk_.p2m_size); }
     void add_warnings(std::vector<std::string>& warnings) const;
 
 private:
@@ -124,21 +127,40 @@ private:
 void drop_duplicate_frames(std::vector<PageEntry>& pages, AnomalyCount& duplicate);
 std::string duplicate_warning(const AnomalyCount& duplicate);
 
-// HVM/PVH: probes gfns 0 … p2m_size-1 and fills map.pages.
+// HVM/PVH: probes gfns 0 … p2m_size-1 and fills map.pages (and its warnings).
 void probe_translated(Hypervisor& hv, const DomainInfo& info, uint64_t p2m_size, P2mMap& map);
 
-// HVM/PVH probing a window of gfns at a time (kMapBatch gfns a call).
+// HVM/PVH probing a window of gfns at a time: the hypervisor's page types
+// (Hypervisor::gfn_types, kMapBatch gfns a call), so that no page is mapped
+// before the page pass maps it to read it; only the absent gfns of short
+// holes in RAM are mapped, for Xen's pages the guest put there
+// (translated.cpp). When the hypervisor refuses the types (an Error with an
+// errno), the gfns are mapped instead, kMapBatch a call, as before page types
+// were asked: each present page is then mapped twice in a dump, and a warning
+// says why.
 class TranslatedProber {
 public:
     TranslatedProber(Hypervisor& hv, uint32_t domid, uint64_t p2m_size) : hv_(hv), domid_(domid), size_(p2m_size) {}
     // Appends the populated gfns among the next `gfns` probed to `out`;
     // false when every gfn was probed.
     bool read_next(std::vector<PageEntry>& out, uint64_t gfns);
+    // The gfns examined so far (skipped device holes included): progress.
+    uint64_t examined() const { return next_; }
+    // The broken pages left out, and the fallback to mapping, one line each.
+    void add_warnings(std::vector<std::string>& warnings) const;
 
 private:
+    void probe(const std::vector<uint64_t>& gfns, std::vector<PageEntry>& out);
+    void typed(const std::vector<uint64_t>& gfns, const std::vector<GfnType>& types, std::vector<PageEntry>& out);
+    void map_probe(std::span<const uint64_t> gfns, std::vector<PageEntry>& out);
+
     Hypervisor& hv_;
     uint32_t domid_;
     uint64_t size_, next_ = 0;
+    std::string refused_;  // why page types were refused: probing by mapping since
+    AnomalyCount broken_;
+    bool in_ram_ = false;         // a present (or broken) gfn came, and no long gap since
+    std::vector<uint64_t> hole_;  // the absent gfns since it: mapped if RAM follows
 };
 
 // The steps of discover_p2m, for the whole walk and the windowed one.

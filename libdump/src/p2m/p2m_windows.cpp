@@ -61,11 +61,17 @@ bool P2mWindows::next(std::vector<PageEntry>& window) {
     return !window.empty();
 }
 
+uint64_t P2mWindows::examined() const {
+    const Impl& d = *impl_;
+    return d.entries ? d.entries->examined() : d.prober->examined();
+}
+
 std::vector<std::string> P2mWindows::warnings(const FrameDuplicates* duplicates) {
     Impl& d = *impl_;
     if (!d.finished) {
         d.finished = true;
         if (d.entries) d.entries->add_warnings(d.header.warnings);
+        if (d.prober) d.prober->add_warnings(d.header.warnings);
         if (duplicates && !duplicates->warning().empty()) d.header.warnings.push_back(duplicates->warning());
         if (d.pv) finish_pv(*d.pv, d.info, d.header);
     }

@@ -39,6 +39,8 @@ public:
     // Replaces `window` with the next present pages (ascending pfn, above
     // every earlier window; duplicates not dropped); false when none is left.
     bool next(std::vector<PageEntry>& window);
+    // The pfns examined so far, of header().p2m_size: progress.
+    uint64_t examined() const;
     // After the last window: discover_p2m()'s warnings, in its order, with
     // `duplicates`' line (after finish()) where discover_p2m() puts its own.
     // Throws Error when no page was present.

@@ -1,12 +1,30 @@
-// HVM and PVH guests: the hypervisor translates, so pfn = gfn and a gfn is
-// present when it maps. Probed in large batches (a 16 GiB guest is 4Mi gfns,
-// 512 mapping calls). The VGA hole and the MMIO window below 4 GiB are
-// skipped without mapping, as xg_core_x86.c xc_core_arch_gpfn_may_present
-// does: mapping emulated or passed-through device memory could have side
-// effects.
+// HVM and PVH guests: the hypervisor translates, so pfn = gfn, and a gfn is
+// present when the hypervisor's page type for it says so (XEN_DOMCTL_
+// getpageframeinfo3, what Xen's save code asks, xg_sr_save.c): nothing is
+// mapped to find out, so a dump maps each present page once, in its page
+// pass. Asked in large batches (a 16 GiB guest is 4Mi gfns, 512 calls here,
+// 4096 hypercalls of 1024). The VGA hole and the MMIO window below 4 GiB are
+// skipped without asking, as xg_core_x86.c xc_core_arch_gpfn_may_present
+// does: emulated or passed-through device memory is no guest RAM, and
+// mapping it (the fallback below) could have side effects.
+//
+// One kind of page the types do not show: Xen's own pages that the guest
+// placed in its physmap (XENMAPSPACE_shared_info, _grant_table). Xen types
+// them XTAB (is_xen_heap_page), as they are not the guest's to migrate, but
+// they map, and xl dump-core (which maps every gfn) keeps them: Linux HVM
+// guests put shared_info on a low RAM gfn (enlighten_hvm.c
+// reserve_shared_info), PVH guests their grant frames on ballooned-out RAM.
+// So the XTAB gfns of a hole in RAM (between present gfns, at most kMapBatch
+// of them) and of a short tail after the last present gfn are mapped to see
+// which map: nothing in a guest that has no such hole, a few pages in one
+// that has, and as before for a ballooned guest's scattered holes. Longer
+// holes (the gap below the MMIO window, a large balloon) are not mapped.
 #include <algorithm>
+#include <cstring>
+#include <iterator>
 
 #include "p2m/p2m_walk.hpp"
+#include "xendump/error.hpp"
 
 namespace xendump::p2m_detail {
 
@@ -19,19 +37,76 @@ struct GfnRange {
 // (xen/include/public/hvm/e820.h).
 constexpr GfnRange kSkipped[] = {{0xa0, 0xc0}, {0xf0000, 0x100000}};
 
+// The longest run of XTAB gfns whose gfns are mapped to look for Xen's pages.
+constexpr size_t kLongestHole = kMapBatch;
+
 }  // namespace
+
+void TranslatedProber::map_probe(std::span<const uint64_t> gfns, std::vector<PageEntry>& out) {
+    if (gfns.empty()) return;
+    // What maps is present: Xen fails an unpopulated gfn (and a broken page).
+    auto m = hv_.map_foreign(domid_, gfns);
+    for (size_t i = 0; i < m->count(); ++i)
+        if (m->error(i) == 0) out.push_back({gfns[i], gfns[i]});
+}
+
+void TranslatedProber::typed(const std::vector<uint64_t>& gfns, const std::vector<GfnType>& types,
+                             std::vector<PageEntry>& out) {
+    std::vector<PageEntry> present;
+    std::vector<uint64_t> holes;  // closed by a present gfn of this batch: mapped
+    for (size_t i = 0; i < gfns.size(); ++i) {
+        if (types[i] == GfnType::absent) {
+            if (!in_ram_) continue;
+            hole_.push_back(gfns[i]);
+            if (hole_.size() > kLongestHole) {  // a gap, not a hole in RAM
+                hole_.clear();
+                in_ram_ = false;
+            }
+            continue;
+        }
+        // Present or broken: RAM, which closes the hole before it.
+        holes.insert(holes.end(), hole_.begin(), hole_.end());
+        hole_.clear();
+        in_ram_ = true;
+        if (types[i] == GfnType::present)
+            present.push_back({gfns[i], gfns[i]});
+        else
+            broken_.add([&] { return "gfn " + hex(gfns[i]); });
+    }
+    std::vector<PageEntry> found;
+    map_probe(holes, found);
+    std::merge(present.begin(), present.end(), found.begin(), found.end(), std::back_inserter(out),
+               [](const PageEntry& a, const PageEntry& b) { return a.pfn < b.pfn; });
+}
+
+void TranslatedProber::probe(const std::vector<uint64_t>& gfns, std::vector<PageEntry>& out) {
+    if (gfns.empty()) return;
+    if (refused_.empty()) {
+        try {
+            const std::vector<GfnType> types = hv_.gfn_types(domid_, gfns);
+            if (types.size() != gfns.size())
+                throw Error("internal error: " + std::to_string(types.size()) + " page types for " +
+                            std::to_string(gfns.size()) + " gfns", "domain " + std::to_string(domid_));
+            typed(gfns, types, out);
+            return;
+        } catch (const Error& e) {
+            // An Error without an errno is no refusal (a cancel): it goes on up.
+            if (e.sys_errno() == 0) throw;
+            refused_ = e.message() + ": " + std::strerror(e.sys_errno());  // the domain is the warning's
+        }
+    }
+    // Refused: every gfn is probed by mapping it, as before page types were
+    // asked (a hole pending from earlier types is within these gfns' reach no
+    // more: it is mapped first, in order).
+    map_probe(hole_, out);
+    hole_.clear();
+    map_probe(gfns, out);
+}
 
 bool TranslatedProber::read_next(std::vector<PageEntry>& out, uint64_t count) {
     if (next_ >= size_) return false;
     std::vector<uint64_t> gfns;
     gfns.reserve(kMapBatch);
-    auto flush = [&] {
-        if (gfns.empty()) return;
-        auto m = hv_.map_foreign(domid_, gfns);
-        for (size_t i = 0; i < m->count(); ++i)
-            if (m->error(i) == 0) out.push_back({gfns[i], gfns[i]});
-        gfns.clear();
-    };
     const uint64_t end = size_ - next_ > count ? next_ + count : size_;
     while (next_ < end) {
         const GfnRange* skip = std::find_if(std::begin(kSkipped), std::end(kSkipped),
@@ -41,16 +116,35 @@ bool TranslatedProber::read_next(std::vector<PageEntry>& out, uint64_t count) {
             continue;
         }
         gfns.push_back(next_++);
-        if (gfns.size() == kMapBatch) flush();
+        if (gfns.size() == kMapBatch) {
+            probe(gfns, out);
+            gfns.clear();
+        }
     }
-    flush();
+    probe(gfns, out);
+    if (next_ >= size_) {  // the short tail after the last present gfn
+        map_probe(hole_, out);
+        hole_.clear();
+    }
     return true;
+}
+
+void TranslatedProber::add_warnings(std::vector<std::string>& warnings) const {
+    if (broken_.count)
+        warnings.push_back(counted(broken_, "gfns are broken pages (XEN_DOMCTL_PFINFO_BROKEN: memory with a "
+                                            "machine-check error)",
+                                   "they are left out of the dump, as holes, and never read"));
+    if (!refused_.empty())
+        warnings.push_back("the hypervisor refused the page-type query (" + refused_ +
+                           "); the gfns were probed by mapping them instead (slower: a dump maps each present "
+                           "page twice)");
 }
 
 void probe_translated(Hypervisor& hv, const DomainInfo& info, uint64_t p2m_size, P2mMap& map) {
     TranslatedProber prober(hv, info.domid, p2m_size);
     while (prober.read_next(map.pages, UINT64_MAX)) {
     }
+    prober.add_warnings(map.warnings);
 }
 
 }  // namespace xendump::p2m_detail

@@ -186,29 +186,38 @@ public:
         };
         for (size_t i = 0; i < frames.size(); ++i) {
             const uint64_t frame = frames[i];
-            if (spec.is_pv()) {
-                // PV guests are mapped by mfn; the frame must be the domain's own.
-                if (frame == d.derived().shared_info_mfn) {
-                    std::memcpy(mapping->page_for_write(i), d.shared_info_page().data(), kPageSize);
-                    continue;
-                }
-                auto pfn = d.pfn_of_mfn(frame);
-                if (!pfn || state->is_ballooned(*pfn)) {
-                    mapping->fail(i, EPERM);
-                    continue;
-                }
-                map_pfn(i, *pfn);
-            } else {
-                // HVM/PVH are mapped by gfn; an unpopulated gfn fails.
-                if (frame >= spec.p2m_size || !spec.extent_of_pfn(frame) || state->is_ballooned(frame)) {
-                    mapping->fail(i, EINVAL);
-                    continue;
-                }
-                map_pfn(i, frame);
+            if (spec.is_pv() && frame == d.derived().shared_info_mfn) {
+                std::memcpy(mapping->page_for_write(i), d.shared_info_page().data(), kPageSize);
+                continue;
             }
+            const Frame f = frame_of(d, *state, frame);
+            if (f.error)
+                mapping->fail(i, f.error);
+            else
+                map_pfn(i, f.pfn);
         }
         sim::wait_map_cost(spec.per_call_us, spec.per_page_ns, frames.size());
         return mapping;
+    }
+
+    // Answered from what map_foreign would map (the domain's populated gfns,
+    // less the ballooned ones); nothing is mapped, and a guest's writer does
+    // not run (its clock is pages mapped). Costs one mapping call's fixed
+    // cost a kGfnTypesPerCall gfns (a hypercall each, as on Xen) and a tenth
+    // of the per-page cost a gfn: Xen looks the gfn up and writes 8 bytes
+    // back, with no page-table entry to write and flush (man xen-dump-sim,
+    // map_cost).
+    std::vector<GfnType> gfn_types(uint32_t domid, std::span<const uint64_t> gfns) override {
+        const sim::SimDomain& d = host_.live(domid);
+        const sim::DomainSpec& spec = d.spec();
+        auto state = host_.state(domid);
+        std::vector<GfnType> types;
+        types.reserve(gfns.size());
+        for (uint64_t gfn : gfns) types.push_back(frame_of(d, *state, gfn).error ? GfnType::absent : GfnType::present);
+        for (size_t done = 0; done < gfns.size(); done += kGfnTypesPerCall)
+            sim::wait_map_cost(spec.per_call_us, spec.per_page_ns / 10,
+                               std::min(kGfnTypesPerCall, gfns.size() - done));
+        return types;
     }
 
     void pause(uint32_t domid) override { host_.pause(domid); }
@@ -225,6 +234,24 @@ public:
     void disable_logdirty(uint32_t domid) override { host_.disable_logdirty(domid); }
 
 private:
+    // A frame as the guest's: PV guests are mapped by mfn, which must be the
+    // domain's own (else EPERM); HVM/PVH by gfn, which must be populated
+    // (else EINVAL). The shared_info frame is the caller's to handle.
+    struct Frame {
+        uint64_t pfn = 0;
+        int error = 0;
+    };
+    static Frame frame_of(const sim::SimDomain& d, const sim::DomainState& state, uint64_t frame) {
+        const sim::DomainSpec& spec = d.spec();
+        if (spec.is_pv()) {
+            auto pfn = d.pfn_of_mfn(frame);
+            if (!pfn || state.is_ballooned(*pfn)) return {0, EPERM};
+            return {*pfn, 0};
+        }
+        if (frame >= spec.p2m_size || !spec.extent_of_pfn(frame) || state.is_ballooned(frame)) return {0, EINVAL};
+        return {frame, 0};
+    }
+
     sim::SimHost host_;
     std::shared_ptr<BufferPool> pool_;
 };
