@@ -329,8 +329,6 @@ fs::path Uploader::state_dir() const { return dump_dir_ / kUploadStateDir; }
 void Uploader::start() {
     started_ = unix_now();
     std::error_code ec;
-    fs::create_directory(state_dir(), ec);
-    ::chmod(state_dir().c_str(), 0700);
     // Leftovers of a write that a crash of the service interrupted.
     for (const auto& e : fs::directory_iterator(state_dir(), ec)) {
         const std::string n = e.path().filename().string();
@@ -351,8 +349,9 @@ void Uploader::add(const fs::path& dump) {
     UploadState s;
     s.dump = dump.filename().string();
     s.queued = unix_now();
-    std::error_code ec;
-    fs::create_directory(state_dir(), ec);
+    // Made with the first upload (mode 0700, as the dump directory).
+    if (::mkdir(state_dir().c_str(), 0700) != 0 && errno != EEXIST)
+        throw_errno("cannot create the upload state directory", state_dir().string());
     replace_file_atomically(upload_state_path(dump), s.to_json(), 0600);
     {
         std::lock_guard lock(mutex_);
