@@ -61,10 +61,10 @@ std::vector<Shown> settings(const ServiceArgs& sa) {
             out.push_back({"Dump", d.key, config.control_socket.string(), "command line (--socket)"});
             continue;
         }
-        const auto lines = effective(config, "Dump", d.key);
+        const auto lines = effective(config, d.section, d.key);
         if (lines.empty())
-            out.push_back({"Dump", d.key, d.value, "default", d.meaning, true});
-        for (const auto* l : lines) out.push_back({"Dump", l->key, l->value, l->origin});
+            out.push_back({d.section, d.key, d.value, "default", d.meaning, true});
+        for (const auto* l : lines) out.push_back({d.section, l->key, l->value, l->origin});
     }
     for (const auto& [name, keys] : config.domain_formats) {
         const std::string section = "Domain " + name;

@@ -1,5 +1,7 @@
 // xen-dumpctl status [--json]: what the running service dumps now and what waits.
+#include <algorithm>
 #include <cstdio>
+#include <ctime>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -30,6 +32,28 @@ int cmd_status(Invocation& c) {
     for (const auto& c : reply.value("crashes_waiting_for_room", nlohmann::json::array()))
         std::printf("Crash of domain %u waits for room (%u attempts): %s\n", c.value("domid", 0u),
                     c.value("attempts", 0u), escape_text(c.value("error", "")).c_str());
+    // Dumps waiting for (or in) their upload to object storage ([Upload]).
+    const int64_t now = std::time(nullptr);
+    for (const auto& u : reply.value("uploads", nlohmann::json::array())) {
+        const uint64_t done = u.value("bytes_done", uint64_t{0}), total = u.value("bytes_total", uint64_t{0});
+        std::string line = "Upload of " + u.value("dump", std::string()) + " to " + u.value("target", std::string("?"));
+        if (total) line += ": " + std::to_string(done * 100 / total) + "% of " + cli::human_bytes(total);
+        if (u.value("state", "") == "uploading") {
+            line += ", uploading";
+        } else {
+            line += ", waiting";
+            const unsigned attempts = u.value("attempts", 0u);
+            if (attempts) line += " (" + std::to_string(attempts) + " attempt" + (attempts == 1 ? "" : "s") + " failed";
+            if (u.contains("next_attempt")) {
+                const int64_t in = std::max<int64_t>(0, u.value("next_attempt", int64_t{0}) - now);
+                line += std::string(attempts ? ", " : " (") + "next in " + std::to_string(in) + " s";
+            }
+            if (attempts || u.contains("next_attempt")) line += ")";
+            const std::string why = u.value("error", "");
+            if (!why.empty()) line += ": " + why;
+        }
+        std::printf("%s\n", escape_text(line).c_str());
+    }
     if (reply.contains("state_file_error"))
         std::printf("The crash state file cannot be written: %s\n", reply.value("state_file_error", "").c_str());
     const auto& jobs = reply["jobs"];

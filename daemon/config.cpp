@@ -10,6 +10,7 @@
 #include "xendump/error.hpp"
 #include "xendump/kernel/dump_level.hpp"
 #include "xendump/recipients.hpp"
+#include "xendump/s3.hpp"
 #include "xendump/writer.hpp"
 #include "xendump_config.h"
 
@@ -69,6 +70,60 @@ const std::map<std::string, Setter>& setters() {
              if (!v.empty() && c.threads == 0)
                  throw Error("Threads must be from 1 to " + std::to_string(kMaxWriteThreads) +
                              ", or empty for the number of cores");
+         }},
+    };
+    return table;
+}
+
+// The keys of [Upload] (xen-dumpd.conf(5), UPLOAD). Credentials are never
+// among them: they come from where the AWS tools read them (xendump/s3.hpp).
+const std::map<std::string, Setter>& upload_setters() {
+    static const std::map<std::string, Setter> table = {
+        {"Target", [](Config& c, const std::string& v) {
+             UploadConfig& u = c.upload;
+             if (v.empty()) {
+                 u.bucket.clear();
+                 u.prefix.clear();
+                 return;
+             }
+             if (!s3::is_url(v)) throw Error("Target must be s3://BUCKET/PREFIX: \"" + v + "\"");
+             const s3::Url url = s3::parse_url(v);
+             std::string prefix = url.key;
+             while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+             if (prefix.starts_with('/') || prefix.find("//") != std::string::npos)
+                 throw Error("Target's PREFIX cannot hold an empty path segment: \"" + v + "\"");
+             u.bucket = url.bucket;
+             u.prefix = prefix;
+         }},
+        {"Endpoint", [](Config& c, const std::string& v) {
+             if (!v.empty() && !v.starts_with("https://") && !v.starts_with("http://"))
+                 throw Error("Endpoint must start with https:// (or http:// for a store without TLS): \"" + v + "\"");
+             if (v.find_first_of(" \t?#") != std::string::npos) throw Error("Endpoint is not a URL: \"" + v + "\"");
+             c.upload.endpoint = v;
+         }},
+        {"Region", [](Config& c, const std::string& v) {
+             for (char ch : v)
+                 if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_'))
+                     throw Error("Region must be a region name such as us-east-1: \"" + v + "\"");
+             c.upload.region = v;
+         }},
+        {"Mode", [](Config& c, const std::string& v) {
+             if (v.empty() || v == "spool") c.upload.mode = UploadMode::spool;
+             else if (v == "stream")
+                 throw Error("Mode=stream is not implemented by the service: use Mode=spool (a dump is written "
+                             "locally, then uploaded); xen-dumpd --domain N -o s3://BUCKET/KEY streams");
+             else throw Error("Mode must be \"spool\": \"" + v + "\"");
+         }},
+        {"KeepLocal", [](Config& c, const std::string& v) { c.upload.keep_local = parse_bool(v); }},
+        {"PartSize", [](Config& c, const std::string& v) {
+             if (v.empty()) {
+                 c.upload.part_size = uint64_t{16} << 20;
+                 return;
+             }
+             const uint64_t n = parse_bytes(v);
+             if (n < (uint64_t{5} << 20) || n > (uint64_t{5} << 30))
+                 throw Error("PartSize must be from 5M to 5G (S3's limits on a part): \"" + v + "\"");
+             c.upload.part_size = n;
          }},
     };
     return table;
@@ -214,6 +269,7 @@ void apply_config_text(Config& config, const std::string& text, const std::strin
     std::string raw;
     unsigned line_no = 0;
     bool in_dump_section = false;
+    bool in_upload_section = false;
     DumpFormatKeys* domain = nullptr;  // in a [Domain NAME] section
     std::string domain_name;
     auto fail = [&](const std::string& msg) {
@@ -228,7 +284,8 @@ void apply_config_text(Config& config, const std::string& text, const std::strin
             std::string section = trim(line.substr(1, line.size() - 2));
             domain = nullptr;
             in_dump_section = section == "Dump";
-            if (in_dump_section) continue;
+            in_upload_section = section == "Upload";
+            if (in_dump_section || in_upload_section) continue;
             if (section == "Domain" || section.starts_with("Domain ") || section.starts_with("Domain\t")) {
                 const std::string name = trim(section.substr(6));
                 if (name.empty()) fail("[Domain] needs the guest's name: [Domain NAME]");
@@ -236,15 +293,29 @@ void apply_config_text(Config& config, const std::string& text, const std::strin
                 domain_name = name;
                 continue;
             }
-            fail("unknown section [" + section + "] (expected [Dump] or [Domain NAME])");
+            fail("unknown section [" + section + "] (expected [Dump], [Upload] or [Domain NAME])");
         }
         auto eq = line.find('=');
         if (eq == std::string::npos) fail("expected KEY=VALUE, got \"" + line + "\"");
-        if (!in_dump_section && !domain) fail("KEY=VALUE before the [Dump] section");
+        if (!in_dump_section && !in_upload_section && !domain) fail("KEY=VALUE before the [Dump] section");
         std::string key = trim(line.substr(0, eq));
         std::string value = trim(line.substr(eq + 1));
         const std::string where = origin + ":" + std::to_string(line_no);
-        next.lines.push_back({domain ? "Domain " + domain_name : std::string("Dump"), key, value, where});
+        const std::string section = domain ? "Domain " + domain_name : std::string(in_upload_section ? "Upload" : "Dump");
+        next.lines.push_back({section, key, value, where});
+        if (in_upload_section) {
+            auto it = upload_setters().find(key);
+            if (it == upload_setters().end())
+                fail(is_config_key(key) ? key + "= belongs in [Dump], not [Upload]"
+                         : "unknown key \"" + key + "\" in [Upload]");
+            try {
+                it->second(next, value);
+            } catch (const Error& e) {
+                fail(key + "=: " + e.message());
+            }
+            continue;
+        }
+        if (upload_setters().contains(key)) fail(key + "= belongs in the [Upload] section");
         try {
             if (set_format_key(domain ? *domain : next.dump_format, key, value, where)) continue;
         } catch (const Error& e) {
@@ -286,13 +357,19 @@ const std::vector<KeyDefault>& key_defaults() {
         {"Recipient", "", "not encrypted", true},
         {"RecipientsFile", "", "not encrypted", true},
         {"ClearMetadata", "", "no panic line or backtrace in clear beside an encrypted dump", true},
+        {"Target", "", "no upload", false, "Upload"},
+        {"Endpoint", "", "$AWS_ENDPOINT_URL, the profile's endpoint_url, else AWS's", false, "Upload"},
+        {"Region", "", "$AWS_REGION, $AWS_DEFAULT_REGION, the profile's, else us-east-1", false, "Upload"},
+        {"Mode", "spool", "", false, "Upload"},
+        {"KeepLocal", "no", "", false, "Upload"},
+        {"PartSize", "16M", "", false, "Upload"},
     };
     return table;
 }
 
 bool is_config_key(std::string_view key) {
     return setters().contains(std::string(key)) || format_setters().contains(std::string(key)) ||
-           key == "Recipient" || key == "RecipientsFile" || key == "ClearMetadata";
+           upload_setters().contains(std::string(key)) || key == "Recipient" || key == "RecipientsFile" || key == "ClearMetadata";
 }
 
 void check_config(const Config& config) {
@@ -369,6 +446,11 @@ void ConfigOverrides::apply(Config& config) const {
     }
     if (control_socket) config.control_socket = *control_socket;
     if (threads) config.threads = *threads;
+}
+
+std::string UploadConfig::target() const {
+    if (bucket.empty()) return {};
+    return "s3://" + bucket + (prefix.empty() ? "" : "/" + prefix);
 }
 
 unsigned Config::write_threads() const { return threads ? threads : cli::default_threads(); }

@@ -65,10 +65,26 @@ struct DumpFormatKeys {
     std::optional<ClearMetadata> clear_metadata;
 };
 
+// [Upload]: where the service copies each dump it published (issue 34).
+// Target= unset: nothing is uploaded.
+enum class UploadMode { spool };
+struct UploadConfig {
+    std::string bucket;        // Target=s3://BUCKET/PREFIX; empty: no upload
+    std::string prefix;        // PREFIX without a trailing '/' ("" for the bucket's top)
+    std::string endpoint;      // Endpoint=, "": AWS_ENDPOINT_URL, the profile's, else AWS's
+    std::string region;        // Region=, "": AWS_REGION, ..., us-east-1
+    UploadMode mode = UploadMode::spool;  // Mode=spool (Mode=stream is refused: not implemented)
+    bool keep_local = false;   // KeepLocal=
+    uint64_t part_size = uint64_t{16} << 20;  // PartSize=, 5M to 5G
+    bool enabled() const { return !bucket.empty(); }
+    std::string target() const;  // s3://BUCKET/PREFIX as configured
+    bool operator==(const UploadConfig&) const = default;
+};
+
 // One KEY=VALUE line as it was applied, for `xen-dumpctl config`: which
 // file and line set each value.
 struct ConfigLine {
-    std::string section;  // "Dump" or "Domain NAME"
+    std::string section;  // "Dump", "Upload" or "Domain NAME"
     std::string key, value;
     std::string origin;  // FILE:LINE
 };
@@ -81,8 +97,9 @@ struct KeyDefault {
     std::string value;
     std::string meaning;  // "" or e.g. "no limit"
     bool per_domain = false;  // a [Domain NAME] section may hold it too
+    std::string section = "Dump";  // the section it belongs in: "Dump" or "Upload"
 };
-// Every key, [Dump]'s order of xen-dumpd.conf(5).
+// Every key, in the order of xen-dumpd.conf(5): [Dump]'s, then [Upload]'s.
 const std::vector<KeyDefault>& key_defaults();
 // Whether `key` is a key apply_config_text takes (for the test that
 // key_defaults() names them all).
@@ -105,6 +122,7 @@ struct Config {
     unsigned threads = 0;                  // Threads= 1..kMaxWriteThreads, 0 (empty): write_threads()'s default
     DumpFormatKeys dump_format;            // Format=, Compress=, DumpLevel= of [Dump]
     std::map<std::string, DumpFormatKeys, std::less<>> domain_formats;  // of [Domain NAME], by NAME
+    UploadConfig upload;                   // [Upload]
     std::vector<std::string> files;   // the files read, in order (the main file, then the drop-ins)
     std::vector<ConfigLine> lines;    // every KEY=VALUE applied, in order
 

@@ -18,7 +18,11 @@
 //   <- {"event":"finished","id":3,"result":"ok","path":"...","error":"","warnings":[...]}
 //      (warnings: what the dumper said of the guest, e.g. a dump level it cannot support)
 //   -> {"command":"status"}
-//   <- {"event":"status","host":"...","dump_dir":"...","jobs":[{"id":..,"state":"running",...}]}
+//   <- {"event":"status","host":"...","dump_dir":"...","jobs":[{"id":..,"state":"running",...}],
+//       "crashes_waiting_for_room":[...], "upload_target":"s3://BUCKET/PREFIX" ([Upload] set),
+//       "uploads":[{"dump":PATH,"target":"s3://BUCKET/KEY","state":"uploading"|"waiting",
+//                   "bytes_done":N,"bytes_total":M,"attempts":N,"error":"why it waits",
+//                   "next_attempt":UNIX_SECONDS}]}
 //      (a job: id, state, domid, domain, reason, bytes_done, bytes_total,
 //      path; before its page pass also finding_pages, pfns_done, pfns_total)
 //   -> {"command":"cancel","id":3}

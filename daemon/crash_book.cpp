@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "sidecar.hpp"
 #include "util/util.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
@@ -136,18 +137,7 @@ void CrashBook::write_file() const {
     for (const auto& k : handled_) j["handled"].push_back({{"domid", k.domid}, {"uuid", k.uuid}});
     j["last_dump"] = last_dump_;
     j["skipped"] = skipped_;
-    std::string text = j.dump(2) + "\n";
-    // AtomicFile refuses to replace, so write a fresh name and rename over.
-    std::filesystem::path tmp = file_.string() + ".new";
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-    {
-        AtomicFile f(tmp, 0600);
-        if (util::write_full(f.fd(), text.data(), text.size()) != text.size())
-            throw_errno("cannot write state file", tmp.string());
-        f.commit();
-    }
-    if (::rename(tmp.c_str(), file_.c_str()) != 0) throw_errno("cannot replace state file", file_.string());
+    replace_file_atomically(file_, j.dump(2) + "\n", 0600);
 }
 
 }  // namespace xendump::daemon

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <mutex>
 
 #include "config.hpp"
 #include "journal_log.hpp"
@@ -35,6 +36,14 @@ bool is_dump_name(std::string_view name) {
 }
 bool is_sidecar_name(std::string_view name) {
     return name.ends_with(".json") && is_dump_name(name.substr(0, name.size() - 5));
+}
+
+std::mutex g_uploading_mutex;
+fs::path g_uploading;
+
+bool is_uploading(const fs::path& dump) {
+    std::lock_guard lock(g_uploading_mutex);
+    return !g_uploading.empty() && g_uploading == dump;
 }
 
 uint64_t disk_bytes(const fs::path& p, int64_t* mtime = nullptr) {
@@ -146,7 +155,7 @@ std::vector<StoredDump> to_stored(const std::vector<DumpEntry>& entries, const s
         else s.domain = e.dump.filename().string();
         s.time = e.time;
         s.bytes = e.bytes_on_disk;
-        s.in_use = in_use.count(e.dump) != 0;
+        s.in_use = in_use.count(e.dump) != 0 || is_uploading(e.dump);
         s.crash = e.info && e.info->reason == "crash" && e.info->result == DumpOutcome::ok;
         out.push_back(std::move(s));
     }
@@ -168,7 +177,21 @@ uint64_t remove_dump(const fs::path& id) {
         freed += disk_bytes(p);
         fs::remove(p, ec);
     }
+    if (fs::remove(upload_state_path(id), ec))
+        log_message(LogLevel::warning,
+                    "the upload of " + id.string() + " to object storage is dropped: the dump was removed before it "
+                                                      "was uploaded",
+                    {{"DUMP_PATH", id.string()}});
     return freed;
+}
+
+fs::path upload_state_path(const fs::path& dump) {
+    return dump.parent_path() / kUploadStateDir / (dump.filename().string() + ".json");
+}
+
+void set_uploading(const fs::path& dump) {
+    std::lock_guard lock(g_uploading_mutex);
+    g_uploading = dump;
 }
 
 std::vector<std::string> clean_temporaries(const fs::path& dir) {
@@ -181,16 +204,14 @@ std::vector<std::string> clean_temporaries(const fs::path& dir) {
     return removed;
 }
 
-std::string encode_file_name_part(std::string_view name) {
+std::string percent_encode(std::string_view text, size_t max, const std::function<bool(size_t, unsigned char)>& keep) {
     static constexpr char kHex[] = "0123456789ABCDEF";
     std::string out;
-    for (size_t i = 0; i < name.size(); ++i) {
-        const auto c = static_cast<unsigned char>(name[i]);
-        bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-                    c == '+' || ((c == '-' || c == '.') && i > 0);
-        size_t len = keep ? 1 : 3;
-        if (out.size() + len > kMaxEncodedName) break;
-        if (keep) {
+    for (size_t i = 0; i < text.size(); ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        const bool as_is = keep(i, c);
+        if (out.size() + (as_is ? 1 : 3) > max) break;
+        if (as_is) {
             out += static_cast<char>(c);
         } else {
             out += '%';
@@ -199,6 +220,13 @@ std::string encode_file_name_part(std::string_view name) {
         }
     }
     return out;
+}
+
+std::string encode_file_name_part(std::string_view name) {
+    return percent_encode(name, kMaxEncodedName, [](size_t i, unsigned char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '+' ||
+               ((c == '-' || c == '.') && i > 0);
+    });
 }
 
 std::string dump_file_name(const std::string& domain_name, uint32_t domid, int64_t unix_time, bool encrypted) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -53,8 +54,19 @@ std::vector<StoredDump> to_stored(const std::vector<DumpEntry>& entries,
 
 FilesystemSpace filesystem_space(const std::filesystem::path& dir);
 
-// Removes a dump, its DUMP.dmesg.txt and its sidecar. Returns the bytes freed.
+// Removes a dump, its DUMP.dmesg.txt and its sidecar. Returns the bytes
+// freed. A dump still waiting for its upload (upload_state_path exists)
+// loses its upload with it: the state file goes too, with a warning in the
+// journal (the service aborts the multipart upload it had begun).
 uint64_t remove_dump(const std::filesystem::path& id);
+
+// The upload of a dump to object storage ([Upload], uploader.hpp) is
+// recorded, until it is done, in DIR/.xen-dumpd-uploads/NAME.json.
+inline constexpr const char* kUploadStateDir = ".xen-dumpd-uploads";
+std::filesystem::path upload_state_path(const std::filesystem::path& dump);
+// The dump this process is uploading now (empty: none): to_stored marks it
+// in use, so that the storage limits never remove it mid-upload.
+void set_uploading(const std::filesystem::path& dump);
 
 // Removes the leftovers (is_leftover) of writers killed mid-dump; returns their names.
 std::vector<std::string> clean_temporaries(const std::filesystem::path& dir);
@@ -71,6 +83,9 @@ inline constexpr const char* kSidecarRoomPrefix = ".xendump-room.";
 // it is cut (never inside a %XX); the sidecar and the dump's NT_XEN_DOMAIN note
 // keep the name as it is.
 std::string encode_file_name_part(std::string_view name);
+// `text` with each byte for which `keep(index, byte)` is false as %XX
+// (upper-case hex), cut (never inside a %XX) before it passes `max` bytes.
+std::string percent_encode(std::string_view text, size_t max, const std::function<bool(size_t, unsigned char)>& keep);
 inline constexpr size_t kMaxEncodedName = 128;
 
 // ENCODED-DOMID-YYYYMMDDTHHMMSSZ.core (UTC), ENCODED from encode_file_name_part

@@ -40,6 +40,15 @@ unsigned percent(uint64_t done, uint64_t total) {
     return total ? static_cast<unsigned>(done * 100 / total) : 0;
 }
 
+// How long the stop waits for an upload to finish its part.
+constexpr std::chrono::seconds kUploadStopBound{10};
+
+std::string local_host_name() {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0 || !name[0]) return "localhost";
+    return name;
+}
+
 int64_t retry_delay(unsigned attempts) {
     return std::min<int64_t>(int64_t{1} << std::min(attempts ? attempts - 1 : 0u, 6u), kMaxRetryDelay);
 }
@@ -101,6 +110,11 @@ void Service::setup() {
     if (!crash_book_->load_warning().empty()) log_message(LogLevel::warning, crash_book_->load_warning());
     listener_ = std::make_unique<ControlListener>(cfg.control_socket, cfg.control_group);
     config_ = cfg;
+    // Pending uploads are taken up whether or not [Upload] is set now: they
+    // wait (listed by status) until it is.
+    uploader_ = std::make_unique<Uploader>(cfg.dump_dir, local_host_name(), [this] { return config().upload; });
+    uploader_->start();
+    check_upload_sandbox(cfg);
     queue_ = std::make_unique<JobQueue>(
         cfg.max_parallel, [this](Job& job) { return run_job(job); }, [this](Job& job) { job_finished(job); });
     control_ = std::make_unique<ControlServer>(
@@ -271,6 +285,16 @@ DumpJobResult Service::run_job(Job& job) {
                     {{"DOMID", std::to_string(job.request.domid)}});
     };
     DumpJobResult result = run_dump_job(*hv, cfg, job.request, hooks);
+    // Published: copied to object storage from here on ([Upload], uploader.hpp).
+    if (result.result == DumpOutcome::ok && cfg.upload.enabled()) {
+        try {
+            uploader_->add(result.path);
+        } catch (const Error& e) {
+            log_message(LogLevel::error,
+                        "cannot record the upload of " + result.path.string() + " (the dump stays local): " + e.what(),
+                        {{"DUMP_PATH", result.path.string()}});
+        }
+    }
     if (job.crash && result.result == DumpOutcome::ok && cfg.on_crash == OnCrash::destroy) {
         try {
             hv->destroy(job.request.domid);
@@ -315,6 +339,16 @@ void Service::job_finished(Job& job) {
     crash_book_->mark_handled(*job.crash);
 }
 
+// The unit allows AF_UNIX sockets only, unless the upload drop-in widens
+// it (xen-dumpd.conf(5)): say so at once rather than at every attempt.
+void Service::check_upload_sandbox(const Config& cfg) {
+    if (!cfg.upload.enabled()) return;
+    if (!network_sockets_allowed())
+        log_message(LogLevel::error, std::string("[Upload] Target= is set, but the service may not open network "
+                                                 "sockets (RestrictAddressFamilies=AF_UNIX), so dumps stay local: ") +
+                                         kUploadSandboxHint);
+}
+
 void Service::reload() {
     try {
         Config cfg = load_config(options_.config_file);
@@ -331,6 +365,8 @@ void Service::reload() {
         config_ = cfg;
         queue_->set_max_parallel(cfg.max_parallel);
         log_message(LogLevel::notice, "configuration reloaded");
+        check_upload_sandbox(cfg);
+        uploader_->wake();  // waiting uploads try again at once, with the new [Upload]
     } catch (const Error& e) {
         log_message(LogLevel::error, std::string("keeping the old configuration: ") + e.what());
     }
@@ -353,6 +389,19 @@ void Service::update_status() {
             status += std::to_string(percent(j.bytes_done, j.bytes_total)) + "%";
     }
     if (queued) status += (status.empty() ? "" : "; ") + std::to_string(queued) + " queued";
+    unsigned waiting_uploads = 0;
+    for (const auto& u : uploader_->snapshot()) {
+        if (!u.active) {
+            ++waiting_uploads;
+            continue;
+        }
+        status += (status.empty() ? "" : "; ") + std::string("Uploading ") +
+                  std::filesystem::path(u.dump).filename().string() + ": " +
+                  std::to_string(percent(u.bytes_done, u.bytes_total)) + "%";
+    }
+    if (waiting_uploads)
+        status += (status.empty() ? "" : "; ") + std::to_string(waiting_uploads) + " upload" +
+                  (waiting_uploads == 1 ? "" : "s") + " waiting";
     if (status.empty()) status = "Waiting for crashes and requests";
     if (status != last_status_) {
         notify_status(status);
@@ -438,6 +487,13 @@ int Service::run() {
         log_message(LogLevel::error, "a dump did not stop within " + std::to_string(kStopBound.count()) +
                                          " s; exiting anyway");
         ::_exit(1);
+    }
+    // An upload stops after its part; its state is on disk, and the next
+    // start takes it up. One hanging on the network is not waited for.
+    if (!uploader_->stop(kUploadStopBound)) {
+        log_message(LogLevel::notice, "an upload is still waiting for the network; it goes on at the next start");
+        control_->stop();
+        ::_exit(exit_code);
     }
     control_->stop();
     return exit_code;

@@ -16,6 +16,7 @@
 #include "control_server.hpp"
 #include "crash_book.hpp"
 #include "job_queue.hpp"
+#include "uploader.hpp"
 #include "xendump/hypervisor.hpp"
 
 namespace xendump::daemon {
@@ -48,6 +49,7 @@ private:
     nlohmann::json status_json();
     DumpJobResult run_job(Job& job);
     void job_finished(Job& job);
+    void check_upload_sandbox(const Config& cfg);
     Config config() const;
 
     ServiceOptions options_;
@@ -60,6 +62,7 @@ private:
     std::unique_ptr<ControlListener> listener_;  // until control_ takes it
     std::unique_ptr<JobQueue> queue_;
     std::unique_ptr<ControlServer> control_;
+    std::unique_ptr<Uploader> uploader_;  // [Upload]: the dumps published, copied to object storage
     std::atomic<bool> stopping_{false};
     std::string last_status_;
     std::chrono::steady_clock::time_point next_room_check_{};  // main thread only

@@ -46,12 +46,26 @@ nlohmann::json Service::status_json() {
                                {"retrying", !r.waiting}});
         state_error = crash_book_->save_error();
     }
+    nlohmann::json uploads = nlohmann::json::array();
+    for (const auto& u : uploader_->snapshot()) {
+        nlohmann::json j = {{"dump", u.dump},
+                            {"target", u.target},
+                            {"state", u.active ? "uploading" : "waiting"},
+                            {"bytes_done", u.bytes_done},
+                            {"bytes_total", u.bytes_total},
+                            {"attempts", u.attempts},
+                            {"error", u.reason}};
+        if (u.next_attempt) j["next_attempt"] = u.next_attempt;
+        uploads.push_back(std::move(j));
+    }
     nlohmann::json status = {{"event", "status"},
                              {"host", hv_->describe()},
                              {"dump_dir", cfg.dump_dir.string()},
                              {"max_parallel", cfg.max_parallel},
                              {"jobs", jobs},
-                             {"crashes_waiting_for_room", waiting}};
+                             {"crashes_waiting_for_room", waiting},
+                             {"uploads", uploads}};
+    if (cfg.upload.enabled()) status["upload_target"] = cfg.upload.target();
     if (!state_error.empty()) status["state_file_error"] = state_error;
     return status;
 }

@@ -188,6 +188,15 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view t
     file.commit();
 }
 
+void replace_file_atomically(const std::filesystem::path& path, std::string_view text, unsigned mode) {
+    // AtomicFile refuses to replace, so write a fresh name and rename over.
+    const std::filesystem::path tmp = path.string() + ".new";
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    write_file_atomically(tmp, text, mode);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) throw_errno("cannot replace", path.string());
+}
+
 void write_sidecar(const std::filesystem::path& path, const Sidecar& s) {
     write_file_atomically(path, s.to_json(), 0600);
 }

@@ -94,6 +94,10 @@ std::filesystem::path dmesg_path(const std::filesystem::path& dump_path);
 // replacing) with `mode`. Throws Error naming the file.
 void write_file_atomically(const std::filesystem::path& path, std::string_view text, unsigned mode);
 
+// Writes `text` to `path`, replacing the file there: PATH.new is written
+// atomically (AtomicFile), then renamed over `path`. Throws Error naming it.
+void replace_file_atomically(const std::filesystem::path& path, std::string_view text, unsigned mode);
+
 // Written atomically, mode 0600 (never half a sidecar on disk).
 void write_sidecar(const std::filesystem::path& path, const Sidecar& s);
 Sidecar read_sidecar(const std::filesystem::path& path);

@@ -282,7 +282,7 @@ TEST_F(CtlService, ConfigurationThatDoesNotParseStopsEveryCommand) {
 // with where it came from: a drop-in overriding the main file, a [Domain]
 // key, the command line's --dump-dir, and the defaults with their meaning.
 TEST_F(CtlService, ConfigShowsEachValueAndWhereItCameFrom) {
-    config("MaxParallel=2\n\n[Domain web01]\nFormat=kdump\nDumpLevel=31\n");
+    config("MaxParallel=2\n\n[Domain web01]\nFormat=kdump\nDumpLevel=31\n[Upload]\nTarget=s3://bucket/p\n");
     fs::create_directory(tmp_ / "xen-dumpd.conf.d");
     const fs::path drop_in = tmp_ / "xen-dumpd.conf.d" / "10-local.conf";
     std::ofstream(drop_in) << "[Dump]\n# more\nMaxParallel=3\n";
@@ -302,12 +302,19 @@ TEST_F(CtlService, ConfigShowsEachValueAndWhereItCameFrom) {
     EXPECT_EQ(by_key["Domain web01/Format"]["value"], "kdump");
     EXPECT_EQ(by_key["Domain web01/DumpLevel"]["origin"], config_.string() + ":7");
     EXPECT_EQ(by_key.count("Domain web01/Compress"), 0u);  // not set there: [Dump]'s applies
+    // [Upload]'s keys (issue 34), in their own section.
+    EXPECT_EQ(by_key["Upload/Target"]["value"], "s3://bucket/p");
+    EXPECT_EQ(by_key["Upload/Target"]["origin"], config_.string() + ":9");
+    EXPECT_EQ(by_key["Upload/PartSize"]["value"], "16M");
+    EXPECT_EQ(by_key["Upload/PartSize"]["default"], true);
+    EXPECT_EQ(by_key.count("Dump/Target"), 0u);
     auto text = ctl({"config"});
     ASSERT_EQ(text.exit_code, 0) << text.err;
     EXPECT_NE(text.out.find("# " + drop_in.string() + "\n"), std::string::npos) << text.out;
     EXPECT_NE(text.out.find("MaxParallel=3"), std::string::npos) << text.out;
     EXPECT_NE(text.out.find("# " + drop_in.string() + ":3\n"), std::string::npos) << text.out;
     EXPECT_NE(text.out.find("\n[Domain web01]\nFormat=kdump"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("\n[Upload]\nTarget=s3://bucket/p"), std::string::npos) << text.out;
     EXPECT_NE(text.out.find("# default: no limit\n"), std::string::npos) << text.out;
     // A configuration that does not load: refused with FILE:LINE, exit 2.
     std::ofstream(drop_in) << "[Dump]\nMaxParallel=lots\n";

@@ -351,3 +351,71 @@ TEST(Config, RemembersWhereEachValueCameFrom) {
     EXPECT_EQ(c.lines[2].origin, d.string() + ":3");
     EXPECT_EQ(c.max_parallel, 3u);
 }
+
+// Issue 34: the [Upload] section, its keys and defaults.
+TEST(Config, UploadSection) {
+    const Config d = Config::defaults();
+    EXPECT_FALSE(d.upload.enabled());
+    EXPECT_EQ(d.upload.part_size, 16ull << 20);
+    EXPECT_FALSE(d.upload.keep_local);
+    EXPECT_EQ(d.upload.mode, UploadMode::spool);
+
+    Config c = Config::defaults();
+    apply_config_text(c,
+                      "[Dump]\nMaxParallel=2\n"
+                      "[Upload]\n"
+                      "Target = s3://crash-dumps/fleet/xen/\n"
+                      "Endpoint=http://127.0.0.1:7480\n"
+                      "Region=eu-west-1\n"
+                      "Mode=spool\n"
+                      "KeepLocal=yes\n"
+                      "PartSize=64M\n"
+                      "[Dump]\nMaxParallel=3\n",
+                      "x.conf");
+    EXPECT_TRUE(c.upload.enabled());
+    EXPECT_EQ(c.upload.bucket, "crash-dumps");
+    EXPECT_EQ(c.upload.prefix, "fleet/xen");
+    EXPECT_EQ(c.upload.target(), "s3://crash-dumps/fleet/xen");
+    EXPECT_EQ(c.upload.endpoint, "http://127.0.0.1:7480");
+    EXPECT_EQ(c.upload.region, "eu-west-1");
+    EXPECT_TRUE(c.upload.keep_local);
+    EXPECT_EQ(c.upload.part_size, 64ull << 20);
+    EXPECT_EQ(c.max_parallel, 3u);
+    ASSERT_GE(c.lines.size(), 2u);
+    EXPECT_EQ(c.lines[1].section, "Upload");
+    EXPECT_EQ(c.lines[1].origin, "x.conf:4");
+
+    // A bucket alone is a target too; an empty Target= turns uploading off again.
+    apply_config_text(c, "[Upload]\nTarget=s3://bucket\n", "y.conf");
+    EXPECT_EQ(c.upload.bucket, "bucket");
+    EXPECT_EQ(c.upload.prefix, "");
+    apply_config_text(c, "[Upload]\nTarget=\n", "z.conf");
+    EXPECT_FALSE(c.upload.enabled());
+}
+
+TEST(Config, UploadBadValuesNameTheLine) {
+    expect_refused({
+        {"[Upload]\nTarget=/srv/dumps\n", "test.conf:2: Target=: Target must be s3://BUCKET/PREFIX"},
+        {"[Upload]\nTarget=s3://Bad_Bucket/x\n", "test.conf:2: Target=: not a bucket name"},
+        {"[Upload]\nTarget=s3://b\n", "test.conf:2:"},
+        {"[Upload]\nTarget=s3://bucket//x\n", "test.conf:2: Target=:"},
+        {"[Upload]\n\nEndpoint=ftp://store\n", "test.conf:3: Endpoint=:"},
+        {"[Upload]\nEndpoint=https://store/x?y\n", "test.conf:2: Endpoint=:"},
+        {"[Upload]\nRegion=us east\n", "test.conf:2: Region=:"},
+        {"[Upload]\nMode=stream\n", "test.conf:2: Mode=: Mode=stream is not implemented by the service"},
+        {"[Upload]\nMode=sometimes\n", "test.conf:2: Mode=:"},
+        {"[Upload]\nKeepLocal=maybe\n", "test.conf:2: KeepLocal=:"},
+        {"[Upload]\nPartSize=1M\n", "test.conf:2: PartSize=: PartSize must be from 5M to 5G"},
+        {"[Upload]\nPartSize=6G\n", "test.conf:2: PartSize=:"},
+        {"[Upload]\nPartSize=lots\n", "test.conf:2: PartSize=:"},
+        {"[Upload]\nMaxUse=1G\n", "test.conf:2: MaxUse= belongs in [Dump], not [Upload]"},
+        {"[Upload]\nSecretKey=x\n", "test.conf:2: unknown key \"SecretKey\" in [Upload]"},
+        {"[Dump]\nTarget=s3://bucket/x\n", "test.conf:2: Target= belongs in the [Upload] section"},
+        {"[Domain web01]\nKeepLocal=yes\n", "test.conf:2: KeepLocal= belongs in the [Upload] section"},
+    });
+    // A bad value changes nothing of what was there.
+    Config c = Config::defaults();
+    apply_config_text(c, "[Upload]\nTarget=s3://good/p\n", "a.conf");
+    EXPECT_THROW(apply_config_text(c, "[Upload]\nTarget=s3://other/q\nPartSize=1K\n", "b.conf"), xendump::Error);
+    EXPECT_EQ(c.upload.target(), "s3://good/p");
+}

@@ -232,3 +232,33 @@ TEST(DumpDir, DmesgFileCountsAndGoesWithItsDump) {
     EXPECT_FALSE(std::filesystem::exists(dmesg));
     EXPECT_FALSE(std::filesystem::exists(sidecar_path(dump)));
 }
+
+// Issue 34: a dump waiting for its upload. The storage limits may remove it
+// (its upload state goes with it), but never while it is being uploaded;
+// the state directory is neither a dump nor a leftover.
+TEST(DumpDir, UploadStateGoesWithItsDumpAndTheDumpBeingUploadedStays) {
+    TempDir dir;
+    const auto dump = dir / "web-7-20240101T000000Z.core";
+    std::ofstream(dump) << "dump";
+    write_sidecar(sidecar_path(dump), sidecar_for("web", "u", 100, dump.filename().string()));
+    const auto state = upload_state_path(dump);
+    EXPECT_EQ(state, dir / ".xen-dumpd-uploads" / "web-7-20240101T000000Z.core.json");
+    std::filesystem::create_directories(state.parent_path());
+    std::ofstream(state) << "{}";
+
+    auto entries = scan_dump_dir(dir.path());
+    ASSERT_EQ(entries.size(), 1u);
+    EXPECT_TRUE(clean_temporaries(dir.path()).empty());
+    EXPECT_FALSE(to_stored(entries).at(0).in_use);
+    set_uploading(dump);
+    EXPECT_TRUE(to_stored(entries).at(0).in_use);
+    set_uploading({});
+    EXPECT_FALSE(to_stored(entries).at(0).in_use);
+
+    remove_dump(dump);
+    EXPECT_FALSE(std::filesystem::exists(dump));
+    EXPECT_FALSE(std::filesystem::exists(sidecar_path(dump)));
+    EXPECT_FALSE(std::filesystem::exists(state)) << "the pending upload is dropped with its dump";
+    EXPECT_TRUE(std::filesystem::is_directory(state.parent_path()));
+    EXPECT_TRUE(scan_dump_dir(dir.path()).empty());
+}

@@ -42,13 +42,7 @@ struct Fixture {
         auto reader = xendump::DumpReader::open(p);
         EXPECT_TRUE(reader.verify().empty()) << p;
     }
-    RunResult ctl(std::vector<std::string> args) {
-        std::vector<std::string> argv{"xen-dumpctl"};
-        argv.insert(argv.end(), args.begin(), args.end());
-        argv.insert(argv.end(), {"--config", service->config_file().string(), "--dump-dir", dumps.string(),
-                                 "--socket", service->socket().string()});
-        return run(argv);
-    }
+    RunResult ctl(std::vector<std::string> args) { return run_ctl(*service, std::move(args)); }
     xendump::daemon::Sidecar sidecar_of(const fs::path& dump) {
         return xendump::daemon::read_sidecar(xendump::daemon::sidecar_path(dump));
     }

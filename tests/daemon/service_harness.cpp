@@ -207,6 +207,13 @@ int ServiceProcess::stop(int sig) {
 
 void ServiceProcess::kill_hard() { stop(SIGKILL); }
 
+RunResult run_ctl(const ServiceProcess& service, std::vector<std::string> args) {
+    args.insert(args.begin(), "xen-dumpctl");
+    args.insert(args.end(), {"--config", service.config_file().string(), "--dump-dir", service.dump_dir().string(),
+                             "--socket", service.socket().string()});
+    return run(args);
+}
+
 bool ServiceProcess::running() {
     if (pid_ <= 0) return false;
     int status = 0;

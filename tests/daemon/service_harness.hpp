@@ -115,6 +115,7 @@ public:
     std::string log() const;                    // stderr so far
     const std::filesystem::path& socket() const { return socket_; }
     const std::filesystem::path& config_file() const { return config_; }
+    const std::filesystem::path& dump_dir() const { return dump_dir_; }
     std::vector<std::string> common_args() const;  // --config, --socket, --dump-dir, --host
     void set_args(std::vector<std::string> args) { args_ = std::move(args); }  // instead of common_args()
     void set_nofile_limit(unsigned long limit) { nofile_ = limit; }  // RLIMIT_NOFILE of the next start()
@@ -141,5 +142,8 @@ private:
     std::thread reader_;
     std::atomic<bool> reader_stop_{false};
 };
+
+// xen-dumpctl ARGS with the --config, --dump-dir and --socket of `service`.
+RunResult run_ctl(const ServiceProcess& service, std::vector<std::string> args);
 
 }  // namespace xendump::test

@@ -152,6 +152,7 @@ TEST_F(Installed, EveryFileIsInItsPlace) {
     for (const auto& e : fs::recursive_directory_iterator(headers))
         if (e.is_regular_file()) expected.push_back(at(INSTALL_INCLUDEDIR) / fs::relative(e.path(), headers));
     expected.push_back(at(INSTALL_UNITDIR) / "xen-dumpd.service");
+    expected.push_back(at(INSTALL_UPLOAD_DROPIN_DIR) / "upload.conf");
     expected.push_back(at(INSTALL_TMPFILESDIR) / "xen-dumpd.conf");
     expected.push_back(at(INSTALL_SYSCONFDIR) / "xen-dumpd.conf");
     for (const auto& page : kManPages) expected.push_back(man(page));
@@ -238,6 +239,45 @@ TEST_F(Installed, UnitPassesSystemdAnalyzeVerify) {
     write_text(bad, broken);
     auto rb = run({TOOL_SYSTEMD_ANALYZE, "verify", bad.string()}, env);
     EXPECT_NE(rb.out + rb.err, "") << "a broken unit went unnoticed";
+}
+
+// Issue 34 item 7: the unit allows local sockets alone; the example drop-in
+// for uploads widens that to IPv4 and IPv6 (and nothing else), and the unit
+// with the drop-in applied still passes systemd-analyze verify.
+TEST_F(Installed, UploadDropInWidensOnlyTheAddressFamilies) {
+    const std::string unit = read_text(at(INSTALL_UNITDIR) / "xen-dumpd.service");
+    EXPECT_NE(unit.find("\nRestrictAddressFamilies=AF_UNIX\n"), std::string::npos);
+    const fs::path dropin = at(INSTALL_UPLOAD_DROPIN_DIR) / "upload.conf";
+    const std::string text = read_text(dropin);
+    std::vector<std::string> active;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);)
+        if (!line.empty() && line[0] != '#') active.push_back(line);
+    const std::vector<std::string> want = {"[Service]", "RestrictAddressFamilies=",
+                                           "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6"};
+    EXPECT_EQ(active, want) << "the drop-in sets more than the address families";
+    EXPECT_NE(text.find("#LoadCredential=aws-credentials:/etc/xen-dumpd/aws-credentials\n"), std::string::npos);
+
+    ASSERT_STRNE(TOOL_SYSTEMD_ANALYZE, "") << "systemd-analyze not found";
+    const std::string exec = "\nExecStart=" + std::string(INSTALL_SBINDIR);
+    std::string rerooted = unit;
+    rerooted.replace(rerooted.find(exec), exec.size(), "\nExecStart=" + at(INSTALL_SBINDIR).string());
+    const std::vector<std::string> env = {"MANPATH=" + at(INSTALL_MANDIR).string()};
+    auto verify_with = [&](const std::string& name, const std::string& dropin_text) {
+        const fs::path dir = scratch(name);
+        fs::create_directories(dir / "xen-dumpd.service.d");
+        write_text(dir / "xen-dumpd.service", rerooted);
+        write_text(dir / "xen-dumpd.service.d" / "upload.conf", dropin_text);
+        return run({TOOL_SYSTEMD_ANALYZE, "verify", (dir / "xen-dumpd.service").string()}, env);
+    };
+    auto r = verify_with("dropin-good", text);
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_EQ(r.out + r.err, "") << "systemd-analyze verify complains:\n" << r.err;
+    // The drop-in is read: a bad family in it is reported.
+    std::string broken = text;
+    broken.replace(broken.find("AF_INET6"), 8, "AF_NOSUCH");
+    auto rb = verify_with("dropin-bad", broken);
+    EXPECT_NE(rb.out + rb.err, "") << "the drop-in was not read";
 }
 
 TEST_F(Installed, TmpfilesCreatesThePrivateDumpDirectory) {
@@ -338,7 +378,8 @@ TEST_F(Installed, ConfigFileListsEveryKeyAtItsDefault) {
             listed.insert(m[1]);
             line = line.substr(1);
         } else if (!line.empty() && line[0] != '#') {
-            EXPECT_EQ(line, "[Dump]") << "only the section header is active in " << installed;
+            EXPECT_TRUE(line == "[Dump]" || line == "[Upload]") << "only the section headers are active in " << installed
+                                                                 << ": " << line;
         }
         uncommented += line + "\n";
     }

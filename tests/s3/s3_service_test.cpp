@@ -1,0 +1,409 @@
+// The service's uploads (issue 34 items 2 and 3, [Upload] Mode=spool)
+// against the s3-lab's RGW: xen-dumpd on a simulated host with [Upload]
+// Target= dumps a crashed guest and copies the dump and its sidecar to
+// PREFIX/HOST/NAME with the dump's key fields as metadata, the object's bytes
+// those of the local dump, the local copy removed only with KeepLocal=no;
+// with the gateway stopped the dump stays local, `xen-dumpctl status` shows
+// the waiting upload and why, and it goes once the gateway is back; a
+// restart takes up a pending upload (resuming its multipart upload, parts
+// already stored and intact kept, a damaged one sent again; an upload the
+// store forgot begun anew; an abandoned one aborted); wrong credentials and
+// a missing bucket keep the dump, naming the object, until fixed.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "control_protocol.hpp"
+#include "s3_lab.hpp"
+#include "service_harness.hpp"
+#include "test_support.hpp"
+#include "xendump/error.hpp"
+
+namespace xendump::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kUuid = "11111111-1111-4111-8111-111111111111";
+// 3000 pages: a 12 MiB dump, three parts of PartSize=5M.
+constexpr uint64_t kPages = 3000;
+
+std::string host_name() {
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    return name;
+}
+
+// Stops the lab's gateway for its lifetime (the store refuses connections).
+class GatewayDown {
+public:
+    GatewayDown() { lab("stop-rgw"); }
+    ~GatewayDown() { up(); }
+    void up() {
+        if (down_) lab("start-rgw");
+        down_ = false;
+    }
+
+private:
+    static void lab(const std::string& verb) {
+        const RunResult r =
+            run({(source_root() / "tests" / "s3-lab" / "s3-lab").string(), verb, s3_lab().vars.at("S3LAB_DIR")});
+        if (r.exit_code != 0) throw std::runtime_error("s3-lab " + verb + ": " + r.err);
+    }
+    bool down_ = true;
+};
+
+// Sets environment variables (unset: nullopt) for the processes started
+// while it lives, and puts the old values back.
+class ScopedEnv {
+public:
+    explicit ScopedEnv(const std::vector<std::pair<std::string, std::optional<std::string>>>& vars) {
+        for (const auto& [k, v] : vars) {
+            const char* old = std::getenv(k.c_str());
+            old_.emplace_back(k, old ? std::optional<std::string>(old) : std::nullopt);
+            if (v) ::setenv(k.c_str(), v->c_str(), 1);
+            else ::unsetenv(k.c_str());
+        }
+    }
+    ~ScopedEnv() {
+        for (const auto& [k, v] : old_) {
+            if (v) ::setenv(k.c_str(), v->c_str(), 1);
+            else ::unsetenv(k.c_str());
+        }
+    }
+
+private:
+    std::vector<std::pair<std::string, std::optional<std::string>>> old_;
+};
+
+struct Fixture {
+    TempDir tmp;
+    fs::path host = tmp / "host";
+    fs::path dumps = tmp / "dumps";
+    s3::Client client{s3_lab().settings()};
+    std::string bucket;
+    std::string prefix = "fleet/xen";
+    std::unique_ptr<ServiceProcess> service;
+
+    explicit Fixture(const std::string& hint) : bucket(new_bucket(client, hint)) {
+        create_sim_host(host, {{7, "web01", kUuid, kPages}});
+    }
+    std::string config(const std::string& upload_extra = "", const std::string& target = "") const {
+        return "[Dump]\n[Upload]\nTarget=" + (target.empty() ? "s3://" + bucket + "/" + prefix : target) +
+               "\nPartSize=5M\n" + upload_extra;
+    }
+    void start(const std::string& config_text) {
+        service = std::make_unique<ServiceProcess>(tmp.path(), host, dumps, config_text);
+        service->start();
+        if (!service->wait_ready()) throw std::runtime_error("service not ready: " + service->log());
+        service->keep_reading_notifications();
+    }
+    void restart() {
+        ASSERT_EQ(service->stop(SIGTERM), 0) << service->log();
+        service->start();
+        ASSERT_TRUE(service->wait_ready()) << service->log();
+    }
+    std::string key_of(const std::string& name) const { return prefix + "/" + host_name() + "/" + name; }
+    s3::Url url_of(const std::string& name) const { return {bucket, key_of(name)}; }
+    std::vector<std::string> object_names() {
+        std::vector<std::string> out;
+        const std::string p = prefix + "/" + host_name() + "/";
+        for (const auto& o : client.list_objects(bucket, p)) out.push_back(o.key.substr(p.size()));
+        return out;
+    }
+    bool uploaded(const std::string& dump_name) {
+        const auto names = object_names();
+        return std::find(names.begin(), names.end(), dump_name + ".json") != names.end();
+    }
+    nlohmann::json status() {
+        return daemon::control_request(service->socket(), {{"command", "status"}});
+    }
+    nlohmann::json uploads() { return status().value("uploads", nlohmann::json::array()); }
+    RunResult ctl(std::vector<std::string> args) { return run_ctl(*service, std::move(args)); }
+    // The crash of guest 7, dumped: its dump's file name.
+    std::string crash_and_dump() {
+        sim({"crash", host.string(), "7"});
+        if (!wait_until([&] { return sidecars_in(dumps).size() == 1 && dumps_in(dumps).size() == 1; },
+                        std::chrono::seconds(60)))
+            throw std::runtime_error("no dump: " + service->log());
+        return dumps_in(dumps).at(0).filename().string();
+    }
+    fs::path state_file(const std::string& name) const { return dumps / ".xen-dumpd-uploads" / (name + ".json"); }
+    // The guest crashes while the store is down, and the service stops with
+    // the upload pending: the dump's file name.
+    std::string crash_and_stop_while_the_store_is_down() {
+        GatewayDown down;
+        const std::string name = crash_and_dump();
+        if (!wait_until([&] { return fs::exists(state_file(name)) && uploads().size() == 1; }))
+            throw std::runtime_error("no pending upload: " + service->log());
+        if (service->stop(SIGTERM) != 0) throw std::runtime_error("the service did not stop: " + service->log());
+        return name;
+    }
+};
+
+TEST(S3Service, CrashDumpIsUploadedWithItsMetadataAndKeptLocalWhenAsked) {
+    REQUIRE_S3_LAB();
+    Fixture f("svc-keep");
+    f.start(f.config("KeepLocal=yes\n"));
+    const std::string name = f.crash_and_dump();
+    ASSERT_TRUE(wait_until([&] { return f.uploaded(name); }, std::chrono::seconds(120))) << f.service->log();
+    ASSERT_TRUE(wait_until([&] { return f.uploads().empty(); })) << f.status().dump();
+
+    // The layout: PREFIX/HOST/NAME, the dump and its sidecar (the simulated
+    // guest has no kernel log), nothing else, no upload left open.
+    std::vector<std::string> want = {name, name + ".json"};
+    EXPECT_EQ(f.object_names(), want);
+    EXPECT_TRUE(f.client.list_multipart_uploads(f.bucket, "").empty());
+    // KeepLocal=yes: the local copy stays, the same bytes as the object.
+    ASSERT_TRUE(fs::exists(f.dumps / name));
+    const auto local = slurp(f.dumps / name);
+    EXPECT_GT(local.size(), 10u << 20);  // three parts
+    EXPECT_TRUE(f.client.get_object(f.url_of(name)) == local) << "the object differs from the local dump";
+    EXPECT_TRUE(f.client.get_object(f.url_of(name + ".json")) == slurp(f.dumps / (name + ".json")));
+    EXPECT_FALSE(fs::exists(f.state_file(name)));
+
+    const auto head = f.client.head_object(f.url_of(name));
+    ASSERT_TRUE(head);
+    EXPECT_EQ(head->size, local.size());
+    EXPECT_NE(head->etag.find("-3"), std::string::npos) << head->etag << ": three parts";
+    auto meta = head->metadata;
+    EXPECT_EQ(meta["domain"], "web01");
+    EXPECT_EQ(meta["domid"], "7");
+    EXPECT_EQ(meta["uuid"], kUuid);
+    EXPECT_EQ(meta["reason"], "crash");
+    EXPECT_EQ(meta["format"], "v1");
+    EXPECT_EQ(meta["encrypted"], "no");
+    EXPECT_EQ(meta["size"], std::to_string(local.size()));
+    EXPECT_EQ(meta["dump"], name);
+    EXPECT_TRUE(std::regex_match(meta["time"], std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)"))) << meta["time"];
+    const auto sidecar_head = f.client.head_object(f.url_of(name + ".json"));
+    ASSERT_TRUE(sidecar_head);
+    EXPECT_EQ(sidecar_head->metadata.at("dump"), name);
+
+    // The journal's lines (stderr here) name the target.
+    const std::string log = f.service->log();
+    EXPECT_NE(log.find("uploaded " + (f.dumps / name).string() + " to s3://" + f.bucket + "/" + f.key_of(name)),
+              std::string::npos)
+        << log;
+}
+
+TEST(S3Service, KeepLocalNoRemovesTheLocalCopyOnceVerified) {
+    REQUIRE_S3_LAB();
+    Fixture f("svc-move");
+    f.start(f.config());
+    sim({"crash", f.host.string(), "7"});
+    ASSERT_TRUE(wait_until([&] { return f.object_names().size() == 2; }, std::chrono::seconds(120)))
+        << f.service->log();
+    ASSERT_TRUE(wait_until([&] { return dumps_in(f.dumps).empty() && sidecars_in(f.dumps).empty(); }))
+        << f.service->log();
+    const std::string name = f.object_names().at(0);
+    EXPECT_TRUE(name.starts_with("web01-7-")) << name;
+    EXPECT_TRUE(f.uploaded(name));
+    EXPECT_TRUE(fs::is_empty(f.dumps / ".xen-dumpd-uploads"));
+    // The object is a dump that verifies (downloaded).
+    const fs::path back = f.tmp / "back.core";
+    {
+        const auto bytes = f.client.get_object(f.url_of(name));
+        std::ofstream(back, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                                    static_cast<std::streamsize>(bytes.size()));
+    }
+    const RunResult v = f.ctl({"verify", back.string()});
+    EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+}
+
+// A crash dump is never lost: the store down when the guest crashes.
+TEST(S3Service, StoreDownWhenTheGuestCrashesThenUploadedWhenBack) {
+    REQUIRE_S3_LAB();
+    Fixture f("svc-down");
+    f.start(f.config());
+    std::string name;
+    {
+        GatewayDown down;
+        name = f.crash_and_dump();
+        // Waits, with the reason: the store cannot be reached, naming the object.
+        ASSERT_TRUE(wait_until(
+            [&] {
+                const auto u = f.uploads();
+                return u.size() == 1 && u[0].value("attempts", 0u) >= 1;
+            },
+            std::chrono::seconds(90)))
+            << f.status().dump() << f.service->log();
+        const auto u = f.uploads().at(0);
+        EXPECT_EQ(u["dump"], (f.dumps / name).string());
+        EXPECT_EQ(u["target"], f.url_of(name).str());
+        EXPECT_EQ(u["state"], "waiting");
+        EXPECT_GT(u.value("bytes_total", uint64_t{0}), 10u << 20);
+        EXPECT_NE(u.value("error", "").find(f.url_of(name).str()), std::string::npos) << u.dump();
+        EXPECT_TRUE(u.contains("next_attempt"));
+        const RunResult st = f.ctl({"status"});
+        EXPECT_EQ(st.exit_code, 0) << st.err;
+        EXPECT_NE(st.out.find("Upload of " + (f.dumps / name).string() + " to " + f.url_of(name).str()),
+                  std::string::npos)
+            << st.out;
+        EXPECT_NE(st.out.find("waiting (1 attempt failed"), std::string::npos) << st.out;
+        EXPECT_TRUE(fs::exists(f.dumps / name));
+        EXPECT_TRUE(fs::exists(f.state_file(name)));
+        EXPECT_NE(f.service->log().find("upload of " + (f.dumps / name).string()), std::string::npos);
+        down.up();
+    }
+    // Back: a reload tries at once (else the backoff's next attempt would).
+    f.service->signal(SIGHUP);
+    ASSERT_TRUE(wait_until([&] { return f.uploaded(name); }, std::chrono::seconds(120))) << f.service->log();
+    ASSERT_TRUE(wait_until([&] { return !fs::exists(f.dumps / name); })) << f.service->log();
+    EXPECT_TRUE(f.uploads().empty());
+    EXPECT_FALSE(fs::exists(f.state_file(name)));
+    EXPECT_TRUE(f.client.list_multipart_uploads(f.bucket, "").empty());
+}
+
+// A pending upload survives a restart of the service.
+TEST(S3Service, RestartTakesUpThePendingUpload) {
+    REQUIRE_S3_LAB();
+    Fixture f("svc-restart");
+    f.start(f.config("KeepLocal=yes\n"));
+    const std::string name = f.crash_and_stop_while_the_store_is_down();
+    // Started again with the store back: the upload goes without a reload.
+    f.service->start();
+    ASSERT_TRUE(f.service->wait_ready()) << f.service->log();
+    ASSERT_TRUE(wait_until([&] { return f.uploaded(name); }, std::chrono::seconds(120))) << f.service->log();
+    EXPECT_TRUE(f.client.get_object(f.url_of(name)) == slurp(f.dumps / name));
+    EXPECT_FALSE(fs::exists(f.state_file(name)));
+}
+
+// After a restart, a file's multipart upload is resumed: the parts stored
+// and intact stay, a damaged one is sent again; an upload the store no
+// longer knows is begun anew; one that no state file knows is aborted.
+TEST(S3Service, RestartResumesTheMultipartUploadOrBeginsAnew) {
+    REQUIRE_S3_LAB();
+    Fixture f("svc-resume");
+    f.start(f.config("KeepLocal=yes\n"));
+    const std::string name = f.crash_and_stop_while_the_store_is_down();
+    // As if the service had stopped mid-upload: part 1 stored, part 2
+    // stored damaged, part 3 missing, the upload id in the state file.
+    const auto local = slurp(f.dumps / name);
+    const size_t part = 5u << 20;
+    const s3::Url url = f.url_of(name);
+    const std::string id = f.client.create_multipart_upload(url);
+    f.client.upload_part(url, id, 1, std::span(local).first(part));
+    std::vector<std::byte> damaged(local.begin() + part, local.begin() + 2 * part);
+    damaged[100] ^= std::byte{1};
+    f.client.upload_part(url, id, 2, damaged);
+    auto state = nlohmann::json::parse(slurp_text(f.state_file(name)));
+    state["key"] = url.key;
+    state["upload_id"] = id;
+    state["part_size"] = part;
+    std::ofstream(f.state_file(name)) << state.dump();
+    // And an upload under PREFIX/HOST/ that nobody knows, begun before the start.
+    const s3::Url orphan = f.url_of("lost-3-20200101T000000Z.core");
+    f.client.create_multipart_upload(orphan);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+
+    f.service->start();
+    ASSERT_TRUE(f.service->wait_ready()) << f.service->log();
+    ASSERT_TRUE(wait_until([&] { return f.uploaded(name); }, std::chrono::seconds(120))) << f.service->log();
+    EXPECT_TRUE(f.client.get_object(url) == local) << "the resumed object differs from the dump";
+    const std::string log = f.service->log();
+    EXPECT_NE(log.find("resuming the multipart upload of " + url.str() + ": 2 of 3 parts stored"), std::string::npos)
+        << log;
+    EXPECT_NE(log.find("aborted the multipart upload of " + orphan.str()), std::string::npos) << log;
+    EXPECT_TRUE(f.client.list_multipart_uploads(f.bucket, "").empty());
+
+    // An upload id the store does not know: begun anew.
+    f.client.delete_object(url);
+    f.client.delete_object(f.url_of(name + ".json"));
+    ASSERT_EQ(f.service->stop(SIGTERM), 0);
+    state["upload_id"] = "2~nosuchupload";
+    state["done"] = nlohmann::json::array();
+    std::ofstream(f.state_file(name)) << state.dump();
+    f.service->start();
+    ASSERT_TRUE(f.service->wait_ready()) << f.service->log();
+    ASSERT_TRUE(wait_until([&] { return f.uploaded(name); }, std::chrono::seconds(120))) << f.service->log();
+    EXPECT_TRUE(f.client.get_object(url) == local);
+    EXPECT_NE(f.service->log().find("no longer knows upload 2~nosuchupload"), std::string::npos) << f.service->log();
+}
+
+// Wrong credentials and a missing bucket: a clear error naming the object,
+// the dump kept, and uploaded once the operator has fixed what was wrong.
+TEST(S3Service, WrongCredentialsKeepTheDumpUntilFixed) {
+    REQUIRE_S3_LAB();
+    Fixture f("svc-creds");
+    // The keys as the systemd credential aws-credentials (LoadCredential=), wrong at first.
+    const fs::path creds = f.tmp / "credentials";
+    fs::create_directories(creds);
+    std::ofstream(creds / "aws-credentials") << "[default]\naws_access_key_id = NOSUCHKEY0000000000\n"
+                                                "aws_secret_access_key = nosuchsecret\n";
+    {
+        ScopedEnv env({{"AWS_ACCESS_KEY_ID", std::nullopt},
+                       {"AWS_SECRET_ACCESS_KEY", std::nullopt},
+                       {"CREDENTIALS_DIRECTORY", creds.string()}});
+        f.start(f.config());
+    }
+    const std::string name = f.crash_and_dump();
+    ASSERT_TRUE(wait_until([&] {
+        const auto u = f.uploads();
+        return u.size() == 1 && u[0].value("attempts", 0u) >= 1;
+    })) << f.service->log();
+    const std::string error = f.uploads().at(0).value("error", "");
+    EXPECT_NE(error.find(f.url_of(name).str()), std::string::npos) << error;
+    EXPECT_NE(error.find("InvalidAccessKeyId"), std::string::npos) << error;
+    EXPECT_TRUE(fs::exists(f.dumps / name));
+    // Neither the wrong keys nor the right ones ever reach the log.
+    EXPECT_EQ(f.service->log().find("nosuchsecret"), std::string::npos);
+
+    std::ofstream(creds / "aws-credentials") << "[default]\naws_access_key_id = " << s3_lab().vars.at("AWS_ACCESS_KEY_ID")
+                                             << "\naws_secret_access_key = "
+                                             << s3_lab().vars.at("AWS_SECRET_ACCESS_KEY") << "\n";
+    f.service->signal(SIGHUP);
+    ASSERT_TRUE(wait_until([&] { return f.uploaded(name); }, std::chrono::seconds(120))) << f.service->log();
+    ASSERT_TRUE(wait_until([&] { return !fs::exists(f.dumps / name); }));
+    EXPECT_EQ(f.service->log().find(s3_lab().vars.at("AWS_SECRET_ACCESS_KEY")), std::string::npos);
+}
+
+TEST(S3Service, MissingBucketKeepsTheDumpUntilTheTargetIsFixed) {
+    REQUIRE_S3_LAB();
+    Fixture f("svc-bucket");
+    const std::string missing = "s3://no-such-bucket-" + std::to_string(::getpid()) + "/p";
+    f.start(f.config("", missing));
+    const std::string name = f.crash_and_dump();
+    ASSERT_TRUE(wait_until([&] {
+        const auto u = f.uploads();
+        return u.size() == 1 && u[0].value("attempts", 0u) >= 1;
+    })) << f.service->log();
+    const auto u = f.uploads().at(0);
+    EXPECT_NE(u.value("error", "").find("NoSuchBucket"), std::string::npos) << u.dump();
+    EXPECT_NE(u.value("error", "").find("s3://no-such-bucket-"), std::string::npos) << u.dump();
+    EXPECT_TRUE(fs::exists(f.dumps / name));
+
+    // Fixed by a reload: the waiting upload goes to the new target.
+    std::ofstream(f.service->config_file()) << f.config();
+    f.service->signal(SIGHUP);
+    ASSERT_TRUE(wait_until([&] { return f.uploaded(name); }, std::chrono::seconds(120))) << f.service->log();
+    ASSERT_TRUE(wait_until([&] { return !fs::exists(f.dumps / name); }));
+}
+
+// A dump removed while it waits (by hand, or by another process's storage
+// limits): its upload is dropped, with a warning, nothing left in the store.
+TEST(S3Service, DumpRemovedWhileWaitingDropsItsUpload) {
+    REQUIRE_S3_LAB();
+    Fixture f("svc-drop");
+    f.start(f.config("KeepLocal=yes\n", "s3://" + f.bucket + "/" + f.prefix) + "Endpoint=http://127.0.0.1:1\n");
+    const std::string name = f.crash_and_dump();
+    ASSERT_TRUE(wait_until([&] {
+        const auto u = f.uploads();
+        return u.size() == 1 && u[0].value("attempts", 0u) >= 1;
+    })) << f.service->log();
+    fs::remove(f.dumps / name);
+    f.service->signal(SIGHUP);
+    ASSERT_TRUE(wait_until([&] { return f.uploads().empty(); }, std::chrono::seconds(60))) << f.service->log();
+    EXPECT_NE(f.service->log().find("the upload of " + (f.dumps / name).string() + " to object storage is dropped"),
+              std::string::npos)
+        << f.service->log();
+    EXPECT_FALSE(fs::exists(f.state_file(name)));
+    EXPECT_TRUE(f.object_names().empty());
+}
+
+}  // namespace
+}  // namespace xendump::test
