@@ -145,7 +145,8 @@ nlohmann::json describe(const DumpReader& r) {
     j["readers"] = nullptr;
     j["readers_note"] = nullptr;
     if (written.compression) {
-        const CompactReaders readers = compact_readers(*written.compression);
+        CompactReaders readers = compact_readers(*written.compression);
+        if (r.flattened()) readers = flattened_readers(readers);
         j["readers"] = readers.read;
         if (!readers.not_read.empty()) j["readers_note"] = readers.not_read;
     }

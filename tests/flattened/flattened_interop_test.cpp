@@ -156,6 +156,40 @@ TEST(FlattenedInterop, XenDumpctlReadsTheStream) {
     }
 }
 
+// info names who reads the stream itself (ctl/compact_readers.hpp): crash,
+// which reads makedumpfile's flattened format (sys and log here), and our
+// tools; libkdumpfile (so drgn) and makedumpfile (but -R) only once it is
+// rearranged, which the note says. Installed readers only.
+TEST(FlattenedInterop, InfoNamesTheReadersOfTheStream) {
+    TempDir dir;
+    const Written w = write_both(dir.path(), Compression::zlib);
+    RunResult info = run({"xen-dumpctl", "info", "--json", w.stream.string()});
+    ASSERT_EQ(info.exit_code, 0) << info.err;
+    const json j = json::parse(info.out);
+    EXPECT_EQ(j.at("readers"), json::array({"crash", "xen-dumpctl", "xen-dump-convert"})) << info.out;
+    EXPECT_NE(j.at("readers_note").get<std::string>().find("libkdumpfile, drgn, makedumpfile once rearranged"),
+              std::string::npos)
+        << info.out;
+    const fs::path vmlinux = "/usr/lib/debug/boot/vmlinux-6.1.0-57-amd64";
+    if (have("crash") && fs::exists(vmlinux)) {
+        std::ofstream(dir / "cmds") << "sys\nlog\nquit\n";
+        RunResult c = run({"timeout", "600", "crash", "-s", "-i", (dir / "cmds").string(), vmlinux.string(),
+                           w.stream.string()});
+        EXPECT_EQ(c.exit_code, 0) << c.err;
+        EXPECT_NE(c.out.find("RELEASE: 6.1.0-57-amd64"), std::string::npos) << c.out << c.err;
+        EXPECT_NE(c.out.find("] Linux version 6.1.0-57-amd64"), std::string::npos) << "crash's log";
+    }
+    if (run({"/usr/bin/python3", "-c", "import kdumpfile"}).exit_code == 0) {
+        RunResult k = run({"/usr/bin/python3", "-c", "import kdumpfile, sys; kdumpfile.kdumpfile(sys.argv[1])",
+                           w.stream.string()});
+        EXPECT_NE(k.exit_code, 0) << "libkdumpfile opened a flattened file: name it in compact_readers.cpp";
+    }
+    if (have("makedumpfile")) {
+        RunResult m = run({"makedumpfile", "--dump-dmesg", w.stream.string(), (dir / "dmesg.txt").string()});
+        EXPECT_NE(m.exit_code, 0) << "makedumpfile read a flattened file without -R";
+    }
+}
+
 // The command line's pipeline, as kdump-tools sends a dump over ssh:
 // xen-dumpd --format kdump -o - | makedumpfile -R FILE; the same stream
 // through xen-dump-convert - -o FILE and xen-dump-convert STREAM -o FILE
