@@ -1,6 +1,7 @@
 #include "batch.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -113,10 +114,20 @@ private:
         for (Job& job : jobs_) {
             if (job.settled) continue;
             try {
+                if (job.input == kStdin) {  // not read before its turn: a flattened stream or nothing
+                    refuse_as_is(job);
+                    continue;
+                }
                 // An encrypted input is sniffed through its plaintext: it needs a key.
                 cli::require_key(job.input, o_.open);
                 const auto fmt = sniff_format(job.input, o_.open);
                 job.format = std::string(to_string(fmt));
+                if (fmt == InputFormat::flattened) {
+                    // The compact file it carries, beside it by default.
+                    if (!o_.output && !o_.output_dir) job.output = output_beside(o_, job.input, true);
+                    refuse_as_is(job);
+                }
+                if (job.settled) continue;
                 if (fmt == InputFormat::v1 && !o_.kdump)
                     not_converted(job, "already current (v1)");
                 else if (fmt == InputFormat::kdump)
@@ -150,6 +161,17 @@ private:
             (rep.result == Result::failed ? rep.error : rep.reason) = job.why;
             if (rep.result == Result::failed) report_failure(rep);
         }
+    }
+
+    // A flattened input is rearranged as it is (rearrange_flattened): what
+    // would change its bytes is refused.
+    void refuse_as_is(Job& job) const {
+        const std::string what = job.input == kStdin ? "standard input" : job.input.string();
+        if (!o_.recipients.empty() || o_.dump_level != 0)
+            job.settle(Result::failed,
+                       what + ": a flattened file is rearranged as it is, into the file it carries: not " +
+                           (o_.recipients.empty() ? "filtered (--dump-level)" : "encrypted (-r, -R)") +
+                           "; rearrange it, then convert the result");
     }
 
     // A file that is not converted: skipped with the reason in a batch, but
@@ -189,7 +211,7 @@ private:
 
     // Errors from lower layers that do not name the file get its name.
     static std::string named(const Job& job, std::string error) {
-        const std::string path = job.input.string();
+        const std::string path = job.input == kStdin ? "standard input" : job.input.string();
         return error.find(path) == std::string::npos ? path + ": " + error : error;
     }
 
@@ -221,6 +243,7 @@ private:
                 show_progress();
             };
             std::error_code ec;
+            if (job.input == kStdin) return from_stdin(job, co, rep);
             if (fs::exists(job.output, ec) && !o_.recipients.empty())
                 throw Error("output " + job.output.string() +
                                 " exists, and an encrypted output cannot be read back (no private key) to show it "
@@ -269,6 +292,31 @@ private:
             rep.result = Result::failed;
             rep.error = named(job, e.what());
         }
+        return rep;
+    }
+
+    // `xen-dump-convert - -o FILE`: the flattened stream on standard input
+    // rearranged into FILE, verified before it appears, as any output.
+    FileReport& from_stdin(const Job& job, ConvertOptions& co, FileReport& rep) {
+        std::error_code ec;
+        if (fs::exists(job.output, ec) || fs::is_symlink(job.output, ec))
+            throw Error("output " + job.output.string() +
+                        " exists; standard input is rearranged into a new file only: move it away");
+        if (o_.dry_run) {
+            rep.result = Result::skipped;
+            rep.reason = "dry run: would rearrange standard input into " + job.output.string();
+            return rep;
+        }
+        if (!job.output.parent_path().empty()) fs::create_directories(job.output.parent_path());
+        co.write.check_before_publish = [&job, digests = o_.digests](const fs::path& unpublished, const VerifyOptions&) {
+            if (auto bad = verify_output(unpublished, job.output, digests); !bad.empty())
+                throw Error(bad, "standard input");
+        };
+        const ConversionPlan plan = rearrange_flattened(STDIN_FILENO, "standard input", job.output, co);
+        rep.result = Result::converted;
+        rep.output = job.output.string();
+        rep.layout = plan.layout;
+        rep.pages = plan.pages;
         return rep;
     }
 

@@ -22,23 +22,33 @@ std::string default_output_name(const std::string& name, bool kdump) {
 
 namespace {
 
+// An input's own ".age" (an encrypted input) is not part of its output's name.
+std::string unsealed(std::string name) {
+    if (name.size() > 4 && name.ends_with(".age")) name.resize(name.size() - 4);
+    return name;
+}
+
+std::string age_suffix(const Options& o) { return o.recipients.empty() ? "" : ".age"; }
+
+}  // namespace
+
+fs::path output_beside(const Options& o, const fs::path& input, bool kdump) {
+    return input.parent_path() / (default_output_name(unsealed(input.filename().string()), kdump) + age_suffix(o));
+}
+
+namespace {
+
 bool skipped_name(const fs::path& p) {
     // The writer's fallback temporaries: never inputs.
     return p.filename().string().starts_with(AtomicFile::kTempPrefix);
 }
 
 // An encrypted output (-r/-R) is an age file: ".age" after the name it
-// would have (xen-dump-convert(1)); -o FILE is taken as given. An input's
-// own ".age" (an encrypted input) is not part of that name.
+// would have (xen-dump-convert(1)); -o FILE is taken as given.
 fs::path output_for(const Options& o, const fs::path& input, const fs::path& relative) {
     if (o.output) return *o.output;
-    const std::string age = o.recipients.empty() ? "" : ".age";
-    auto unsealed = [](std::string name) {
-        if (name.size() > 4 && name.ends_with(".age")) name.resize(name.size() - 4);
-        return name;
-    };
-    if (o.output_dir) return fs::path(*o.output_dir) / (unsealed(relative.string()) + age);
-    return input.parent_path() / (default_output_name(unsealed(input.filename().string()), o.kdump) + age);
+    if (o.output_dir) return fs::path(*o.output_dir) / (unsealed(relative.string()) + age_suffix(o));
+    return output_beside(o, input, o.kdump);
 }
 
 // The same file however it was named; the path itself when that cannot be
@@ -55,6 +65,17 @@ public:
 
     // A file or directory named on the command line.
     void operand(const fs::path& p) {
+        if (p == kStdin) {  // read once, as a flattened stream, into -o FILE
+            if (stdin_taken_) return;
+            stdin_taken_ = true;
+            Job& j = jobs_.emplace_back();
+            j.input = p;
+            j.output = o_.output.value_or("");
+            j.named = true;
+            j.format = "flattened";
+            if (!o_.output) j.settle(Result::failed, "standard input (-) is rearranged into -o FILE: give -o");
+            return;
+        }
         struct stat st {};
         if (::stat(p.c_str(), &st) != 0) {
             const int err = errno;
@@ -118,6 +139,7 @@ private:
     const Options& o_;
     std::vector<Job> jobs_;
     std::set<fs::path> seen_;
+    bool stdin_taken_ = false;
 };
 
 }  // namespace

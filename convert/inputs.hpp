@@ -40,6 +40,15 @@ std::vector<Job> collect_jobs(const Options& options);
 // NAME.v1.core (NAME.kdump for compact outputs) for NAME or NAME.core.
 std::string default_output_name(const std::string& input_name, bool kdump = false);
 
+// Standard input as an input operand: a flattened stream (xen-dump-convert -
+// -o FILE), never sniffed before it is read.
+inline constexpr const char* kStdin = "-";
+
+// Where the output of `input` goes by default (no -o, no --output-dir):
+// beside it, default_output_name (plus ".age" when encrypted). A flattened
+// input's output is the compact file it carries: NAME.kdump.
+std::filesystem::path output_beside(const Options& options, const std::filesystem::path& input, bool kdump);
+
 // Settles every job whose output another job would also write (naming all of
 // them: none is converted) or whose output is its own input. Only jobs not
 // yet settled take part.

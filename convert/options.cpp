@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <string_view>
 
@@ -7,6 +8,7 @@
 #include "cli_options.hpp"
 #include "dump_format.hpp"
 #include "identity.hpp"
+#include "inputs.hpp"
 #include "options_table.hpp"
 #include "recipients.hpp"
 #include "xendump/writer.hpp"
@@ -18,12 +20,17 @@ namespace {
 
 constexpr const char* kHelpHead =
     "usage: xen-dump-convert [OPTIONS] FILE|DIR...\n"
+    "       xen-dump-convert [OPTIONS] - -o FILE\n"
     "\n"
     "Convert old Xen guest dumps (legacy xc_core files of Xen <= 3.0.4 and the\n"
     "section-only ELF files of 'xl dump-core') into xen-dump-core v1 files, or\n"
     "(--format kdump) those and v1 files into compact files. Formats are\n"
     "recognised from the bytes; v1 files are otherwise left alone. Directories\n"
     "are searched recursively. Sources are never modified.\n"
+    "\n"
+    "A flattened file (makedumpfile -F, xen-dumpd --format kdump -o -), or the\n"
+    "stream on standard input ('-', with -o FILE), is rearranged into the file\n"
+    "it carries, as makedumpfile -R does (default name NAME.kdump).\n"
     "\n";
 
 constexpr const char* kHelpTail =
@@ -83,6 +90,16 @@ ParseStatus parse_options(int argc, char** argv, Options& o) {
     if (o.inputs.empty()) {
         usage_error("no input given");
         return ParseStatus::usage_error;
+    }
+    if (std::find(o.inputs.begin(), o.inputs.end(), kStdin) != o.inputs.end()) {
+        if (!o.output) {
+            usage_error("- (standard input, a flattened stream) is rearranged into -o FILE: give -o");
+            return ParseStatus::usage_error;
+        }
+        if (o.remove_source) {
+            usage_error("--remove-source: standard input is no file to remove");
+            return ParseStatus::usage_error;
+        }
     }
     if (o.output && o.output_dir) {
         usage_error("-o and --output-dir exclude each other");

@@ -145,7 +145,8 @@ nlohmann::json describe(const DumpReader& r) {
     j["readers"] = nullptr;
     j["readers_note"] = nullptr;
     if (written.compression) {
-        const CompactReaders readers = compact_readers(*written.compression);
+        CompactReaders readers = compact_readers(*written.compression);
+        if (r.flattened()) readers = flattened_readers(readers);
         j["readers"] = readers.read;
         if (!readers.not_read.empty()) j["readers_note"] = readers.not_read;
     }
@@ -213,6 +214,10 @@ void print_text(const nlohmann::json& j) {
         for (const auto& t : j["encrypted"]["types"]) types += (types.empty() ? "" : ", ") + text_of(t);
         line("Encrypted:", "age, " + j["encrypted"]["recipients"].dump() + " recipient(s): " + types);
     }
+    if (j.contains("flattened"))
+        line("Flattened:", "makedumpfile's flattened format (-F), " + text_of(j["flattened"]["records"]) +
+                               " records in " + cli::human_bytes(j["flattened"]["stored_size"].get<uint64_t>()) +
+                               ": read as the file it carries (makedumpfile -R or xen-dump-convert rearranges it)");
     // As list's FORMAT column (v1, kdump/zstd/d31), then what it is.
     WrittenAs w{text_of(j["format"]), std::nullopt, std::nullopt};
     if (!j["compression"].is_null()) w.compression = j["compression"].get<std::string>();
@@ -350,6 +355,9 @@ int cmd_info(Invocation& c) {
     // An encrypted dump read with its key says so (and nothing more differs).
     if (const auto e = c.dump->encryption())
         j["encrypted"] = {{"format", "age"}, {"recipients", e->recipient_types.size()}, {"types", e->recipient_types}};
+    // A flattened file (makedumpfile -F) is read as the file it carries.
+    if (const auto f = c.dump->flattened())
+        j["flattened"] = {{"records", f->records}, {"stored_size", f->stored_size}};
     if (c.json)
         print_json(j, c.json);
     else

@@ -27,6 +27,12 @@ struct CompactReaders {
 // unknown name is read by this project's tools only.
 CompactReaders compact_readers(std::string_view compression);
 
+// Of `carried` (the readers of the compact file a flattened one carries),
+// those that read the flattened file itself: crash 8.0.2 (it reads
+// makedumpfile's flattened format) and this project's tools; the others
+// (libkdumpfile, drgn, makedumpfile) once it is rearranged, which the note says.
+CompactReaders flattened_readers(const CompactReaders& carried);
+
 // One line: "crash, libkdumpfile, drgn, xen-dumpctl, xen-dump-convert; not …".
 std::string readers_line(const CompactReaders& r);
 

@@ -23,7 +23,7 @@ const char* kUsage =
     "Usage: xen-dumpd [--config FILE] [--host HOST] [--dump-dir DIR] [--socket PATH] [--threads N]\n"
     "       xen-dumpd --domain ID|NAME [-o PATH|-] [--live[=inconsistent]] [--max-pause MS]\n"
     "                 [--live-rounds N] [--leave-paused] [--host HOST] [--dump-dir DIR]\n"
-    "                 [--no-digests] [--format v1|kdump] [--compress ALG] [--dump-level N]\n"
+    "                 [--no-digests] [--format v1|kdump] [--compress ALG] [--dump-level N] [-F]\n"
     "                 [-r RECIPIENT]... [-R FILE]... [--threads N] [-q|--quiet]\n"
     "       xen-dumpd --domain ID|NAME --estimate [--dump-level N] [--json[=short|pretty]] [--live]\n"
     "                 [--host HOST]\n"
@@ -92,17 +92,18 @@ int main(int argc, char** argv) {
     const bool one_shot_only = p.has("--output") || p.has("--live") || p.has("--max-pause") ||
                                p.has("--live-rounds") || p.has("--leave-paused") || p.has("--no-digests") ||
                                p.has("--quiet") ||
-                               p.has("--format") || p.has("--compress") || p.has("--dump-level") ||
+                               p.has("--format") || p.has("--compress") || p.has("--dump-level") || p.has("--flattened") ||
                                p.has("--estimate") || p.has("--recipient") || p.has("--recipients-file");
     if (one_shot_only && !have_domain)
         return usage_error(
             "-o, --live, --max-pause, --live-rounds, --leave-paused, --no-digests, --format, --compress, "
-            "--dump-level, -r, -R, --estimate and --quiet need --domain");
+            "--dump-level, -F, -r, -R, --estimate and --quiet need --domain");
     one.estimate = p.has("--estimate");
     if (p.has("--json") && !one.estimate) return usage_error("--json needs --estimate");
     if (one.estimate && (p.has("--output") || p.has("--no-digests") || p.has("--format") || p.has("--compress") ||
-                         p.has("--threads") || p.has("--recipient") || p.has("--recipients-file")))
-        return usage_error("--estimate writes no dump: it takes no -o, --no-digests, --format, --compress, "
+                         p.has("--flattened") || p.has("--threads") || p.has("--recipient") ||
+                         p.has("--recipients-file")))
+        return usage_error("--estimate writes no dump: it takes no -o, --no-digests, --format, --compress, -F, "
                            "-r, -R or --threads");
     try {
         one.json = xendump::cli::json_style(p);
@@ -115,8 +116,10 @@ int main(int argc, char** argv) {
     } catch (const xendump::cli::UsageError& e) {
         return usage_error(e.message);
     }
-    if (one.format && one.format->kdump && one.output == std::string("-"))
-        return usage_error("--format kdump writes a file, not standard output (its headers are written last)");
+    // A compact dump to standard output is the flattened stream; -F asks for it in a file too.
+    one.flattened = p.has("--flattened");
+    if (one.flattened && !(one.format && one.format->kdump && one.output && !one.output->starts_with("s3://")))
+        return usage_error("--flattened needs --format kdump and -o FILE (or -o -, which is flattened anyway)");
     if (one.format && one.format->kdump && one.output && one.output->starts_with("s3://"))
         return usage_error("--format kdump writes a file: compact dumps are not streamed to object storage yet");
     if (!have_domain) return run_service(service);

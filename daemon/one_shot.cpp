@@ -191,6 +191,7 @@ int run_one_shot(const OneShotOptions& o) {
         opts.kdump = how.kdump;
         opts.compression = how.compression;
         opts.dump_level = how.dump_level;
+        opts.flattened = o.flattened;
         opts.reason = format::Reason::request;
         opts.write.digests = o.digests;
         opts.write.threads = cfg.write_threads();

@@ -1,7 +1,8 @@
 // `xen-dumpd --domain ID|NAME`: asks the running service when its control
 // socket answers (progress shown, path printed), else dumps by itself.
 // `-o PATH` and `-o -` are always done by the command itself: the service
-// writes only into its own dump directory. `--estimate` classifies the
+// writes only into its own dump directory. A compact dump to `-o -` is
+// makedumpfile's flattened stream (`| makedumpfile -R FILE`). `--estimate` classifies the
 // paused guest's pages by itself and prints what each dump level keeps.
 #pragma once
 
@@ -27,6 +28,9 @@ struct OneShotOptions {
     // --format (--compress, --dump-level): unset, the configuration's
     // Format=, Compress=, DumpLevel= for the domain (-o: v1).
     std::optional<DumpFormat> format;
+    // --flattened (-F): a compact dump to -o FILE in makedumpfile's flattened
+    // format (-o - writes that format whatever this says).
+    bool flattened = false;
     // -r/-R (canonical): the dump is encrypted to them; unset: to the
     // configuration's Recipient=/RecipientsFile= for the guest (also with -o).
     std::optional<std::vector<std::string>> recipients;

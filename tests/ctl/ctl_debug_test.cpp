@@ -237,17 +237,8 @@ struct FixtureDump {
     TempDir dir;
     fs::path image = dir / "linux.raw";
     fs::path dump = dir / "linux.core";
-    std::unique_ptr<sim::Host> host;
-    FixtureDump() {
-        RunResult r = run({"zstd", "-q", "-d", "-o", image.string(),
-                           (shared_dir() / "fixtures" / "linux-6.1-x86_64-128m.raw.zst").string()});
-        if (r.exit_code != 0) throw std::runtime_error("zstd: " + r.err);
-        constexpr uint64_t kPages = (128ULL << 20) / 4096;
-        json d = dump::hvm_domain(21, "hvm", kPages, json::array({json::array({0, 0x800000, kPages})}));
-        d["memory"] = json{{"image", image.string()}};
-        host = std::make_unique<sim::Host>(dump::host_spec({d}));
-        dump_domain_to_file(*host->hv, 21, dump);
-    }
+    std::unique_ptr<sim::Host> host = dump::fixture_ram_host(image, 21);
+    FixtureDump() { dump_domain_to_file(*host->hv, 21, dump); }
 };
 
 FixtureDump& fixture() {

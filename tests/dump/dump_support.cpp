@@ -30,6 +30,15 @@ json hvm_domain(uint32_t domid, const std::string& type, uint64_t p2m_size, json
     return d;
 }
 
+std::unique_ptr<sim::Host> fixture_ram_host(const std::filesystem::path& image, uint32_t domid) {
+    RunResult r = run({"zstd", "-q", "-f", "-d", "-o", image.string(),
+                       (shared_dir() / "fixtures" / "linux-6.1-x86_64-128m.raw.zst").string()});
+    if (r.exit_code != 0) throw std::runtime_error("zstd: " + r.err);
+    json d = hvm_domain(domid, "hvm", kFixtureRamPages, json::array({json::array({0, 0x800000, kFixtureRamPages})}));
+    d["memory"] = json{{"image", image.string()}};
+    return std::make_unique<sim::Host>(host_spec({d}));
+}
+
 json host_spec(std::vector<json> domains) {
     return json{{"xen_version", "4.17.0"}, {"domains", std::move(domains)}};
 }

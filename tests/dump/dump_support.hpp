@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +22,12 @@ json pv_domain(uint32_t domid, unsigned width, const std::string& p2m_format, ui
                json extents);
 json hvm_domain(uint32_t domid, const std::string& type, uint64_t p2m_size, json extents);
 json host_spec(std::vector<json> domains);
+
+// The real RAM fixture of ../shared/fixtures (Debian's 6.1.0-57-amd64, 128
+// MiB, kFixtureRamPages) decompressed to `image`, as the one HVM guest
+// `domid` of a fresh simulated host, which reads its memory from `image`.
+inline constexpr uint64_t kFixtureRamPages = (128ULL << 20) / 4096;
+std::unique_ptr<sim::Host> fixture_ram_host(const std::filesystem::path& image, uint32_t domid);
 
 // Present pfn -> frame to map (mfn for PV, pfn for HVM/PVH), from the spec's
 // extents minus `removed` pfns.

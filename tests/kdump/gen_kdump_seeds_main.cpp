@@ -2,8 +2,14 @@
 // directory: small compact files of every page compression, a PV guest's
 // (with its NT_XEN_P2M table) and one without digests. The corpus also
 // keeps hvm-zstd-before-head-note.kdump, written before NT_XEN_KDUMP_HEAD
-// (issue 32): not made here, kept as it was.
-//   usage: gen-kdump-seeds DIR
+// (issue 32): not made here, kept as it was. With READER_DIR, the same
+// HVM and PV files as makedumpfile's flattened stream (write_kdump_flattened)
+// into it: DumpReader's seeds (fuzz/corpus/reader), which reach the
+// flattened reader (reader/flattened_image.hpp) before the kdump one.
+//   usage: gen-kdump-seeds DIR [READER_DIR]
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -36,8 +42,8 @@ DumpSpec seed_spec(format::GuestType type) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 2) {
-        std::fprintf(stderr, "usage: gen-kdump-seeds DIR\n");
+    if (argc != 2 && argc != 3) {
+        std::fprintf(stderr, "usage: gen-kdump-seeds DIR [READER_DIR]\n");
         return 2;
     }
     const std::filesystem::path dir = argv[1];
@@ -52,5 +58,20 @@ int main(int argc, char** argv) {
     KdumpOptions o;
     o.write.digests = false;
     write_kdump_file(dir / "hvm-no-digests.kdump", seed_spec(format::GuestType::pvh), plain, o);
+    if (argc == 3) {
+        const std::filesystem::path reader_dir = argv[2];
+        for (bool pv : {false, true}) {
+            const std::filesystem::path p = reader_dir / (pv ? "pv-zstd.flat" : "hvm-zstd.flat");
+            const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd < 0) {
+                std::perror(p.c_str());
+                return 1;
+            }
+            test::MixedSource src(seed_entries(pv));
+            write_kdump_flattened(fd, seed_spec(pv ? format::GuestType::pv : format::GuestType::hvm), src,
+                                  test::kdump_options(Compression::zstd, 1));
+            ::close(fd);
+        }
+    }
     return 0;
 }

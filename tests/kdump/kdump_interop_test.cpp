@@ -31,7 +31,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr uint32_t kDomid = 21;
-constexpr uint64_t kFixturePages = (128ULL << 20) / 4096;
 
 fs::path vmlinux() {
     if (const char* env = std::getenv("XENDUMP_VMLINUX")) return env;
@@ -44,16 +43,8 @@ bool have(const std::string& program) { return run({"sh", "-c", "command -v " + 
 struct Fixture {
     TempDir dir;
     fs::path image = dir / "linux.raw";
-    std::unique_ptr<sim::Host> host;
+    std::unique_ptr<sim::Host> host = dump::fixture_ram_host(image, kDomid);
 
-    Fixture() {
-        RunResult r = run({"zstd", "-q", "-d", "-o", image.string(),
-                           (shared_dir() / "fixtures" / "linux-6.1-x86_64-128m.raw.zst").string()});
-        if (r.exit_code != 0) throw std::runtime_error("zstd: " + r.err);
-        json d = dump::hvm_domain(kDomid, "hvm", kFixturePages, json::array({json::array({0, 0x800000, kFixturePages})}));
-        d["memory"] = json{{"image", image.string()}};
-        host = std::make_unique<sim::Host>(dump::host_spec({d}));
-    }
     fs::path dump(Compression c) {
         const fs::path p = dir / ("linux-" + std::string(to_string(c)) + ".kdump");
         if (!fs::exists(p)) {

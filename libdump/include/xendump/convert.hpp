@@ -24,8 +24,12 @@ enum class InputFormat {
     v1,        // already current (converted only to the compact format)
     kdump,     // a compact (kdump) file: never converted
     unknown,
+    // makedumpfile's flattened format (makedumpfile -F, xen-dump-core(5)
+    // "The flattened stream"): rearranged into the file it carries, as
+    // makedumpfile -R does (rearrange_flattened)
+    flattened,
 };
-// "xc_core", "xen-elf", "v1", "kdump", "unknown"
+// "xc_core", "xen-elf", "v1", "kdump", "unknown", "flattened"
 std::string_view to_string(InputFormat f);
 
 // Reads the first bytes (and for ELF, the program header count). Throws
@@ -69,13 +73,32 @@ struct ConversionPlan {
 
 // Everything but the writing (for a dry run and reports). Throws Error
 // naming the file and offset; a v1 input plans nothing (format v1, 0 pages)
-// unless options.kdump, a kdump input never.
+// unless options.kdump, a kdump input never; a flattened one is read in
+// place (DumpReader) for its pages (0 when it cannot be).
 ConversionPlan plan_conversion(const std::filesystem::path& input, const ConvertOptions& options = {});
 
 // Writes `output` atomically (never replacing a file). Throws Error; on error
 // nothing appears under `output`.
 ConversionPlan convert_file(const std::filesystem::path& input, const std::filesystem::path& output,
                             const ConvertOptions& options = {});
+
+// Rearranges the flattened stream read from `fd` (a pipe, or a file at its
+// position; read front to back, named `name` in errors) into `output`,
+// atomically as convert_file writes (never replacing a file, nothing
+// under `output` on error): the file it carries, byte for byte as
+// makedumpfile -R writes it (records in stream order, a later one winning,
+// holes where none wrote). convert_file does this for a flattened input
+// file. Of `options`, only write.cancel, write.on_progress (pages_* and
+// bytes_* count the stream's bytes, bytes_total 0 when unknown) and
+// write.check_before_publish (given the unpublished file; it decides
+// whether it appears) are used: the bytes are not converted, filtered or
+// encrypted. Throws Error naming the stream and the offset in it of a
+// header or record that is wrong (truncated, a negative offset or size,
+// a record past 1 PiB, bytes after the end record). The plan's format is
+// flattened, its layout "rearranged;records=N", its pages those of the
+// output when a reader opens it (0 when none does).
+ConversionPlan rearrange_flattened(int fd, const std::string& name, const std::filesystem::path& output,
+                                   const ConvertOptions& options = {});
 
 // Which source file an output was converted from: SOURCE_ID= of the output's
 // NT_XEN_DOMAIN. A converter compares it with the file at hand before it

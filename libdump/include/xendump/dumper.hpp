@@ -62,11 +62,15 @@ struct DumpOptions {
     };
     Precopy precopy;
     format::Reason reason = format::Reason::request;
-    // A compact file (makedumpfile's compressed kdump format) instead of v1:
-    // files only (dump_domain_to_fd refuses it), pages compressed with
-    // `compression` on write.threads threads.
+    // A compact file (makedumpfile's compressed kdump format) instead of v1,
+    // pages compressed with `compression` on write.threads threads: a file,
+    // or through dump_domain_to_fd makedumpfile's flattened stream
+    // (write_kdump_flattened, xendump/kdump.hpp).
     bool kdump = false;
     Compression compression = Compression::zstd;
+    // With kdump, to a file: write it flattened too (KdumpOptions::flattened,
+    // makedumpfile -F), a file for makedumpfile -R. Error without kdump.
+    bool flattened = false;
     // With kdump: keep only the pages makedumpfile -d keeps at this level
     // (0-31, xendump/kernel/dump_level.hpp), classified from the paused
     // guest's struct pages through the VMCOREINFO found in its memory (one
@@ -133,7 +137,9 @@ kernel::DumpLevelEstimate estimate_domain_levels(Hypervisor& hv, uint32_t domid,
 DumpResult dump_domain_to_object(Hypervisor& hv, uint32_t domid, s3::Client& client, const s3::Url& url,
                                  const DumpOptions& options = {}, const s3::UploadOptions& upload = {});
 
-// Streams the dump to `fd` (a pipe or a file), no seeks unless `seekable`.
+// Streams the dump to `fd` (a pipe or a file), no seeks unless `seekable`;
+// a compact one (options.kdump) as makedumpfile's flattened stream, never
+// seeking.
 DumpResult dump_domain_to_fd(Hypervisor& hv, uint32_t domid, int fd, bool seekable,
                              const DumpOptions& options = {});
 

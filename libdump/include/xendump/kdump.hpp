@@ -37,6 +37,13 @@ struct KdumpOptions {
     // ascending pfns; the source's entries are the 2nd). Empty: the source's.
     unsigned dump_level = 0;
     std::span<const PageEntry> present = {};
+    // Write makedumpfile's flattened format (what makedumpfile -F writes,
+    // xen-dump-core(5) "The flattened stream"): the same file, each write a
+    // record for its offset, the head last; `makedumpfile -R`, `xen-dump-convert`
+    // and DumpReader make the file of it. `sparse` has no effect (the
+    // stream leaves zero runs out instead); with write.recipients it is the
+    // age file of the stream. write_kdump_flattened() always writes it.
+    bool flattened = false;
 };
 
 // Writes `path` atomically (a temporary in the same directory, fsync, then
@@ -46,5 +53,13 @@ struct KdumpOptions {
 // read_entries()): memory as in xendump/writer.hpp.
 WriteResult write_kdump_file(const std::filesystem::path& path, const DumpSpec& spec, PageSource& pages,
                              const KdumpOptions& options = {});
+
+// Streams the same file to `fd` in makedumpfile's flattened format
+// (options.flattened taken as set), front to back: a pipe is fine (`|
+// makedumpfile -R FILE`, kdump-tools' ssh path). Memory as write_kdump_file,
+// plus two 4 MiB buffers that gather the records. Nothing is published or
+// read back (check_before_publish and room are not used). The result's
+// file_size is the bytes of the stream.
+WriteResult write_kdump_flattened(int fd, const DumpSpec& spec, PageSource& pages, const KdumpOptions& options = {});
 
 }  // namespace xendump

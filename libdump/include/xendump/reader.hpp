@@ -145,6 +145,15 @@ struct EncryptionInfo {
 // that does not parse (no key is needed: the header's MAC is not checked).
 std::optional<EncryptionInfo> encryption_of(const std::filesystem::path& path);
 
+// A flattened file (makedumpfile -F's format, xen-dump-core(5) "The
+// flattened stream"), which DumpReader reads as the file it carries: what
+// it is made of.
+struct FlattenedInfo {
+    uint64_t stored_size = 0;  // of the flattened file (of its plaintext when encrypted)
+    uint64_t records = 0;      // records before the end record
+    uint64_t stretches = 0;    // what the reader maps them to (records that follow on make one)
+};
+
 class DumpReader {
 public:
     // Throws Error naming the file and offset when the file cannot be opened
@@ -152,7 +161,10 @@ public:
     // needs `options.identity_files` (an Error says it is encrypted, else
     // "no identity matches"); it is then read with random access, 64 KiB at
     // a time, and every chunk read is authenticated (an Error names a chunk
-    // that is not, and its offset).
+    // that is not, and its offset). A flattened file (makedumpfile -F), plain
+    // or encrypted, is read as the file it carries (flattened()): one pass
+    // over its record heads at open, then reads in place; an Error names the
+    // file and the offset of a header or record that is wrong.
     static DumpReader open(const std::filesystem::path& path);
     static DumpReader open(const std::filesystem::path& path, const OpenOptions& options);
     DumpReader(DumpReader&&) noexcept;
@@ -161,9 +173,11 @@ public:
 
     const std::filesystem::path& path() const;
     FileFormat format() const;
-    uint64_t file_size() const;  // an encrypted file: of its plaintext
+    uint64_t file_size() const;  // an encrypted file: of its plaintext; a flattened one: of the file it carries
     // An encrypted file's header, and the chunks decrypted so far; nullopt for a plain file.
     std::optional<EncryptionInfo> encryption() const;
+    // A flattened file's records; nullopt for a file that is not flattened.
+    std::optional<FlattenedInfo> flattened() const;
     format::GuestType type() const;    // from magic + NT_XEN_DOMAIN TYPE= when present
     unsigned guest_width() const;      // 4 (EM_386) or 8
     uint64_t nr_pages() const;

@@ -291,6 +291,16 @@ private:
     Prepared p_;
 };
 
+// A compact dump of the pages `selection` keeps (null: every page) to a
+// file (published; flattened when asked) or a stream (flattened).
+WriteResult write_compact(const kdump::Destination& to, const DumpSpec& spec, PageSource& src, const WriteOptions& wo,
+                          const kernel::PageSelection* selection, const DumpOptions& options) {
+    KdumpOptions ko{options.compression, wo};
+    ko.flattened = options.flattened;
+    if (selection) return kdump::write_kdump_selection(to, spec, src, *selection, ko);
+    return to.path ? write_kdump_file(*to.path, spec, src, ko) : write_kdump_flattened(to.fd, spec, src, ko);
+}
+
 template <typename Write>
 DumpResult run_dump(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt, Write&& write) {
     const WriteOptions& wo = opt.write;
@@ -299,6 +309,9 @@ DumpResult run_dump(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt,
     if (opt.dump_level != 0 && !opt.kdump)
         throw Error("a dump level needs the compact (kdump) format: a v1 file's missing pages mean absent, "
                     "not left out", object_of(domid));
+    if (opt.flattened && !opt.kdump)
+        throw Error("the flattened format carries a compact (kdump) file: a v1 file is streamed as it is",
+                    object_of(domid));
     if (opt.precopy.on) {
         if (opt.live) throw Error("a live dump is either consistent (pre-copy) or inconsistent, not both", object_of(domid));
         if (opt.kdump)
@@ -387,8 +400,7 @@ DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesy
             precopy->pass_begins();
             return writer::write_dump_file_live(path, spec, src, wo, rounds);
         }
-        if (selection) return kdump::write_kdump_selection(path, spec, src, *selection, {options.compression, wo});
-        if (options.kdump) return write_kdump_file(path, spec, src, {options.compression, wo});
+        if (options.kdump) return write_compact(path, spec, src, wo, selection, options);
         return write_dump_file(path, spec, src, wo);
     });
     r.path = path;
@@ -420,14 +432,14 @@ DumpResult dump_domain_to_object(Hypervisor& hv, uint32_t domid, s3::Client& cli
 
 DumpResult dump_domain_to_fd(Hypervisor& hv, uint32_t domid, int fd, bool seekable,
                              const DumpOptions& options) {
-    if (options.kdump)
-        throw Error("a compact (kdump) dump is written to a file: its headers are written last, at the front");
     if (options.precopy.on)
         throw Error("a consistent live dump is written to a file: its pages are rewritten in place after the "
                     "first pass (use --live=inconsistent for a pipe)");
     return run_dump(hv, domid, options,
-                    [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo, const kernel::PageSelection*,
-                        dump::Precopy*) {
+                    [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo,
+                        const kernel::PageSelection* selection, dump::Precopy*) {
+                        if (options.kdump)
+                            return write_compact(kdump::Destination::stream(fd), spec, src, wo, selection, options);
                         return write_dump(fd, seekable, spec, src, wo);
                     });
 }

@@ -1,7 +1,8 @@
-// write_kdump_file and write_kdump_selection: the compact format's encoder
-// (kdump/encoder.hpp) in the page pipeline (pipeline/pipeline.hpp), with the
-// guest kernel's observer when asked for, into a Sink over a file that
-// AtomicFile publishes only when complete.
+// write_kdump_file, write_kdump_flattened and write_kdump_selection: the
+// compact format's encoder (kdump/encoder.hpp) in the page pipeline
+// (pipeline/pipeline.hpp), with the guest kernel's observer when asked for,
+// into a Sink over a file that AtomicFile publishes only when complete, or
+// over a flattened stream (io/flattened.hpp) onto a file descriptor.
 #include "kdump/write_kdump.hpp"
 
 #include <optional>
@@ -10,6 +11,7 @@
 #include "age/age.hpp"
 #include "elfcore/entries_only.hpp"
 #include "elfcore/runs.hpp"
+#include "io/flattened.hpp"
 #include "io/sink.hpp"
 #include "kdump/encoder.hpp"
 #include "kdump/kept_entries.hpp"
@@ -35,8 +37,10 @@ struct Stored {
     unsigned dump_level = 0;
 };
 
-WriteResult write_kdump_to(int fd, const std::string& name, const DumpSpec& spec_in, PageSource& source,
-                           const Stored& stored, const KdumpOptions& options) {
+// Onto `fd`: positional (a file) unless options.flattened, then a
+// flattened stream, written front to back (pwrite from 0 when `seekable`).
+WriteResult write_kdump_to(int fd, bool seekable, const std::string& name, const DumpSpec& spec_in,
+                           PageSource& source, const Stored& stored, const KdumpOptions& options) {
     const WriteOptions& wo = options.write;
     WriteResult r;
     // The guest kernel as for a v1 file (writer/write_dump.cpp): NT_PRSTATUS
@@ -49,7 +53,10 @@ WriteResult write_kdump_to(int fd, const std::string& name, const DumpSpec& spec
     kdump::KdumpEncoder encoder(spec, stored.pages, stored.present, options.compression, wo.digests,
                                 stored.dump_level, source, name);
     const std::vector<age::Recipient> recipients = age::parse_recipient_list(wo.recipients);
-    io::Sink sink(fd, true, wo.sparse, name, recipients, wo.threads);
+    std::optional<io::FlattenedOutput> flat;
+    std::optional<io::Sink> positional;
+    if (options.flattened) flat.emplace(fd, seekable, name, recipients, wo.threads);
+    io::Sink& sink = flat ? positional.emplace(*flat, name) : positional.emplace(fd, true, wo.sparse, name, recipients, wo.threads);
     sink.cancel_on(wo.cancel);
     std::optional<pipeline::KernelObserver> kernel;
     pipeline::Stages stages{source, stored.select, {}, encoder};
@@ -60,7 +67,7 @@ WriteResult write_kdump_to(int fd, const std::string& name, const DumpSpec& spec
         if (wo.on_warning) wo.on_warning(w);
         r.warnings.push_back(std::move(w));
     }
-    r.file_size = sink.file_size();
+    r.file_size = flat ? flat->stream_size() : sink.file_size();
     r.nr_pages = stored.pages.nr_entries();
     r.nr_runs = elfcore::count_runs(stored.pages);
     r.unreadable_pfns = std::move(out.pass.unreadable_pfns);
@@ -71,7 +78,7 @@ WriteResult write_published(const std::filesystem::path& path, const DumpSpec& s
                             const Stored& stored, const KdumpOptions& options) {
     try {
         AtomicFile file(path);
-        WriteResult r = write_kdump_to(file.fd(), path.string(), spec, source, stored, options);
+        WriteResult r = write_kdump_to(file.fd(), true, path.string(), spec, source, stored, options);
         // Nothing is read back behind a compact file's writes: its check reads the pages.
         std::function<void(const std::filesystem::path&)> check;
         // An encrypted file cannot be read back without a private key.
@@ -84,30 +91,59 @@ WriteResult write_published(const std::filesystem::path& path, const DumpSpec& s
     }
 }
 
+// A flattened stream onto `fd` (a pipe, or a file at its position), written
+// front to back; nothing published.
+WriteResult write_streamed(int fd, const DumpSpec& spec, PageSource& source, const Stored& stored,
+                           const KdumpOptions& options) {
+    const std::string name = "fd " + std::to_string(fd);
+    KdumpOptions flattened = options;
+    flattened.flattened = true;
+    try {
+        return write_kdump_to(fd, false, name, spec, source, stored, flattened);
+    } catch (const Error& e) {
+        throw e.with_object(name);
+    }
+}
+
+// To `path` (published) when there is one, else to `fd` (streamed).
+WriteResult write_to(const kdump::Destination& to, const DumpSpec& spec, PageSource& source, const Stored& stored,
+                     const KdumpOptions& options) {
+    return to.path ? write_published(*to.path, spec, source, stored, options)
+                   : write_streamed(to.fd, spec, source, stored, options);
+}
+
+Stored every_page(PageSource& pages, const elfcore::EntriesOnly& present, const KdumpOptions& options) {
+    return {nullptr, pages, options.present.empty() ? nullptr : &present, options.dump_level};
+}
+
 }  // namespace
 
 WriteResult write_kdump_file(const std::filesystem::path& path, const DumpSpec& spec, PageSource& pages,
                              const KdumpOptions& options) {
     const elfcore::EntriesOnly present(options.present);
-    return write_published(path, spec, pages,
-                           {nullptr, pages, options.present.empty() ? nullptr : &present, options.dump_level}, options);
+    return write_published(path, spec, pages, every_page(pages, present, options), options);
+}
+
+WriteResult write_kdump_flattened(int fd, const DumpSpec& spec, PageSource& pages, const KdumpOptions& options) {
+    const elfcore::EntriesOnly present(options.present);
+    return write_streamed(fd, spec, pages, every_page(pages, present, options), options);
 }
 
 namespace kdump {
 
-WriteResult write_kdump_selection(const std::filesystem::path& path, const DumpSpec& spec, PageSource& source,
+WriteResult write_kdump_selection(const Destination& to, const DumpSpec& spec, PageSource& source,
                                   const kernel::PageSelection& selection, const KdumpOptions& options) {
     kernel::PfnBitmap kept;
     try {
         kept = pipeline::selected_pfns(source, pipeline::DumpLevelSelector(selection), options.write);
     } catch (const Error& e) {
-        throw e.with_object(path.string());
+        throw e.with_object(to.name());
     }
     // The pass keeps exactly the pages the layout was planned for.
     const pipeline::PfnBitmapSet planned(kept);
     const pipeline::PfnSetSelector exactly(planned);
     const KeptEntries stored(source, kept);
-    return write_published(path, spec, source, {&exactly, stored, &source, selection.level}, options);
+    return write_to(to, spec, source, {&exactly, stored, &source, selection.level}, options);
 }
 
 kernel::PageSelection zero_pages_only(const PageSource& pages, unsigned level, const std::string& why) {

@@ -14,14 +14,34 @@
 
 namespace xendump::kdump {
 
-// Writes `path` (atomically, as write_kdump_file) from the pages of `source`
-// that `selection` keeps: the pfns it keeps, less (level bit 1) the pages
-// that are all zeros, found in a first pass over `source`
-// (pipeline::selected_pfns, a kernel::PfnBitmap) since the file's layout is
-// planned from its list of pages (KeptEntries reads it from `source`). The 1st bitmap names every page of `source`, the sub
-// header `selection.level`; `options.dump_level` and `options.present` are
+// Where a compact file goes: `path`, published atomically as
+// write_kdump_file publishes it, or (no path) the flattened stream onto
+// `fd`, as write_kdump_flattened writes it.
+struct Destination {
+    Destination(const std::filesystem::path& p) : path(&p) {}  // NOLINT: a path is a destination
+    static Destination stream(int fd) {
+        Destination d;
+        d.fd = fd;
+        return d;
+    }
+    std::string name() const { return path ? path->string() : "fd " + std::to_string(fd); }
+
+    const std::filesystem::path* path = nullptr;
+    int fd = -1;
+
+private:
+    Destination() = default;
+};
+
+// Writes `to` (a file as write_kdump_file, a stream as
+// write_kdump_flattened) from the pages of `source` that `selection` keeps:
+// the pfns it keeps, less (level bit 1) the pages that are all zeros, found
+// in a first pass over `source` (pipeline::selected_pfns, a
+// kernel::PfnBitmap) since the file's layout is planned from its list of
+// pages (KeptEntries reads it from `source`). The 1st bitmap names every
+// page of `source`, the sub header `selection.level`; `options.dump_level` and `options.present` are
 // not used.
-WriteResult write_kdump_selection(const std::filesystem::path& path, const DumpSpec& spec, PageSource& source,
+WriteResult write_kdump_selection(const Destination& to, const DumpSpec& spec, PageSource& source,
                                   const kernel::PageSelection& selection, const KdumpOptions& options);
 
 // A selection of the pages of `pages` at `level` made without the guest kernel (an

@@ -1,12 +1,15 @@
 #include "legacy/conversion.hpp"
 
 #include <elf.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <ctime>
 #include <fstream>
 #include <memory>
 
+#include "io/flattened.hpp"
 #include "kdump/write_kdump.hpp"
 #include "legacy/byte_source.hpp"
 #include "legacy/layout.hpp"
@@ -32,6 +35,7 @@ std::string_view to_string(InputFormat f) {
     case InputFormat::v1: return "v1";
     case InputFormat::kdump: return "kdump";
     case InputFormat::unknown: return "unknown";
+    case InputFormat::flattened: return "flattened";
     }
     return "unknown";
 }
@@ -45,6 +49,7 @@ InputFormat sniff_format(const fs::path& path, const OpenOptions& open) {
     src.read(0, std::span(head, n), "file header");
     if (looks_like_xc_core(std::span(head, n))) return InputFormat::xc_core;
     if (n >= 8 && std::memcmp(head, "KDUMP   ", 8) == 0) return InputFormat::kdump;
+    if (io::flat::has_signature(std::span(head, n))) return InputFormat::flattened;
     if (n >= EI_NIDENT && std::memcmp(head, ELFMAG, SELFMAG) == 0) {
         // Xen's own dump-core has sections only; v1 adds program headers
         // (xen-dump-core(5), "ELF header"). e_phnum sits at the same offset
@@ -245,6 +250,52 @@ Plan xen_elf(const fs::path& input, const fs::path* output, const ConvertOptions
     return plan;
 }
 
+// The flattened stream `read` (named `name`; `total` bytes, 0 when not
+// known) rearranged into `output` (rearrange_flattened).
+Plan rearranged(const io::flat::ReadSome& read, const std::string& name, uint64_t total, const fs::path& output,
+                const ConvertOptions& opt) {
+    try {
+        AtomicFile file(output);
+        const auto progress = [&](uint64_t bytes) {
+            if (!opt.write.on_progress) return;
+            WriteProgress p;
+            p.pages_done = p.bytes_done = bytes;
+            p.pages_total = p.bytes_total = total;
+            opt.write.on_progress(p);
+        };
+        const io::flat::Rearranged r =
+            io::flat::rearrange(read, name, file.fd(), output.string(), opt.write.cancel, progress);
+        if (const auto& check = opt.write.check_before_publish)
+            file.commit([&](const fs::path& unpublished) { check(unpublished, VerifyOptions{}); });
+        else
+            file.commit();
+        Plan plan{InputFormat::flattened, "rearranged;records=" + std::to_string(r.records), 0, false};
+        try {
+            plan.pages = DumpReader::open(output).nr_pages();
+        } catch (const Error&) {
+            // Not a dump the readers open: rearranged all the same, as makedumpfile -R would.
+        }
+        return plan;
+    } catch (const Error& e) {
+        throw e.with_object(output.string());
+    }
+}
+
+// A flattened input file (encrypted: its plaintext), read front to back;
+// without an output, read in place for its pages.
+Plan flattened(const fs::path& input, const fs::path* output, const ConvertOptions& opt) {
+    if (!output) return Plan{InputFormat::flattened, "rearranged", DumpReader::open(input, opt.open).nr_pages(), false};
+    FileByteSource src(input.string(), opt.open);
+    uint64_t pos = 0;
+    const io::flat::ReadSome read = [&](std::span<std::byte> out) {
+        const auto n = static_cast<size_t>(std::min<uint64_t>(out.size(), src.size() - pos));
+        src.read(pos, out.first(n), "flattened stream");
+        pos += n;
+        return n;
+    };
+    return rearranged(read, input.string(), src.size(), *output, opt);
+}
+
 Plan run(const fs::path& input, const fs::path* output, const ConvertOptions& opt) {
     switch (sniff_format(input, opt.open)) {
     case InputFormat::xc_core: return legacy(input, output, opt);
@@ -253,6 +304,7 @@ Plan run(const fs::path& input, const fs::path* output, const ConvertOptions& op
         if (opt.kdump) return v1_to_kdump(input, output, opt);
         return Plan{InputFormat::v1, {}, 0, false};
     case InputFormat::kdump: return Plan{InputFormat::kdump, {}, 0, false};
+    case InputFormat::flattened: return flattened(input, output, opt);
     case InputFormat::unknown: break;
     }
     throw Error("not a Xen dump: neither an xc_core magic (0xf00febed/0xf00febee) nor an ELF core file",
@@ -270,6 +322,23 @@ ConversionPlan plan_conversion(const fs::path& input, const ConvertOptions& opti
 
 ConversionPlan convert_file(const fs::path& input, const fs::path& output, const ConvertOptions& options) {
     return legacy::run(input, &output, options);
+}
+
+ConversionPlan rearrange_flattened(int fd, const std::string& name, const fs::path& output,
+                                   const ConvertOptions& options) {
+    uint64_t total = 0;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        if (const off_t at = ::lseek(fd, 0, SEEK_CUR); at >= 0 && at <= st.st_size)
+            total = static_cast<uint64_t>(st.st_size - at);
+    uint64_t pos = 0;
+    const io::flat::ReadSome read = [&](std::span<std::byte> out) {
+        const ssize_t n = util::retry_eintr([&] { return ::read(fd, out.data(), out.size()); });
+        if (n < 0) throw_errno("cannot read the flattened stream", name, pos);
+        pos += static_cast<uint64_t>(n);
+        return static_cast<size_t>(n);
+    };
+    return legacy::rearranged(read, name, total, output, options);
 }
 
 }  // namespace xendump

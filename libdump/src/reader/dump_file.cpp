@@ -4,11 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <iterator>
 
 #include "age/age.hpp"
+#include "io/flattened.hpp"
 #include "reader/checked.hpp"
+#include "reader/flattened_image.hpp"
 #include "util/util.hpp"
 #include "xendump/error.hpp"
 
@@ -96,9 +99,33 @@ DumpFile::~DumpFile() {
     if (fd_ >= 0) ::close(fd_);
 }
 
+bool DumpFile::unflatten() {
+    if (flat_) return true;
+    std::array<std::byte, 16> head{};
+    if (size_ < head.size()) return false;
+    read_stored(0, head, "file header");
+    if (!io::flat::has_signature(head)) return false;
+    const FlattenedImage::ReadAt read = [this](uint64_t offset, std::span<std::byte> out) {
+        read_stored(offset, out, "flattened file");
+    };
+    flat_ = std::make_unique<FlattenedImage>(read, size_, path_);
+    stored_size_ = size_;
+    size_ = flat_->size();
+    return true;
+}
+
 void DumpFile::read_exact(uint64_t offset, std::span<std::byte> out, const std::string& structure) const {
     if (!range_inside(offset, out.size(), size_))
         throw Error(structure + ": " + past_end("offset", offset, "size", out.size(), size_), path_, offset);
+    if (flat_) {
+        // Offsets in errors are the stored file's.
+        flat_->read(offset, out, [&](uint64_t at, std::span<std::byte> part) { read_stored(at, part, structure); });
+        return;
+    }
+    read_stored(offset, out, structure);
+}
+
+void DumpFile::read_stored(uint64_t offset, std::span<std::byte> out, const std::string& structure) const {
     if (age_) {
         // Decrypted chunk by chunk; a chunk that does not authenticate throws
         // naming it and its offset in the file, before any of it is copied.

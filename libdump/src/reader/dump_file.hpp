@@ -2,7 +2,9 @@
 // say which structure was being read when they fail. An age-encrypted file
 // (xen-dump-core(5) "Encrypted dumps") reads as its plaintext: size() and
 // read_exact() are the plaintext's, each read decrypting only the 64 KiB
-// chunks it touches (age/age.hpp Decryptor).
+// chunks it touches (age/age.hpp Decryptor). A flattened file (makedumpfile
+// -F, io/flattened.hpp), plain or encrypted, reads as the file it carries
+// once unflatten() has found it one (reader/flattened_image.hpp).
 #pragma once
 
 #include <cstddef>
@@ -24,6 +26,8 @@ class Identity;
 }  // namespace xendump::age
 
 namespace xendump::reader {
+
+class FlattenedImage;
 
 // The first line of every age file (C2SP age, "Header").
 inline constexpr std::string_view kAgeFirstLine = "age-encryption.org/v1\n";
@@ -54,9 +58,22 @@ public:
     // The file's own fd: for advice (posix_fadvise) and, when !encrypted(),
     // for reading its bytes where they lie (copy_file_range).
     int fd() const noexcept { return fd_; }
-    uint64_t size() const noexcept { return size_; }  // of the plaintext when encrypted
+    // Of the plaintext when encrypted, of the carried file when flattened.
+    uint64_t size() const noexcept { return size_; }
     const std::string& path() const noexcept { return path_; }
     bool encrypted() const noexcept { return age_ != nullptr; }
+    // Whether the bytes read lie in fd() at their offsets: neither encrypted nor flattened.
+    bool in_place() const noexcept { return !age_ && !flat_; }
+
+    // When the bytes (the plaintext of an encrypted file) are a flattened
+    // stream, reads go from now on to the file it carries: size() and
+    // read_exact() are that file's. Returns whether they are; throws Error
+    // (naming the file and the offset in it) for a stream that cannot be
+    // read in place (reader/flattened_image.hpp).
+    bool unflatten();
+    const FlattenedImage* flattened() const noexcept { return flat_.get(); }
+    // The plaintext's size (size() unless flattened).
+    uint64_t stored_size() const noexcept { return flat_ ? stored_size_ : size_; }
     // Encrypted files: the header and the chunks decrypted so far (nullopt when plain).
     std::optional<EncryptionInfo> encryption() const;
 
@@ -67,6 +84,8 @@ public:
 
 private:
     void take_size();  // closes fd_ and throws unless it is a regular file
+    // Exactly out.size() bytes of the plaintext at `offset` (inside stored_size()).
+    void read_stored(uint64_t offset, std::span<std::byte> out, const std::string& structure) const;
 
     std::string path_;
     int fd_ = -1;
@@ -75,6 +94,8 @@ private:
     // two hashing threads): its chunk cache has its own lock, held only to
     // look a chunk up or keep it, never while one is decrypted.
     std::unique_ptr<age::Decryptor> age_;
+    uint64_t stored_size_ = 0;              // flattened: the plaintext's size
+    std::unique_ptr<FlattenedImage> flat_;  // set by unflatten()
 };
 
 }  // namespace xendump::reader

@@ -56,9 +56,9 @@ void check_ident(const DumpFile& f, const Elf64_Ehdr& eh) {
 // Xen's are a few hundred bytes).
 constexpr uint64_t kMaxEncryptedShstrtab = 16ull << 20;
 
-// An encrypted file (xen-dump-core(5) "Encrypted dumps") has no plaintext
-// for libelf to map: it reads, with elf_memory(), a compact image of what it
-// walks, decrypted: the ELF header, the program headers at 64, the section
+// An encrypted file (xen-dump-core(5) "Encrypted dumps"), or a flattened one
+// (reader/flattened_image.hpp), has no bytes in place for libelf to map: it
+// reads, with elf_memory(), a compact image of what it walks, decrypted: the ELF header, the program headers at 64, the section
 // headers after them and the section name table last, the offsets of the
 // copy pointing there. Memory: the tables (56 bytes a segment, 64 a
 // section, as the layout holds anyway) and the name table.
@@ -155,8 +155,8 @@ ElfLayout read_elf_layout(const DumpFile& f, std::vector<Finding>& findings) {
     // The tables are inside the file: libelf can walk them.
     elf_version(EV_CURRENT);
     ElfImage image;
-    if (f.encrypted()) image = encrypted_elf_image(f, eh, out.phnum, out.shnum, sh0);
-    ElfHandle elf(f.encrypted() ? elf_memory(reinterpret_cast<char*>(image.bytes.data()), image.bytes.size())
+    if (!f.in_place()) image = encrypted_elf_image(f, eh, out.phnum, out.shnum, sh0);
+    ElfHandle elf(!f.in_place() ? elf_memory(reinterpret_cast<char*>(image.bytes.data()), image.bytes.size())
                                 : elf_begin(f.fd(), ELF_C_READ_MMAP, nullptr));
     if (!elf) fail(f, "elf-ident", "ELF header", 0, std::string("libelf cannot read the file: ") + elf_errmsg(-1));
     size_t phnum = 0, shnum = 0, shstrndx = 0;

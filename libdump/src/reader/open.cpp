@@ -460,12 +460,15 @@ void Loader::build_runs() {
 DumpReader DumpReader::open(const std::filesystem::path& path) { return open(path, OpenOptions{}); }
 
 // An encrypted file (xen-dump-core(5) "Encrypted dumps") is read through its
-// plaintext (dump_file.hpp): everything below reads it as it reads a plain one.
+// plaintext, a flattened one through the file it carries (dump_file.hpp):
+// everything below reads them as it reads a plain one.
 DumpReader DumpReader::open(const std::filesystem::path& path, const OpenOptions& options) {
     auto impl = std::make_unique<Impl>();
     impl->path = path;
     // The identity files are read only for an encrypted dump.
-    impl->file = std::make_shared<DumpFile>(path.string(), DumpFile::identities_of(options));
+    auto file = std::make_shared<DumpFile>(path.string(), DumpFile::identities_of(options));
+    file->unflatten();  // a flattened file reads as the file it carries
+    impl->file = std::move(file);
     if (kdump::KdumpFile::has_signature(*impl->file) || kdump::KdumpFile::signature_near_miss(*impl->file)) {
         Loader(*impl).load_kdump();
         return DumpReader(std::move(impl));

@@ -89,11 +89,11 @@ public:
 
     // Not for pages the file lists as unreadable: those go through
     // read_pages, which says so.
-    // Nor for an encrypted file, whose bytes on disk are not the pages:
+    // Nor for an encrypted or flattened file, whose bytes on disk are not the pages:
     // the pipeline reads them (read_pages) instead.
     std::optional<FileRange> file_range(size_t first, size_t count) const override {
         const uint64_t off = checked_offset(first, count);
-        if (file_->encrypted()) return std::nullopt;
+        if (!file_->in_place()) return std::nullopt;
         if (!unreadable_.empty() && count > 0) {
             PageEntry ends[2]{};
             table_.read(first, std::span(ends, 1));

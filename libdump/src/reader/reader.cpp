@@ -6,6 +6,7 @@
 
 #include "reader/check_error.hpp"
 #include "reader/checked.hpp"
+#include "reader/flattened_image.hpp"
 #include "reader/reader_impl.hpp"
 #include "util/runs.hpp"
 #include "kdump/codec.hpp"
@@ -22,6 +23,11 @@ const std::filesystem::path& DumpReader::path() const { return impl_->path; }
 FileFormat DumpReader::format() const { return impl_->format; }
 uint64_t DumpReader::file_size() const { return impl_->file->size(); }
 std::optional<EncryptionInfo> DumpReader::encryption() const { return impl_->file->encryption(); }
+std::optional<FlattenedInfo> DumpReader::flattened() const {
+    const reader::FlattenedImage* f = impl_->file->flattened();
+    if (!f) return std::nullopt;
+    return FlattenedInfo{impl_->file->stored_size(), f->records(), f->stretches()};
+}
 format::GuestType DumpReader::type() const { return impl_->type; }
 unsigned DumpReader::guest_width() const { return impl_->guest_width; }
 uint64_t DumpReader::nr_pages() const { return impl_->nr_entries(); }
