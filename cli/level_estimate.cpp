@@ -1,5 +1,7 @@
 #include "level_estimate.hpp"
 
+#include "table.hpp"
+
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -59,31 +61,34 @@ void print_level_estimate(const kernel::DumpLevelEstimate& e, const std::string&
                 human_bytes(e.total_pages * kPage).c_str());
     std::printf("Max level:   %u\n", e.max_level);
     for (const auto& l : e.limits) std::printf("Limit:       %s\n", l.c_str());
-    std::printf("\n%-14s %12s %11s  %s\n", "TYPE", "PAGES", "SIZE", "DESCRIPTION");
+    std::printf("\n");
+    Table types({{"TYPE"}, {"PAGES", true}, {"SIZE", true}, {"DESCRIPTION", false, true}});
     uint64_t excluded = 0;
     for (const auto& r : kRows) {
         const uint64_t n = e.excluded[static_cast<size_t>(r.cls)];
         excluded += n;
-        std::printf("%-14s %12llu %11s  %s\n", r.type, static_cast<unsigned long long>(n), human_bytes(n * kPage).c_str(),
-                    r.description);
+        types.add_row({r.type, std::to_string(n), human_bytes(n * kPage), r.description});
     }
     const uint64_t rest = e.total_pages >= excluded ? e.total_pages - excluded : 0;
-    std::printf("%-14s %12llu %11s  %s\n", "KERN_DATA", static_cast<unsigned long long>(rest),
-                human_bytes(rest * kPage).c_str(), "the rest: kept at every level");
+    types.add_row({"KERN_DATA", std::to_string(rest), human_bytes(rest * kPage), "the rest: kept at every level"});
+    types.print();
     std::printf("(%llu of them kept as needed for analysis although their struct page says otherwise; "
                 "%llu pages kept whose struct page could not be read)\n",
                 static_cast<unsigned long long>(e.protected_pages),
                 static_cast<unsigned long long>(e.unreadable_struct_pages));
     // KEPT PAGES are the file's pages, ZERO PAGES those of them stored as its
     // shared zero page, SIZE the data of the others (before compression).
-    std::printf("\n%-6s %12s %12s %11s %7s\n", "LEVEL", "KEPT PAGES", "ZERO PAGES", "SIZE", "KEPT");
+    std::printf("\n");
+    Table levels({{"LEVEL"}, {"KEPT PAGES", true}, {"ZERO PAGES", true}, {"SIZE", true}, {"KEPT", true}});
     for (const auto& l : e.levels) {
-        const std::string level =
-            std::to_string(l.level) + (l.applied != l.level ? " (as " + std::to_string(l.applied) + ")" : "");
-        std::printf("%-6s %12llu %12llu %11s %6.1f%%\n", level.c_str(), static_cast<unsigned long long>(l.kept_pages),
-                    static_cast<unsigned long long>(l.zero_pages), human_bytes((l.kept_pages - l.zero_pages) * kPage).c_str(),
-                    e.total_pages ? 100.0 * static_cast<double>(l.kept_pages) / static_cast<double>(e.total_pages) : 0.0);
+        char kept[32];
+        std::snprintf(kept, sizeof kept, "%.1f%%",
+                      e.total_pages ? 100.0 * static_cast<double>(l.kept_pages) / static_cast<double>(e.total_pages) : 0.0);
+        levels.add_row({std::to_string(l.level) + (l.applied != l.level ? " (as " + std::to_string(l.applied) + ")" : ""),
+                        std::to_string(l.kept_pages), std::to_string(l.zero_pages),
+                        human_bytes((l.kept_pages - l.zero_pages) * kPage), kept});
     }
+    levels.print();
     std::printf("\nClassified in %.2f s.\n", seconds);
 }
 

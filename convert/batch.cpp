@@ -237,7 +237,7 @@ private:
             co.dump_level = o_.dump_level;
             co.write.recipients = o_.recipients;
             co.open = o_.open;
-            co.write.on_warning = [this](const std::string& w) { report_warning(w); };
+            co.write.on_warning = [this, &job](const std::string& w) { report_warning(named(job, w)); };
             co.write.on_progress = [this, &job, worker](const WriteProgress& p) {
                 if (p.pages_total) current_[worker] = job.size * p.pages_done / p.pages_total;
                 show_progress();

@@ -1,8 +1,9 @@
 #include "report.hpp"
 
-#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+
+#include "table.hpp"
 
 namespace xendump::convert {
 
@@ -27,20 +28,16 @@ Counts count(const std::vector<FileReport>& rs) {
 }
 }  // namespace
 
+// On a terminal DETAIL is cut to its width (--json has the whole text); on a
+// pipe or in a file every line is whole (cli::Table).
 void print_table(const std::vector<FileReport>& rs, bool dry_run) {
-    size_t wpath = 4, wlayout = 6;
-    for (const auto& r : rs) {
-        wpath = std::max(wpath, r.path.size());
-        wlayout = std::max(wlayout, r.layout.size());
-    }
-    std::printf("%-*s  %-8s  %-*s  %8s  %-9s  %s\n", static_cast<int>(wpath), "FILE", "FORMAT",
-                static_cast<int>(wlayout), "LAYOUT", "PAGES", "RESULT", "DETAIL");
+    cli::Table table({{"FILE"}, {"FORMAT"}, {"LAYOUT"}, {"PAGES", true}, {"RESULT"}, {"DETAIL", false, true}});
     for (const auto& r : rs) {
         const std::string& detail = r.result == Result::failed ? r.error : r.result == Result::skipped ? r.reason : r.output;
-        std::printf("%-*s  %-8s  %-*s  %8llu  %-9s  %s\n", static_cast<int>(wpath), r.path.c_str(), r.format.c_str(),
-                    static_cast<int>(wlayout), r.layout.empty() ? "-" : r.layout.c_str(),
-                    static_cast<unsigned long long>(r.pages), to_string(r.result), detail.c_str());
+        table.add_row({r.path, r.format, r.layout.empty() ? "-" : r.layout, std::to_string(r.pages),
+                       to_string(r.result), detail});
     }
+    table.print();
     Counts c = count(rs);
     std::printf("%zu file(s): %zu converted, %zu skipped, %zu failed%s\n", rs.size(), c.converted, c.skipped,
                 c.failed, dry_run ? " (dry run: nothing written)" : "");

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
+#include "table.hpp"
 #include "commands.hpp"
 #include "encrypted.hpp"
 #include "dump_dir.hpp"
@@ -175,37 +176,26 @@ int cmd_list(Invocation& c) {
                      escape_text(sa.config.dump_dir.string()).c_str());
         return status;
     }
-    // FORMAT and FILE are as wide as their longest value, so that PANIC, last, lines up.
-    std::vector<std::string> files, formats, times;
-    size_t file_width = 4, format_width = 6, time_width = 4;
+    // Columns as wide as their widest cell; on a terminal PANIC, last, is cut
+    // to what the others leave (--json has it whole).
+    cli::Table table({{"TIME"}, {"DOMAIN"}, {"ID", true}, {"REASON"}, {"SIZE", true}, {"RESULT"}, {"FORMAT"},
+                      {"FILE"}, {"PANIC", false, true}});
     for (const auto& e : entries) {
-        times.push_back(shown_time(e.time, sel.utc ? Zone::utc : Zone::local));
-        time_width = std::max(time_width, times.back().size());
-        files.push_back(escape_text(is_present(e) || is_missing(e) ? e.dump.filename().string() : "(none)"));
-        file_width = std::max(file_width, files.back().size());
         const auto written = written_as(e);
         // An encrypted dump: "+age" (alone when nothing else says how it was written).
         const bool enc = encrypted(e).encrypted;
-        formats.push_back(written ? format_column(*written) + (enc ? "+age" : "") : enc ? "age" : "-");
-        format_width = std::max(format_width, formats.back().size());
-    }
-    const int fw = static_cast<int>(file_width), mw = static_cast<int>(format_width),
-              tw = static_cast<int>(time_width);
-    if (!c.p.has("--no-legend"))
-        std::printf("%-*s  %-16s %5s  %-8s %10s  %-9s %-*s  %-*s  %s\n", tw, "TIME", "DOMAIN", "ID", "REASON", "SIZE",
-                    "RESULT", mw, "FORMAT", fw, "FILE", "PANIC");
-    for (size_t i = 0; i < entries.size(); ++i) {
-        const auto& e = entries[i];
-        std::string domain = e.info ? e.info->domain_name : "-";
-        std::string id = e.info ? std::to_string(e.info->domid) : "-";
-        std::string reason = e.info ? e.info->reason : "-";
-        std::string result = is_missing(e) ? "MISSING" : e.info ? daemon::to_string(e.info->result) : "unknown";
         // Guest names, file names and guest log text may hold anything: escaped (escape_text).
-        std::printf("%-*s  %-16s %5s  %-8s %10s  %-9s %-*s  %-*s  %s\n", tw, times[i].c_str(),
-                    escape_text(domain).c_str(), id.c_str(), escape_text(reason).c_str(),
-                    cli::human_bytes(e.bytes_on_disk).c_str(), result.c_str(), mw, formats[i].c_str(), fw,
-                    files[i].c_str(), panic_column(e.info).c_str());
+        table.add_row({shown_time(e.time, sel.utc ? Zone::utc : Zone::local),
+                       e.info ? escape_text(e.info->domain_name) : "-",
+                       e.info ? std::to_string(e.info->domid) : "-",
+                       e.info ? escape_text(e.info->reason) : "-",
+                       cli::human_bytes(e.bytes_on_disk),
+                       is_missing(e) ? "MISSING" : e.info ? daemon::to_string(e.info->result) : "unknown",
+                       written ? format_column(*written) + (enc ? "+age" : "") : enc ? "age" : "-",
+                       escape_text(is_present(e) || is_missing(e) ? e.dump.filename().string() : "(none)"),
+                       panic_column(e.info)});
     }
+    table.print(!c.p.has("--no-legend"));
     return cli::kExitOk;
 }
 

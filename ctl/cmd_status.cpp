@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "cli.hpp"
+#include "table.hpp"
 #include "commands.hpp"
 #include "control_protocol.hpp"
 #include "options.hpp"
@@ -61,7 +62,7 @@ int cmd_status(Invocation& c) {
         if (legend) std::printf("No dumps running or queued.\n");
         return cli::kExitOk;
     }
-    if (legend) std::printf("%5s  %-8s %-16s %5s  %-8s %s\n", "JOB", "STATE", "DOMAIN", "ID", "REASON", "PROGRESS");
+    cli::Table table({{"JOB", true}, {"STATE"}, {"DOMAIN"}, {"ID", true}, {"REASON"}, {"PROGRESS"}});
     for (const auto& j : jobs) {
         uint64_t done = j.value("bytes_done", uint64_t{0}), total = j.value("bytes_total", uint64_t{0});
         std::string progress = total ? std::to_string(done * 100 / total) + "% of " + cli::human_bytes(total) : "-";
@@ -70,10 +71,12 @@ int cmd_status(Invocation& c) {
             const uint64_t pfns = j.value("pfns_done", uint64_t{0}), of = j.value("pfns_total", uint64_t{0});
             progress = "finding pages " + (of ? std::to_string(pfns * 100 / of) + "%" : std::string("-"));
         }
-        std::printf("%5llu  %-8s %-16s %5u  %-8s %s\n", static_cast<unsigned long long>(j.value("id", uint64_t{0})),
-                    j.value("state", "").c_str(), escape_text(j.value("domain", "")).c_str(), j.value("domid", 0u),
-                    escape_text(j.value("reason", "")).c_str(), progress.c_str());  // a guest's name may hold anything
+        // A guest's name may hold anything: escaped.
+        table.add_row({std::to_string(j.value("id", uint64_t{0})), j.value("state", ""),
+                       escape_text(j.value("domain", "")), std::to_string(j.value("domid", 0u)),
+                       escape_text(j.value("reason", "")), progress});
     }
+    table.print(legend);
     return cli::kExitOk;
 }
 

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -74,6 +75,13 @@ nlohmann::json json_of(const RunResult& r) {
         ADD_FAILURE() << "not JSON: " << e.what() << "\n" << r.out;
         return {};
     }
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) out.push_back(l);
+    return out;
 }
 
 std::map<std::string, nlohmann::json> by_path(const nlohmann::json& doc) {
@@ -218,6 +226,38 @@ TEST(Batch, BadInputsFailAloneAndTheBatchGoesOn) {
     EXPECT_EQ(files[(dir / "truncated.core").string()]["result"], "failed");
     EXPECT_NE(files[(dir / "truncated.core").string()]["error"].get<std::string>().find("truncated"), std::string::npos);
     EXPECT_EQ(files[(dir / "good.core").string()]["result"], "converted");
+}
+
+// Issue 36 item 4: on a terminal the report's DETAIL column is cut to the
+// terminal's width (libsmartcols); on a pipe, and in --json, it is whole.
+TEST(Batch, TheDetailColumnFitsTheTerminalAndIsWholeOnAPipe) {
+    TempDir dir;
+    const fs::path bad = dir / "t.core";
+    make_legacy(bad, gen::Variant::pv_page_list, 8, 300, 2);
+    fs::resize_file(bad, fs::file_size(bad) - 5000);
+    const std::vector<std::string> args = {build_program("xen-dump-convert").string(), "--dry-run", bad.string()};
+    auto piped = run(args);
+    EXPECT_EQ(piped.exit_code, 1) << piped.err;
+    const auto whole = piped.out.find("truncated");
+    ASSERT_NE(whole, std::string::npos) << piped.out;
+    size_t longest_piped = 0;
+    for (const auto& l : lines_of(piped.out)) longest_piped = std::max(longest_piped, l.size());
+    ASSERT_GT(longest_piped, 100u) << "the error is long enough to need cutting at 72 columns:\n" << piped.out;
+
+    // The same on a terminal of 72 columns (script(1) gives it a pty).
+    std::string command = "stty cols 72 rows 24 && exec";
+    for (const auto& a : args) command += " '" + a + "'";
+    command += " 2>/dev/null";  // the progress bar and the error line: the table alone
+    auto tty = run({"/usr/bin/script", "-qec", command, "/dev/null"});
+    EXPECT_EQ(tty.exit_code, 1) << tty.err;
+    ASSERT_NE(tty.out.find("FILE"), std::string::npos) << tty.out;
+    for (auto l : lines_of(tty.out)) {
+        if (!l.empty() && l.back() == '\r') l.pop_back();
+        // Columns, not bytes: an ellipsis is 3 bytes of UTF-8.
+        size_t columns = 0;
+        for (unsigned char c : l) columns += (c & 0xc0) != 0x80;
+        EXPECT_LE(columns, 72u) << "a line wider than the terminal: " << l;
+    }
 }
 
 TEST(Batch, RemoveSourceOnlyAfterVerification) {

@@ -97,6 +97,35 @@ TEST_F(CtlSelect, ListMatchesByNameDomidAndUuid) {
 // directory; --no-legend drops the heading; -F prints a field's values,
 // each once; -D and --directory name the dump directory; --file FILE takes
 // a file by path whatever its name looks like.
+// Issue 36 item 5: a MATCH completes as coredumpctl's does: the fields
+// (FIELD=), the domains' names, each field's values among the dumps of the
+// dump directory given, and dump files of every kind the tools read.
+TEST_F(CtlSelect, CompletionOffersFieldsNamesValuesAndDumpFiles) {
+    add_three();
+    std::ofstream(dumps_ / "old.kdump") << "x";
+    std::ofstream(dumps_ / "old.core.age") << "x";
+    std::ofstream(dumps_ / "notes.txt") << "x";
+    using V = std::vector<std::string>;
+    auto complete = [&](V tail) {
+        V words = {"xen-dumpctl", "info", "--config", config_.string(), "--dump-dir", dumps_.string()};
+        words.insert(words.end(), tail.begin(), tail.end());
+        V got = bash_completion("xen-dumpctl", words);
+        std::sort(got.begin(), got.end());
+        return got;
+    };
+    const V first = complete({""});
+    for (const char* w : {"DOMAIN=", "REASON=", "RESULT=", "TYPE=", "UUID=", "web01", "web02"})
+        EXPECT_NE(std::find(first.begin(), first.end(), w), first.end()) << w;
+    EXPECT_EQ(complete({"RE"}), (V{"REASON=", "RESULT="}));
+    EXPECT_EQ(complete({"REASON", "=", ""}), (V{"crash", "request"}));
+    EXPECT_EQ(complete({"DOMAIN", "=", "web0"}), (V{"web01", "web02"}));
+    EXPECT_EQ(complete({"reason", "=", "c"}), (V{"crash"}));
+    EXPECT_EQ(complete({"UUID", "="}), (V{kUuid3, kUuid4}));
+    const std::string dir = dumps_.string() + "/";
+    EXPECT_EQ(complete({dir}), (V{dir + "old.core.age", dir + "old.kdump", dir + "web01-3-a.core",
+                                  dir + "web01-3-c.core", dir + "web02-4-b.core"}));
+}
+
 TEST_F(CtlSelect, CoredumpctlHabits) {
     auto none = run({"xen-dumpctl", "list", "--config", config_.string(), "-D", dumps_.string()});
     EXPECT_EQ(none.exit_code, 1) << none.out << none.err;
@@ -119,7 +148,15 @@ TEST_F(CtlSelect, CoredumpctlHabits) {
     ASSERT_EQ(legend.exit_code, 0) << legend.err;
     ASSERT_EQ(bare.exit_code, 0) << bare.err;
     EXPECT_EQ(legend.out.substr(0, 5), "TIME ");
-    EXPECT_EQ(legend.out.substr(legend.out.find('\n') + 1), bare.out);
+    // The same rows without the heading (columns may be narrower without it).
+    auto squeezed = [](std::string t) {
+        std::string out;
+        for (char ch : t)
+            if (ch != ' ' || (!out.empty() && out.back() != ' ')) out += ch;
+        return out;
+    };
+    EXPECT_EQ(squeezed(legend.out.substr(legend.out.find('\n') + 1)), squeezed(bare.out));
+    EXPECT_EQ(bare.out.find("TIME"), std::string::npos) << bare.out;
     EXPECT_EQ(std::count(bare.out.begin(), bare.out.end(), '\n'), 3);
     auto domains = ctl({"list", "-F", "domain"});
     EXPECT_EQ(domains.exit_code, 0) << domains.err;

@@ -89,6 +89,34 @@ char thread_state(pid_t tid) {
 // The pipe is full before the write starts, so the write blocks having
 // moved nothing; the signal then makes it fail with EINTR (no SA_RESTART).
 // Cancelled by then, the sink throws instead of writing again.
+// Issue 36 item 4: `xen-dumpd -o - | head` names the output as standard
+// output and says that the reader went away, with the offset, not only
+// "Broken pipe".
+TEST(Sink, AWriteToAPipeWhoseReaderLeftSaysTheReaderWentAway) {
+    struct sigaction ignore {}, old {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &old), 0);
+    int p[2];
+    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    UniqueFd read_end(p[0]), write_end(p[1]);
+    io::Sink sink(write_end.get(), false, false, io::fd_name(STDOUT_FILENO));
+    const auto data = bytes(4096, 5);
+    sink.write(data);
+    read_end.reset();
+    std::string what = "no error";
+    try {
+        sink.write(data);
+    } catch (const Error& e) {
+        what = e.what();
+    }
+    ::sigaction(SIGPIPE, &old, nullptr);
+    EXPECT_NE(what.find("standard output"), std::string::npos) << what;
+    EXPECT_NE(what.find("the reader went away"), std::string::npos) << what;
+    EXPECT_NE(what.find("0x1000"), std::string::npos) << what;
+    EXPECT_EQ(io::fd_name(3), "fd 3");
+}
+
 TEST(Sink, WriteBlockedOnAFullPipeGivesUpWhenCancelledAndInterrupted) {
     struct sigaction sa {}, old {};
     sa.sa_handler = on_signal;

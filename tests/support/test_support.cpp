@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -87,6 +88,35 @@ TempDir::~TempDir() {
 }
 
 fs::path source_root() { return XENDUMP_SOURCE_ROOT; }
+
+std::vector<std::string> bash_completion(const std::string& program, const std::vector<std::string>& words,
+                                         const std::vector<std::string>& env_in) {
+    std::string fn = "_" + program;
+    std::replace(fn.begin(), fn.end(), '-', '_');
+    // The words as bash array elements, each single-quoted.
+    std::string array;
+    for (const auto& w : words) {
+        std::string q = "'";
+        for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        array += q + "' ";
+    }
+    std::string path;
+    for (const char* sub : {"ctl", "sim", "convert", "daemon"}) path += (fs::path(XENDUMP_BUILD_ROOT) / sub).string() + ":";
+    std::vector<std::string> env = {"PATH=" + path + (std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin")};
+    env.insert(env.end(), env_in.begin(), env_in.end());
+    // compopt works only inside a completion that bash runs: a no-op here.
+    auto r = run({"bash", "-c",
+                  "compopt() { :; }; source \"$0\" && COMP_WORDS=(" + array + "); COMP_CWORD=" +
+                      std::to_string(words.size() - 1) + "; " + fn + "; printf '%s\\n' \"${COMPREPLY[@]}\"",
+                  (source_root() / "completions" / program).string()},
+                 env);
+    if (r.exit_code != 0) throw std::runtime_error("completion of " + program + " failed: " + r.err);
+    std::vector<std::string> out;
+    std::istringstream in(r.out);
+    for (std::string w; std::getline(in, w);)
+        if (!w.empty()) out.push_back(w);
+    return out;
+}
 fs::path shared_dir() { return XENDUMP_SHARED_DIR; }
 
 fs::path build_program(const std::string& name) {

@@ -52,6 +52,13 @@ std::filesystem::path build_program(const std::string& name);
 std::filesystem::path shared_dir();     // ../shared
 std::filesystem::path source_root();
 
+// What the bash completion of `program` (completions/PROGRAM) offers for the
+// command line `words`, whose last word is the one being completed (bash's
+// own word splitting at '=' and ':' is the caller's: {"DOMAIN", "=", "w"}).
+// The project's programs are first in PATH; `env` as for run().
+std::vector<std::string> bash_completion(const std::string& program, const std::vector<std::string>& words,
+                                         const std::vector<std::string>& env = {});
+
 // The bytes of a file (empty when it cannot be read).
 std::vector<std::byte> slurp(const std::filesystem::path& p);
 // The same as text.

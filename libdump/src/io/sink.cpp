@@ -19,7 +19,18 @@
 
 namespace xendump::io {
 
+std::string fd_name(int fd) { return fd == STDOUT_FILENO ? "standard output" : "fd " + std::to_string(fd); }
+
 namespace {
+
+// A write that failed; on a pipe whose reader left (`-o - | head`, a dropped
+// `| ssh`) it says so rather than only "Broken pipe".
+[[noreturn]] void throw_write_failed(const std::string& name, uint64_t offset) {
+    throw_errno(errno == EPIPE ? "write failed: the reader went away (it closed its end of the pipe); the output is "
+                                 "incomplete"
+                               : "write failed",
+                name, offset);
+}
 // Written for zero ranges that cannot be holes (pipes, sparse off).
 constexpr size_t kZeroBlock = 1 << 20;
 const std::byte* zero_block() {
@@ -141,7 +152,7 @@ void Sink::rewrite_ahead(uint64_t offset, std::span<const std::byte> data) {
     if (offset < ahead_begin_ || offset > ahead_end_ || data.size() > ahead_end_ - offset)
         throw Error("internal error: rewriting bytes not written ahead", name_, offset);
     const size_t done = util::pwrite_full(fd_, data.data(), data.size(), offset);
-    if (done < data.size()) throw_errno("write failed", name_, offset + done);
+    if (done < data.size()) throw_write_failed(name_, offset + done);
 }
 
 void Sink::write_ahead(uint64_t offset, std::span<const std::byte> data) {
@@ -158,7 +169,7 @@ void Sink::write_ahead(uint64_t offset, std::span<const std::byte> data) {
     } else {
         make_room(data.size());
         const size_t done = util::pwrite_full(fd_, data.data(), data.size(), offset);
-        if (done < data.size()) throw_errno("write failed", name_, offset + done);
+        if (done < data.size()) throw_write_failed(name_, offset + done);
     }
     if (ahead_end_ == ahead_begin_) ahead_begin_ = offset;
     ahead_end_ = offset + data.size();
@@ -224,7 +235,7 @@ void Sink::emit(uint64_t at, std::span<const iovec> iov_in, bool stream) {
                 return seekable_ ? ::pwritev(fd_, &iov[i], cnt, static_cast<off_t>(at)) : ::writev(fd_, &iov[i], cnt);
             },
             cancelled);
-        if (n < 0) throw_errno("write failed", name_, at);
+        if (n < 0) throw_write_failed(name_, at);
         if (n == 0) throw Error("write returned 0", name_, at);
         at += static_cast<uint64_t>(n);
         if (!seekable_) stream_end_ += static_cast<uint64_t>(n);
@@ -260,13 +271,13 @@ void Sink::write_behind() {
     if (::sync_file_range(fd_, static_cast<off_t>(started_), static_cast<off_t>(end - started_),
                           SYNC_FILE_RANGE_WRITE) != 0 &&
         !unsupported(errno))
-        throw_errno("write failed", name_, started_);
+        throw_write_failed(name_, started_);
     started_ = end;
     if (started_ - flushed_ <= kWriteBehindDepth * kWriteBehindWindow) return;
     const uint64_t done = started_ - kWriteBehindDepth * kWriteBehindWindow;
     if (::sync_file_range(fd_, static_cast<off_t>(flushed_), static_cast<off_t>(done - flushed_),
                           SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
-        if (!unsupported(errno)) throw_errno("write failed", name_, flushed_);
+        if (!unsupported(errno)) throw_write_failed(name_, flushed_);
         return;  // not known to be on disk: neither read back nor dropped
     }
     if (before_drop_) before_drop_(flushed_, done - flushed_);

@@ -27,6 +27,10 @@ namespace xendump::io {
 class EncryptingOutput;
 class ObjectOutput;
 
+// How errors name an output given as a descriptor: "standard output" for
+// fd 1 (xen-dumpd -o -), "fd N" otherwise.
+std::string fd_name(int fd);
+
 class Sink {
 public:
     // `seekable`: positional writes (pwrite) from offset 0, no lseek. Holes are

@@ -95,7 +95,7 @@ WriteResult write_published(const std::filesystem::path& path, const DumpSpec& s
 // front to back; nothing published.
 WriteResult write_streamed(int fd, const DumpSpec& spec, PageSource& source, const Stored& stored,
                            const KdumpOptions& options) {
-    const std::string name = "fd " + std::to_string(fd);
+    const std::string name = io::fd_name(fd);
     KdumpOptions flattened = options;
     flattened.flattened = true;
     try {

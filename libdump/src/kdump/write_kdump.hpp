@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "io/sink.hpp"
 #include "xendump/dump_spec.hpp"
 #include "xendump/kdump.hpp"
 #include "xendump/kernel/dump_level.hpp"
@@ -24,7 +25,7 @@ struct Destination {
         d.fd = fd;
         return d;
     }
-    std::string name() const { return path ? path->string() : "fd " + std::to_string(fd); }
+    std::string name() const { return path ? path->string() : io::fd_name(fd); }
 
     const std::filesystem::path* path = nullptr;
     int fd = -1;

@@ -170,7 +170,7 @@ uint64_t expected_file_size(const DumpSpec& spec, std::span<const PageEntry> ent
 
 WriteResult write_dump(int fd, bool seekable, const DumpSpec& spec, PageSource& pages,
                        const WriteOptions& options) {
-    return writer::write_v1(fd, seekable, "fd " + std::to_string(fd), spec, pages, options);
+    return writer::write_v1(fd, seekable, io::fd_name(fd), spec, pages, options);
 }
 
 WriteResult write_dump_object(s3::Client& client, const s3::Url& url, const DumpSpec& spec, PageSource& pages,
