@@ -25,6 +25,7 @@
 #include "time_spec.hpp"
 #include "util/util.hpp"
 #include "util/vocabulary.hpp"
+#include "crash_signature.hpp"
 #include "written_as.hpp"
 #include "xendump/error.hpp"
 #include "xendump/reader.hpp"
@@ -153,6 +154,7 @@ int cmd_list(Invocation& c) {
                 j[vocab::kDigests.json] = e.info->digests;
                 j[vocab::kError.json] = e.info->error;
                 j[vocab::kGuestPanic.json] = e.info->guest_panic ? nlohmann::ordered_json(*e.info->guest_panic) : nullptr;
+                j[vocab::kCrashSignature.json] = or_null(daemon::crash_signature(*e.info));
                 const bool saved = e.info->guest_log && !e.info->guest_log->dmesg_file.empty();
                 j[vocab::kDmesgPath.json] = saved ? nlohmann::ordered_json(daemon::dmesg_path(e.dump).string()) : nullptr;
             } else {

@@ -7,7 +7,9 @@
 #include <map>
 #include <set>
 
+#include "crash_signature.hpp"
 #include "time_spec.hpp"
+#include "util/vocabulary.hpp"
 #include "xendump/error.hpp"
 #include "xendump/keyvalues.hpp"
 #include "xendump/reader.hpp"
@@ -50,7 +52,7 @@ bool all_digits(std::string_view s) {
 
 // Fields whose values are compared without regard to case.
 bool case_blind(const std::string& field) {
-    static const std::set<std::string> kFields = {"UUID", "TYPE", "REASON", "RESULT", "DIGESTS"};
+    static const std::set<std::string> kFields = {"UUID", "TYPE", "REASON", "RESULT", "DIGESTS", "SIGNATURE"};
     return kFields.contains(field);
 }
 
@@ -158,6 +160,7 @@ std::optional<std::string> dump_field(const daemon::DumpEntry& e, const std::str
         if (field == "REASON" && !s.reason.empty()) return s.reason;
         if (field == "RESULT") return is_missing(e) ? "missing" : daemon::to_string(s.result);
         if (field == "DIGESTS" && !s.digests.empty()) return s.digests;
+        if (field == vocab::kCrashSignature.match) return daemon::crash_signature(s);
     } else if (field == "RESULT") {
         return std::nullopt;  // a dump without a sidecar: its result was never recorded
     }

@@ -1,5 +1,7 @@
 #include "dump_job.hpp"
 
+#include "crash_signature.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -223,6 +225,7 @@ LogFields dump_journal_fields(const Sidecar& s, const fs::path& dump) {
     if (s.pages_recopied) fields.emplace_back(vocab::kPagesRecopied.journal, std::to_string(*s.pages_recopied));
     if (s.guest_panic) fields.emplace_back(vocab::kGuestPanic.journal, *s.guest_panic);
     if (s.guest_backtrace) fields.emplace_back(vocab::kGuestBacktrace.journal, guest_backtrace_line(*s.guest_backtrace));
+    if (auto signature = crash_signature(s)) fields.emplace_back(vocab::kCrashSignature.journal, *signature);
     if (s.guest_log && !s.guest_log->dmesg_file.empty())
         fields.emplace_back(vocab::kDmesgPath.journal, dmesg_path(dump).string());
     return fields;

@@ -1,5 +1,7 @@
 #include "sidecar.hpp"
 
+#include "crash_signature.hpp"
+
 #include <unistd.h>
 
 #include <fstream>
@@ -109,6 +111,7 @@ std::string Sidecar::to_json() const {
             if (!guest_backtrace->stopped.empty()) b["stopped"] = guest_backtrace->stopped;
             j[vocab::kGuestBacktrace.sidecar] = b;
         }
+        if (auto signature = crash_signature(guest_panic, guest_backtrace)) j[vocab::kCrashSignature.sidecar] = *signature;
     }
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

@@ -1,5 +1,7 @@
 #include "uploader.hpp"
 
+#include "crash_signature.hpp"
+
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <sys/socket.h>
@@ -302,6 +304,7 @@ std::map<std::string, std::string> upload_metadata(const Sidecar& s) {
     m["size"] = std::to_string(s.file_size);
     m["encrypted"] = s.recipients ? "yes" : "no";
     if (s.guest_panic) m["panic"] = metadata_value(*s.guest_panic);
+    if (auto signature = crash_signature(s)) m["signature"] = *signature;  // 16 hex digits
     if (!s.dump_file.empty()) m["dump"] = metadata_value(s.dump_file, kMaxMetadataValue, true);
     return m;
 }

@@ -34,6 +34,9 @@ inline constexpr Term kDigests{nullptr, "digests", nullptr, "DIGESTS", "digests"
 inline constexpr Term kError{nullptr, "error", nullptr, nullptr, "error"};
 inline constexpr Term kGuestPanic{nullptr, "guest_panic", "GUEST_PANIC", nullptr, "guest_panic"};
 inline constexpr Term kGuestBacktrace{nullptr, "guest_backtrace", "GUEST_BACKTRACE", nullptr, "guest_backtrace"};
+// A crash's signature (daemon/crash_signature.hpp): from the panic line and
+// the backtrace's function names, so only where they are in clear.
+inline constexpr Term kCrashSignature{nullptr, "crash_signature", "CRASH_SIGNATURE", "SIGNATURE", "crash_signature"};
 inline constexpr Term kDmesgPath{nullptr, nullptr, "GUEST_DMESG_PATH", nullptr, "dmesg_path"};
 // How the service wrote the dump (Format=, Compress=, DumpLevel=, xen-dumpd(8)):
 // "v1" or "kdump"; a compact file's page compression and dump level applied.

@@ -126,6 +126,43 @@ TEST_F(CtlSelect, CompletionOffersFieldsNamesValuesAndDumpFiles) {
                                   dir + "web01-3-c.core", dir + "web02-4-b.core"}));
 }
 
+// Issue 34 item 5: SIGNATURE= selects the dumps of one crash, whatever host
+// or boot wrote them (their panic lines' times and the frames' offsets
+// differ), and list --json shows each dump's crash_signature.
+TEST_F(CtlSelect, SignatureSelectsTheDumpsOfOneCrash) {
+    auto crashed = [&](const std::string& file, const std::string& panic, const json& frames, int64_t start) {
+        const fs::path dump = add(file, "web01", 3, kUuid3, "crash", start);
+        json j = json::parse(slurp_text(dump.string() + ".json"));
+        j["guest_panic"] = panic;
+        j["guest_backtrace"] = {{"vcpu", 0}, {"method", "orc"}, {"frames", frames}};
+        std::ofstream(dump.string() + ".json") << j.dump() << "\n";
+        return dump;
+    };
+    const fs::path a = crashed("web01-3-a.core", "[    8.197049] Kernel panic - not syncing: sysrq triggered crash",
+                               {"panic+0x286", "sysrq_handle_crash+0x16"}, 1000);
+    const fs::path b = crashed("web01-3-b.core", "[ 4711.5] Kernel panic - not syncing: sysrq triggered crash",
+                               {"panic+0x2a6/0x3c0", "sysrq_handle_crash+0x1a"}, 2000);
+    const fs::path c = crashed("web01-3-c.core", "[    3.1] Kernel panic - not syncing: Fatal exception",
+                               {"panic+0x286", "die+0x40"}, 3000);
+    add("web01-3-d.core", "web01", 3, kUuid3, "request", 4000);  // no panic: no signature
+    auto r = ctl({"list", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json all = json::parse(r.out);
+    ASSERT_EQ(all.size(), 4u);
+    const std::string sig = all[0]["crash_signature"].get<std::string>();
+    EXPECT_EQ(all[1]["crash_signature"], sig);
+    EXPECT_NE(all[2]["crash_signature"], sig);
+    EXPECT_TRUE(all[3]["crash_signature"].is_null());
+    EXPECT_EQ(listed({"SIGNATURE=" + sig}), (std::vector<std::string>{a.string(), b.string()}));
+    std::string upper = sig;
+    for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    EXPECT_EQ(listed({"signature=" + upper}).size(), 2u);
+    EXPECT_EQ(listed({"SIGNATURE=" + all[2]["crash_signature"].get<std::string>()}),
+              (std::vector<std::string>{c.string()}));
+    auto values = ctl({"list", "-F", "SIGNATURE"});
+    EXPECT_EQ(values.out, sig + "\n" + all[2]["crash_signature"].get<std::string>() + "\n") << values.err;
+}
+
 TEST_F(CtlSelect, CoredumpctlHabits) {
     auto none = run({"xen-dumpctl", "list", "--config", config_.string(), "-D", dumps_.string()});
     EXPECT_EQ(none.exit_code, 1) << none.out << none.err;

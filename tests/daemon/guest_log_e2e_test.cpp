@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "crash_signature.hpp"
 #include "dump_dir.hpp"
 #include "dump_job.hpp"
 #include "fixture_host.hpp"
@@ -93,6 +94,11 @@ TEST(ServiceGuestLog, CrashDumpsRecordTheGuestsLogAndPanicLine) {
     EXPECT_NE(std::find(items.begin(), items.end(), "GUEST_BACKTRACE=" + daemon::guest_backtrace_line(*sc.guest_backtrace)),
               items.end());
     EXPECT_NE(message.find("; backtrace: vcpu 0 ("), std::string::npos) << message;
+    // Issue 34 item 5: the crash's signature, in the sidecar and CRASH_SIGNATURE=.
+    const auto signature = daemon::crash_signature(sc);
+    ASSERT_TRUE(signature.has_value());
+    EXPECT_EQ(raw.value("crash_signature", ""), *signature);
+    EXPECT_NE(std::find(items.begin(), items.end(), "CRASH_SIGNATURE=" + *signature), items.end());
 
     // A guest without a kernel: its dump, no .dmesg.txt, the error recorded.
     const fs::path plain = h.crash_and_wait(kPattern, "pattern");

@@ -2,6 +2,7 @@
 // sidecar (what an encrypted dump's allows), the backoff, the state file.
 #include <gtest/gtest.h>
 
+#include "crash_signature.hpp"
 #include "uploader.hpp"
 #include "xendump/error.hpp"
 
@@ -39,6 +40,7 @@ TEST(Uploader, MetadataFromTheSidecar) {
     EXPECT_EQ(m["size"], "12345");
     EXPECT_EQ(m["encrypted"], "no");
     EXPECT_EQ(m["panic"], "%20Kernel panic - not syncing: sysrq triggered crash");  // an edge space would be lost
+    EXPECT_EQ(m["signature"], crash_signature(s).value());  // the crash's, to group a fleet's objects by
     EXPECT_EQ(m["dump"], s.dump_file);  // a file name of the dump directory is printable ASCII already
     // An encrypted dump's sidecar has the panic line only with
     // ClearMetadata=panic: without it, neither has the metadata.
@@ -47,6 +49,7 @@ TEST(Uploader, MetadataFromTheSidecar) {
     m = upload_metadata(s);
     EXPECT_EQ(m["encrypted"], "yes");
     EXPECT_FALSE(m.contains("panic"));
+    EXPECT_FALSE(m.contains("signature"));
     // A long panic line is cut (S3 keeps 2 KiB of metadata in all).
     s.guest_panic = std::string(5000, 'x');
     EXPECT_EQ(upload_metadata(s)["panic"].size(), 512u);
