@@ -48,6 +48,38 @@ int print_field(const std::vector<daemon::DumpEntry>& entries, const std::string
     return seen.empty() ? cli::kExitFailure : cli::kExitOk;
 }
 
+// --group-by FIELD: the selected dumps that have FIELD, grouped by its value
+// in the order first seen (with SIGNATURE=, one group a crash): how many,
+// the first and the last start time, the domains, the latest panic line.
+struct Group {
+    std::string value;
+    size_t count = 0;
+    int64_t first = 0, last = 0;
+    std::vector<std::string> domains;
+    std::optional<std::string> panic;
+};
+
+std::vector<Group> groups_of(const std::vector<daemon::DumpEntry>& entries, const std::string& field) {
+    std::vector<Group> groups;
+    for (const auto& e : entries) {
+        const auto v = dump_field(e, field);
+        if (!v) continue;
+        auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.value == *v; });
+        if (g == groups.end()) {
+            g = groups.insert(groups.end(), Group{*v, 0, e.time, e.time, {}, std::nullopt});
+        }
+        ++g->count;
+        g->first = std::min(g->first, e.time);
+        g->last = std::max(g->last, e.time);
+        if (e.info) {
+            if (std::find(g->domains.begin(), g->domains.end(), e.info->domain_name) == g->domains.end())
+                g->domains.push_back(e.info->domain_name);
+            if (e.info->guest_panic && e.time >= g->last) g->panic = e.info->guest_panic;
+        }
+    }
+    return groups;
+}
+
 // The panic line for the table: without its "[seconds.micros] " time,
 // escaped (as dmesg printed it, whichever version wrote the sidecar), cut to
 // kPanicWidth bytes ("-" when the guest's log had none).
@@ -132,6 +164,44 @@ int cmd_list(Invocation& c) {
             return c.usage("-F: " + std::string(e.what()));
         }
         return print_field(entries, name);
+    }
+    if (auto by = c.p.value("--group-by")) {
+        std::string name;
+        try {
+            name = classify_match(*by + "=").field;
+        } catch (const Error& e) {
+            return c.usage("--group-by: " + std::string(e.what()));
+        }
+        const std::vector<Group> groups = groups_of(entries, name);
+        const Zone zone = sel.utc ? Zone::utc : Zone::local;
+        if (c.json) {
+            nlohmann::ordered_json out = nlohmann::ordered_json::array();
+            for (const auto& g : groups) {
+                nlohmann::ordered_json j;
+                j["field"] = name;
+                j["value"] = g.value;
+                j["count"] = g.count;
+                j["first_time"] = g.first;  // unix seconds, as the sidecar's start_time
+                j["last_time"] = g.last;
+                j["domains"] = g.domains;
+                j[vocab::kGuestPanic.json] = or_null(g.panic);
+                out.push_back(j);
+            }
+            print_json(out, c.json);
+            return groups.empty() ? cli::kExitFailure : cli::kExitOk;
+        }
+        cli::Table table({{name.c_str()}, {"COUNT", true}, {"FIRST"}, {"LAST"}, {"DOMAINS"}, {"PANIC", false, true}});
+        for (const auto& g : groups) {
+            std::string domains;
+            for (const auto& d : g.domains) domains += (domains.empty() ? "" : ",") + escape_text(d);
+            std::optional<daemon::Sidecar> panic_only;
+            if (g.panic) panic_only.emplace().guest_panic = g.panic;
+            table.add_row({escape_text(g.value), std::to_string(g.count), shown_time(g.first, zone),
+                           shown_time(g.last, zone), domains, panic_column(panic_only)});
+        }
+        if (groups.empty()) return cli::kExitFailure;
+        table.print(!c.p.has("--no-legend"));
+        return cli::kExitOk;
     }
     if (c.json) {
         nlohmann::ordered_json out = nlohmann::ordered_json::array();

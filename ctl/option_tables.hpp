@@ -50,6 +50,8 @@ inline constexpr Option kListOwn[] = {
     {"no-legend", 0, Arg::none, "", "no heading line"},
     {"field", 'F', Arg::required, "FIELD",
      "print the values FIELD takes in the selected dumps, one a line,\neach once (FIELD as in FIELD=VALUE: DOMAIN, DOMID, TYPE, ...)"},
+    {"group-by", 0, Arg::required, "FIELD",
+     "one line per value of FIELD (SIGNATURE: per crash): how many dumps,\nthe first and the last, the domains, a panic line"},
 };
 inline constexpr Option kNoLegendOption[] = {
     {"no-legend", 0, Arg::none, "", "no heading line"},
@@ -221,7 +223,7 @@ inline const std::vector<VerbTable>& verb_tables() {
          "no short form.\n",
          join({kDumpOwn, kIdentityOptions, kSelectionOptions, kServiceOptions})},
         {"list", "list the dumps in the dump directory (time, domain, reason, size, result)",
-         "xen-dumpctl list [--json[=short|pretty]] [--no-legend] [-F FIELD] [-S TIME] [-U TIME] [-r] [-1 | -n N] "
+         "xen-dumpctl list [--json[=short|pretty]] [--no-legend] [-F FIELD | --group-by FIELD] [-S TIME] [-U TIME] [-r] [-1 | -n N] "
          "[--utc] [--config FILE] [-D DIR] [--file FILE] [MATCH...]",
          "List the dumps in the dump directory ({dump_dir}), oldest first, their\n"
          "start times in local time (--utc: in UTC).\n"

@@ -159,6 +159,24 @@ TEST_F(CtlSelect, SignatureSelectsTheDumpsOfOneCrash) {
     EXPECT_EQ(listed({"signature=" + upper}).size(), 2u);
     EXPECT_EQ(listed({"SIGNATURE=" + all[2]["crash_signature"].get<std::string>()}),
               (std::vector<std::string>{c.string()}));
+    // --group-by signature: one line a crash, as crash collectors' buckets.
+    auto grouped = ctl({"list", "--group-by", "signature", "--json"});
+    ASSERT_EQ(grouped.exit_code, 0) << grouped.err;
+    const json groups = json::parse(grouped.out);
+    ASSERT_EQ(groups.size(), 2u) << grouped.out;
+    EXPECT_EQ(groups[0]["value"], sig);
+    EXPECT_EQ(groups[0]["count"], 2);
+    EXPECT_EQ(groups[0]["first_time"], 1000);
+    EXPECT_EQ(groups[0]["last_time"], 2000);
+    EXPECT_EQ(groups[0]["domains"], json::array({"web01"}));
+    EXPECT_EQ(groups[0]["guest_panic"], "[ 4711.5] Kernel panic - not syncing: sysrq triggered crash");
+    EXPECT_EQ(groups[1]["count"], 1);
+    auto table = ctl({"list", "--group-by", "SIGNATURE", "--utc"});
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    EXPECT_EQ(table.out.substr(0, 9), "SIGNATURE") << table.out;
+    EXPECT_NE(table.out.find(sig + " "), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("Kernel panic - not syncing: Fatal exception"), std::string::npos) << table.out;
+    EXPECT_EQ(ctl({"list", "--group-by", "signature", "web02"}).exit_code, 1);
     auto values = ctl({"list", "-F", "SIGNATURE"});
     EXPECT_EQ(values.out, sig + "\n" + all[2]["crash_signature"].get<std::string>() + "\n") << values.err;
 }
