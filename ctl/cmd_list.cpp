@@ -199,7 +199,11 @@ int cmd_list(Invocation& c) {
             table.add_row({escape_text(g.value), std::to_string(g.count), shown_time(g.first, zone),
                            shown_time(g.last, zone), domains, panic_column(panic_only)});
         }
-        if (groups.empty()) return cli::kExitFailure;
+        if (groups.empty()) {
+            std::fprintf(stderr, "No %sdump has %s in %s.\n", sel.matches.empty() && !sel.any_option ? "" : "matching ",
+                         name.c_str(), escape_text(sa.config.dump_dir.string()).c_str());
+            return cli::kExitFailure;
+        }
         table.print(!c.p.has("--no-legend"));
         return cli::kExitOk;
     }
