@@ -4,7 +4,6 @@
 // cut to its width, on a pipe or in a file every line whole.
 #pragma once
 
-#include <memory>
 #include <string>
 #include <vector>
 

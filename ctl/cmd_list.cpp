@@ -48,6 +48,9 @@ int print_field(const std::vector<daemon::DumpEntry>& entries, const std::string
     return seen.empty() ? cli::kExitFailure : cli::kExitOk;
 }
 
+// "matching " when the command line selected, for "No %sdumps in DIR."
+const char* matching(const Selection& sel) { return sel.matches.empty() && !sel.any_option ? "" : "matching "; }
+
 // --group-by FIELD: the selected dumps that have FIELD, grouped by its value
 // in the order first seen (with SIGNATURE=, one group a crash): how many,
 // the first and the last start time, the domains, the latest panic line.
@@ -83,14 +86,10 @@ std::vector<Group> groups_of(const std::vector<daemon::DumpEntry>& entries, cons
 // The panic line for the table: without its "[seconds.micros] " time,
 // escaped (as dmesg printed it, whichever version wrote the sidecar), cut to
 // kPanicWidth bytes ("-" when the guest's log had none).
-std::string panic_column(const std::optional<daemon::Sidecar>& info) {
+std::string panic_column(const std::optional<std::string>& panic) {
     constexpr size_t kPanicWidth = 60;
-    if (!info || !info->guest_panic) return "-";
-    std::string_view text = *info->guest_panic;
-    if (text.starts_with('[')) {
-        if (auto end = text.find("] "); end != std::string_view::npos) text.remove_prefix(end + 2);
-    }
-    std::string out = reescape_text(text);
+    if (!panic) return "-";
+    std::string out = reescape_text(daemon::without_log_time(*panic));
     if (out.size() > kPanicWidth) out = out.substr(0, kPanicWidth - 3) + "...";
     return out;
 }
@@ -190,19 +189,17 @@ int cmd_list(Invocation& c) {
             print_json(out, c.json);
             return groups.empty() ? cli::kExitFailure : cli::kExitOk;
         }
+        if (groups.empty()) {
+            std::fprintf(stderr, "No %sdump has %s in %s.\n", matching(sel), name.c_str(),
+                         escape_text(sa.config.dump_dir.string()).c_str());
+            return cli::kExitFailure;
+        }
         cli::Table table({{name.c_str()}, {"COUNT", true}, {"FIRST"}, {"LAST"}, {"DOMAINS"}, {"PANIC", false, true}});
         for (const auto& g : groups) {
             std::string domains;
             for (const auto& d : g.domains) domains += (domains.empty() ? "" : ",") + escape_text(d);
-            std::optional<daemon::Sidecar> panic_only;
-            if (g.panic) panic_only.emplace().guest_panic = g.panic;
             table.add_row({escape_text(g.value), std::to_string(g.count), shown_time(g.first, zone),
-                           shown_time(g.last, zone), domains, panic_column(panic_only)});
-        }
-        if (groups.empty()) {
-            std::fprintf(stderr, "No %sdump has %s in %s.\n", sel.matches.empty() && !sel.any_option ? "" : "matching ",
-                         name.c_str(), escape_text(sa.config.dump_dir.string()).c_str());
-            return cli::kExitFailure;
+                           shown_time(g.last, zone), domains, panic_column(g.panic)});
         }
         table.print(!c.p.has("--no-legend"));
         return cli::kExitOk;
@@ -248,8 +245,7 @@ int cmd_list(Invocation& c) {
         return status;
     }
     if (entries.empty()) {
-        std::fprintf(stderr, sel.matches.empty() && !sel.any_option ? "No dumps in %s.\n" : "No matching dumps in %s.\n",
-                     escape_text(sa.config.dump_dir.string()).c_str());
+        std::fprintf(stderr, "No %sdumps in %s.\n", matching(sel), escape_text(sa.config.dump_dir.string()).c_str());
         return status;
     }
     // Columns as wide as their widest cell; on a terminal PANIC, last, is cut
@@ -269,7 +265,7 @@ int cmd_list(Invocation& c) {
                        is_missing(e) ? "MISSING" : e.info ? daemon::to_string(e.info->result) : "unknown",
                        written ? format_column(*written) + (enc ? "+age" : "") : enc ? "age" : "-",
                        escape_text(is_present(e) || is_missing(e) ? e.dump.filename().string() : "(none)"),
-                       panic_column(e.info)});
+                       panic_column(e.info ? e.info->guest_panic : std::nullopt)});
     }
     table.print(!c.p.has("--no-legend"));
     return cli::kExitOk;

@@ -18,13 +18,9 @@ bool is_word(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 |
 // number ("0x…", decimal, or a hex word of 8 digits and more: an address)
 // one '#', runs of blanks one space. Words that hold digits inside a name
 // (ext4, x86_64, sda1) keep them: only whole words are numbers.
-std::string normalised_panic(const std::string& line) {
+std::string normalised_panic(std::string_view line) {
+    line = without_log_time(line);
     size_t at = 0;
-    while (at < line.size() && line[at] == ' ') ++at;
-    if (at < line.size() && line[at] == '[') {
-        const size_t close = line.find(']', at);
-        if (close != std::string::npos) at = close + 1;
-    }
     std::string out;
     while (at < line.size()) {
         const char c = line[at];
@@ -32,7 +28,7 @@ std::string normalised_panic(const std::string& line) {
         if (starts_word && is_word(c)) {
             size_t end = at;
             while (end < line.size() && is_word(line[end])) ++end;
-            const std::string word = line.substr(at, end - at);
+            const std::string_view word = line.substr(at, end - at);
             bool decimal = true, hex = word.size() >= 8;
             for (char w : word) {
                 decimal = decimal && is_digit(w);
@@ -44,7 +40,7 @@ std::string normalised_panic(const std::string& line) {
                                           if (!is_hex(word[i])) return false;
                                       return true;
                                   }();
-            out += decimal || hex || prefixed ? std::string("#") : word;
+            out += decimal || hex || prefixed ? std::string_view("#") : word;
             at = end;
             continue;
         }

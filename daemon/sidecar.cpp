@@ -200,6 +200,13 @@ void replace_file_atomically(const std::filesystem::path& path, std::string_view
     if (::rename(tmp.c_str(), path.c_str()) != 0) throw_errno("cannot replace", path.string());
 }
 
+std::string_view without_log_time(std::string_view panic) {
+    if (panic.starts_with('[')) {
+        if (auto end = panic.find("] "); end != std::string_view::npos) panic.remove_prefix(end + 2);
+    }
+    return panic;
+}
+
 void write_sidecar(const std::filesystem::path& path, const Sidecar& s) {
     write_file_atomically(path, s.to_json(), 0600);
 }

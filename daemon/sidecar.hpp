@@ -100,6 +100,10 @@ void replace_file_atomically(const std::filesystem::path& path, std::string_view
 
 // Written atomically, mode 0600 (never half a sidecar on disk).
 void write_sidecar(const std::filesystem::path& path, const Sidecar& s);
+
+// A guest_panic line without the "[seconds.micros] " time dmesg prints
+// before it (the line as it is when it has none).
+std::string_view without_log_time(std::string_view panic);
 Sidecar read_sidecar(const std::filesystem::path& path);
 
 }  // namespace xendump::daemon
