@@ -21,9 +21,10 @@ namespace fs = std::filesystem;
 const char* const kSelectionHelp =
     "MATCH selects dumps of the dump directory: a domain NAME, a DOMID, a UUID,\n"
     "a dump's file name (NAME.core), a PATH, or FIELD=VALUE (DOMAIN, DOMID, UUID,\n"
-    "TYPE, REASON, RESULT, DIGESTS, FILE, PATH from the sidecar; KERNEL, TIME,\n"
-    "WRITER and the other keys of the dump's domain note). Matches of one field\n"
-    "are alternatives; matches of different fields must all hold.\n";
+    "TYPE, REASON, RESULT, DIGESTS, FILE, PATH from the sidecar; SIGNATURE, the\n"
+    "crash's, from its panic line; KERNEL, TIME, WRITER and the other keys of the\n"
+    "dump's domain note). Matches of one field are alternatives; matches of\n"
+    "different fields must all hold.\n";
 
 namespace {
 
