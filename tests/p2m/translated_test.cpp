@@ -55,10 +55,11 @@ TEST(Translated, FindsPopulatedGfnsByTheirTypesAndSkipsDeviceHoles) {
     P2mMap map = discover_checked(hv, d.info);
     expect_holey_guest_pages(map);
     // Nothing mapped: the page types tell, 8192 gfns a call (the backend
-    // splits them into its hypercalls), none of the device holes asked.
+    // splits them into its hypercalls). The device holes are typed too, to
+    // count the domain's pages there, but never mapped or dumped.
     EXPECT_EQ(hv.map_calls, 0u);
-    EXPECT_LE(hv.type_calls, 0x140000u / 8192 + 4);
-    EXPECT_EQ(hv.typed_gfns, 0x140000u - 0x20 - 0x10000);
+    EXPECT_LE(hv.type_calls, 0x140000u / 8192 + 6);
+    EXPECT_EQ(hv.typed_gfns, 0x140000u);
     EXPECT_TRUE(map.warnings.empty());
 }
 
@@ -142,6 +143,65 @@ TEST(Translated, BrokenPagesAreLeftOutWithAWarning) {
     ASSERT_EQ(map.warnings.size(), 1u);
     EXPECT_NE(map.warnings[0].find("3 gfns are broken pages"), std::string::npos) << map.warnings[0];
     EXPECT_NE(map.warnings[0].find("gfn 0x1234"), std::string::npos) << map.warnings[0];
+}
+
+// A 128 MiB guest as Xen builds one: RAM at gfns 0 … 0x7fff, Xen's special
+// pages just below the MMIO window (0xfeff8 … 0xfefff, the highest gfn).
+FakeHypervisor::Domain& small_guest(FakeHypervisor& hv, uint64_t tot_pages) {
+    auto& d = hv.add_domain(6, true, 8);
+    hv.populate(6, 0, 0x10000, 0x8000);
+    hv.populate(6, 0xfeff8, 0x30000, 8);
+    d.info.tot_pages = tot_pages;
+    d.info.max_pages = 0x8000 + 8;
+    d.max_gpfn = 0xfefff;
+    return d;
+}
+
+// Once every page the domain owns is found (its device windows typed first,
+// so that the special pages count), the scan ends after a tail of 8192
+// gfns: ~0xa000 gfns typed of 0xff000, and the same pages found.
+TEST(Translated, TheScanEndsOnceEveryPageTheDomainOwnsIsFound) {
+    FakeHypervisor hv;
+    auto& d = small_guest(hv, 0x8000 + 8);
+    d.xen_pages = {0x8100};  // a grant frame just above RAM: in the tail
+    hv.populate(6, 0x8100, 0x40000, 1);
+    P2mMap map = discover_checked(hv, d.info);
+    EXPECT_EQ(map.p2m_size, 0xff000u);
+    EXPECT_EQ(map.pages.size(), 0x8000u - 0x20 + 1);
+    EXPECT_EQ(map.pages.back().pfn, 0x8100u);
+    const uint64_t windows = 0x20 + (0xff000 - 0xf0000);
+    // RAM less the VGA hole (typed with the windows), then the tail.
+    EXPECT_EQ(hv.typed_gfns, windows + 0x8000 - 0x20 + 8192);
+    // Mapped: only the tail's absent gfns, to find Xen's pages there.
+    EXPECT_EQ(hv.mapped_frames, 8192u);
+    EXPECT_TRUE(map.warnings.empty());
+}
+
+// A page the scan cannot find (one in a populate-on-demand cache, say): the
+// scan goes on to the highest gfn, as before, and finds the same pages.
+TEST(Translated, APageThatCannotBeFoundMeansTheWholeScan) {
+    FakeHypervisor hv;
+    auto& d = small_guest(hv, 0x8000 + 8 + 1);
+    P2mMap map = discover_checked(hv, d.info);
+    EXPECT_EQ(map.pages.size(), 0x8000u - 0x20);
+    EXPECT_EQ(hv.typed_gfns, 0xff000u);
+    EXPECT_EQ(hv.mapped_frames, 0u);
+}
+
+// Gfns backed by pages the domain shares (mem_sharing) are typed present but
+// left out of tot_pages: counted through shr_pages, or the scan would end
+// before the pages above them.
+TEST(Translated, SharedPagesAreCountedSoThatNothingAboveThemIsMissed) {
+    FakeHypervisor hv;
+    // 0x100 of its RAM's gfns are shared (left out of tot_pages), and it
+    // owns 0x100 pages far above RAM.
+    auto& d = small_guest(hv, 0x8000 + 8 - 0x100 + 0x100);
+    hv.populate(6, 0x20000, 0x60000, 0x100);
+    d.info.shr_pages = 0x100;
+    P2mMap map = discover_checked(hv, d.info);
+    EXPECT_EQ(map.pages.size(), 0x8000u - 0x20 + 0x100);
+    EXPECT_EQ(map.pages.back().pfn, 0x200ffu);
+    EXPECT_LT(hv.typed_gfns, 0xff000u);
 }
 
 TEST(Translated, HugeMaximumGpfnIsBoundedByTheDomainsSize) {

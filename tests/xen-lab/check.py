@@ -262,6 +262,90 @@ def check_guest(name, args, env, tools):
     return row, problems
 
 
+LIVE = []  # one line per guest for issue 35's live dumps, printed under the table
+
+
+def writer_rate(console):
+    """The guest writer's rate in MB/s: the median over its passes of the
+    bytes of a pass over the uptime between two console lines (domu-init's
+    XENLAB-WRITER lines)."""
+    points = []
+    try:
+        for line in open(console, errors="replace"):
+            m = re.search(r"XENLAB-WRITER (\d+) MiB at ([0-9.]+)", line)
+            if m:
+                points.append((int(m.group(1)), float(m.group(2))))
+    except OSError:
+        return None
+    rates = sorted((b[0] - a[0]) * 1.048576 / (b[1] - a[1]) for a, b in zip(points, points[1:]) if b[1] > a[1])
+    return rates[len(rates) // 2] if rates else None
+
+
+def check_live(name, args, env, tools):
+    """Issue 35 on real Xen. PVH and HVM: the live dump of the running guest
+    (its writer rewriting memory), left paused at its final round, equals page
+    for page and vcpu for vcpu a paused dump of that same instant, verifies and
+    opens in crash; its pause is printed beside the paused dump's time. PV: the
+    hypervisor has no shadow paging, so --live is refused with the reason and
+    nothing is written."""
+    out = args.out
+    row = {"guest": f"{name} live"}
+    problems = []
+    log = os.path.join(out, f"{name}-live.log")
+    if env.get(f"{name}.live.rc") is None:
+        if f"{name}.ready.secs" not in env and name in MAY_NOT_BOOT:
+            return row, []
+        return row, [f"{name}: the live dump never ran"]
+    text = open(log, errors="replace").read() if os.path.exists(log) else ""
+    if name == "pv":
+        refused = env.get("pv.live.rc") != "0" and re.search(r"shadow", text, re.I)
+        row["verify"] = "refused" if refused else "FAIL"
+        if not refused:
+            problems.append(f"pv: --live was not refused for want of shadow paging (rc {env.get('pv.live.rc')}): "
+                            f"{tail(log)}")
+        if env.get("pv.live.written") != "no":
+            problems.append("pv: the refused live dump left a file")
+        LIVE.append(f"pv: refused (rc {env.get('pv.live.rc')}): " + " ".join(text.split())[:200])
+        return row, problems
+    if env.get(f"{name}.live.rc") != "0":
+        return row, [f"{name}: the live dump failed (rc {env.get(name + '.live.rc')}): {tail(log)}"]
+    if "p" not in env.get(f"{name}.live.state_after", ""):
+        problems.append(f"{name}: not paused after --live --leave-paused ({env.get(name + '.live.state_after')})")
+    live_path, ref_path = os.path.join(out, f"{name}.live.xdump"), os.path.join(out, f"{name}.liveref.xdump")
+    if not (os.path.exists(live_path) and os.path.exists(ref_path)):
+        return row, problems + [f"{name}: the live dump or its paused reference is missing"]
+    live, ref = DumpFile(live_path), DumpFile(ref_path)
+    row["pages"] = str(len(live.pfns))
+    compared, equal = compare(ref, live, problems, f"{name} paused vs live")
+    row["equal/compared"] = f"{equal}/{compared}"
+    rc = run([tools["xen-dumpctl"], "verify", live_path], os.path.join(out, f"{name}-live-verify.log"))
+    row["verify"] = "ok" if rc == 0 else f"FAIL({rc})"
+    if rc != 0:
+        problems.append(f"{name}: the live dump does not verify: {tail(os.path.join(out, name + '-live-verify.log'))}")
+    m = re.search(r"paused (\d+) us after (\d+) round\(s\), (\d+)", text)
+    pause = f"paused {int(m.group(1)) / 1000:.1f} ms after {m.group(2)} round(s), {m.group(3)} pages re-copied" \
+        if m else "pause not reported"
+    if not m:
+        problems.append(f"{name}: the live dump did not report its pause: {tail(log)}")
+    rate = writer_rate(os.path.join(out, f"{name}-console.log"))
+    row["ours s"] = env.get(f"{name}.live.secs", "-")
+    info = subprocess.run([tools["xen-dumpctl"], "info", "--json", live_path], capture_output=True, text=True)
+    try:
+        release = json.loads(info.stdout[info.stdout.index("{"):]).get("kernel", {}).get("release", "")
+    except ValueError:
+        release = ""
+    if not release:
+        problems.append(f"{name}: no guest kernel found in the live dump: {info.stderr.strip()[-200:]}")
+    vmlinux = os.environ.get("XENLAB_VMLINUX") or f"/usr/lib/debug/boot/vmlinux-{release}"
+    if release and os.path.exists(vmlinux):
+        row["crash"] = crash_sys_log_bt(f"{name} live", live_path, vmlinux, release,
+                                        os.path.join(out, f"{name}-live-crash"), problems)
+    LIVE.append(f"{name}: {pause} (the paused dump of this guest took {env.get(name + '.dumpd.secs', '?')} s); "
+                f"writer {'%.1f MB/s' % rate if rate else 'rate unknown'}; live dump {env.get(name + '.live.secs')} s; "
+                f"{equal}/{compared} pages equal to the paused dump of the same instant")
+    return row, problems
+
+
 # xen-dumpd's MESSAGE_ID for a dump it wrote (daemon/journal_log.hpp).
 MESSAGE_DUMP_WRITTEN = "a87f8b9b9bce4231b361f9bcb5a18f16"
 SYSTEMD = {}  # what the systemd checks found, printed under the table
@@ -1007,6 +1091,11 @@ def main():
         rows.append(row)
         problems += found
         passed, failed = (passed + 1, failed) if not found else (passed, failed + 1)
+    for name in args.guests.split():
+        row, found = check_live(name, args, env, tools)
+        rows.append(row)
+        problems += found
+        passed, failed = (passed + 1, failed) if not found else (passed, failed + 1)
     if args.service == "1":
         row, found = check_service(args, env, tools)
         rows.append(row)
@@ -1022,6 +1111,10 @@ def main():
     print()
     print_table(rows)
     print_dump_times()
+    if LIVE:
+        print("live dumps (issue 35):")
+        for line in LIVE:
+            print("  " + line)
     times = read_env(args.stage_times) if args.stage_times else {}
     print()
     print("Xen capabilities: " + env.get("xen.caps", "?").replace("+", " "))

@@ -34,6 +34,7 @@ struct DomainInfo {
     bool pvh = false;           // with hvm: a PVH guest (no emulated devices; Xen's arch_config emulation_flags)
     uint64_t tot_pages = 0;
     uint64_t max_pages = 0;
+    uint64_t shr_pages = 0;     // its gfns backed by pages it shares (mem_sharing): not in tot_pages
     uint64_t shared_info_frame = 0;  // mfn (PV)
     uint32_t max_vcpu_id = 0;
     std::array<uint8_t, 16> handle{};  // uuid

@@ -140,7 +140,8 @@ void probe_translated(Hypervisor& hv, const DomainInfo& info, uint64_t p2m_size,
 // says why.
 class TranslatedProber {
 public:
-    TranslatedProber(Hypervisor& hv, uint32_t domid, uint64_t p2m_size) : hv_(hv), domid_(domid), size_(p2m_size) {}
+    TranslatedProber(Hypervisor& hv, const DomainInfo& info, uint64_t p2m_size)
+        : hv_(hv), domid_(info.domid), size_(p2m_size), owned_(info.tot_pages + info.shr_pages) {}
     // Appends the populated gfns among the next `gfns` probed to `out`;
     // false when every gfn was probed.
     bool read_next(std::vector<PageEntry>& out, uint64_t gfns);
@@ -153,10 +154,18 @@ private:
     void probe(const std::vector<uint64_t>& gfns, std::vector<PageEntry>& out);
     void typed(const std::vector<uint64_t>& gfns, const std::vector<GfnType>& types, std::vector<PageEntry>& out);
     void map_probe(std::span<const uint64_t> gfns, std::vector<PageEntry>& out);
+    void count_device_windows();
 
     Hypervisor& hv_;
     uint32_t domid_;
     uint64_t size_, next_ = 0;
+    // The gfns that can be typed present (the domain's pages, those it
+    // shares): once as many are found, the scan ends after a last tail.
+    // 0: no such end (the types were refused).
+    uint64_t owned_;
+    uint64_t found_ = 0;  // gfns typed present so far, the device windows' included
+    bool windows_counted_ = false;
+    uint64_t stop_at_ = UINT64_MAX;  // set when found_ reaches owned_
     std::string refused_;  // why page types were refused: probing by mapping since
     AnomalyCount broken_;
     bool in_ram_ = false;         // a present (or broken) gfn came, and no long gap since

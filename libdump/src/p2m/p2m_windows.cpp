@@ -38,7 +38,7 @@ P2mWindows::P2mWindows(Hypervisor& hv, const DomainInfo& info, const P2mOptions&
     d.options = options;
     if (info.hvm) {
         start_translated(hv, info, d.header);
-        d.prober.emplace(hv, info.domid, d.header.p2m_size);
+        d.prober.emplace(hv, info, d.header.p2m_size);
     } else {
         d.pv.emplace(start_pv(hv, info, d.header));
         d.entries.emplace(d.pv->walk, d.pv->frames, d.options);

@@ -19,6 +19,23 @@
 // which map: nothing in a guest that has no such hole, a few pages in one
 // that has, and as before for a ballooned guest's scattered holes. Longer
 // holes (the gap below the MMIO window, a large balloon) are not mapped.
+//
+// Where the scan ends. A guest's highest gfn is far above its RAM (Xen's
+// special pages sit just below the MMIO window, 0xfeff8 for any HVM or PVH
+// guest), so a 128 MiB guest would have ~950 000 gfns typed, 29 for each
+// present one. Instead the scan ends once it has found every page that can
+// be typed present: Xen types present only the gfns backed by the domain's
+// own pages (counted in tot_pages) or by pages it shares (shr_pages, which
+// tot_pages leaves out), both from the hypervisor, not from the guest. The
+// device windows, never dumped, are typed first, so that the pages Xen or
+// the device model put there (the special pages, video RAM) are counted.
+// After the last page, a tail of kLongestHole gfns is still typed, and its
+// absent gfns mapped, for Xen's pages placed just above RAM. A domain whose
+// pages cannot all be found (a populate-on-demand cache, pages the guest
+// handed to Xen) is scanned to its highest gfn, as before. What could end
+// the scan too early: gfns typed present that are neither, which only
+// p2m_map_foreign gives (a PVH or HVM domain privileged to map another's
+// pages: a PVH dom0, a device-model domain), never a guest on its own.
 #include <algorithm>
 #include <cstring>
 #include <iterator>
@@ -68,8 +85,11 @@ void TranslatedProber::typed(const std::vector<uint64_t>& gfns, const std::vecto
         holes.insert(holes.end(), hole_.begin(), hole_.end());
         hole_.clear();
         in_ram_ = true;
-        if (types[i] == GfnType::present)
+        if (types[i] == GfnType::present) {
             present.push_back({gfns[i], gfns[i]});
+            // A broken page is not counted: it may no longer be the domain's.
+            if (++found_ == owned_) stop_at_ = std::min(size_, gfns[i] + 1 + kLongestHole);
+        }
         else
             broken_.add([&] { return "gfn " + hex(gfns[i]); });
     }
@@ -98,17 +118,44 @@ void TranslatedProber::probe(const std::vector<uint64_t>& gfns, std::vector<Page
     // Refused: every gfn is probed by mapping it, as before page types were
     // asked (a hole pending from earlier types is within these gfns' reach no
     // more: it is mapped first, in order).
+    // What maps cannot be counted against owned_ (Xen's pages map too): the
+    // scan goes to the highest gfn.
+    owned_ = 0;
+    stop_at_ = UINT64_MAX;
     map_probe(hole_, out);
     hole_.clear();
     map_probe(gfns, out);
 }
 
+void TranslatedProber::count_device_windows() {
+    windows_counted_ = true;
+    if (owned_ == 0) return;
+    std::vector<uint64_t> gfns;
+    for (const GfnRange& r : kSkipped) {
+        for (uint64_t gfn = r.first; gfn < std::min(r.end, size_); ++gfn) {
+            gfns.push_back(gfn);
+            if (gfns.size() == kMapBatch || gfn + 1 == std::min(r.end, size_)) {
+                try {
+                    const std::vector<GfnType> types = hv_.gfn_types(domid_, gfns);
+                    found_ += std::count(types.begin(), types.end(), GfnType::present);
+                } catch (const Error& e) {
+                    if (e.sys_errno() == 0) throw;
+                    owned_ = 0;  // refused: probe() finds it out again and maps instead
+                    return;
+                }
+                gfns.clear();
+            }
+        }
+    }
+}
+
 bool TranslatedProber::read_next(std::vector<PageEntry>& out, uint64_t count) {
     if (next_ >= size_) return false;
+    if (!windows_counted_) count_device_windows();
     std::vector<uint64_t> gfns;
     gfns.reserve(kMapBatch);
     const uint64_t end = size_ - next_ > count ? next_ + count : size_;
-    while (next_ < end) {
+    while (next_ < std::min(end, stop_at_)) {
         const GfnRange* skip = std::find_if(std::begin(kSkipped), std::end(kSkipped),
                                             [&](const GfnRange& r) { return next_ >= r.first && next_ < r.end; });
         if (skip != std::end(kSkipped)) {
@@ -122,6 +169,7 @@ bool TranslatedProber::read_next(std::vector<PageEntry>& out, uint64_t count) {
         }
     }
     probe(gfns, out);
+    if (next_ >= stop_at_) next_ = size_;  // every page found, and the tail after the last
     if (next_ >= size_) {  // the short tail after the last present gfn
         map_probe(hole_, out);
         hole_.clear();
@@ -141,7 +189,7 @@ void TranslatedProber::add_warnings(std::vector<std::string>& warnings) const {
 }
 
 void probe_translated(Hypervisor& hv, const DomainInfo& info, uint64_t p2m_size, P2mMap& map) {
-    TranslatedProber prober(hv, info.domid, p2m_size);
+    TranslatedProber prober(hv, info, p2m_size);
     while (prober.read_next(map.pages, UINT64_MAX)) {
     }
     prober.add_warnings(map.warnings);

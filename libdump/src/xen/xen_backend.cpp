@@ -71,6 +71,7 @@ DomainInfo to_domain_info(const xc_domaininfo_t& raw) {
     info.pvh = info.hvm && (raw.arch_config.emulation_flags & ~kPvhEmulation) == 0;
     info.tot_pages = raw.tot_pages;
     info.max_pages = raw.max_pages;
+    info.shr_pages = raw.shr_pages;
     info.shared_info_frame = raw.shared_info_frame;
     // XEN_INVALID_MAX_VCPU_ID (~0) means "no vcpus"; keep it, callers loop
     // with <= and must not, so clamp to 0 and let getcontext fail.
