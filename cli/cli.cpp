@@ -80,6 +80,18 @@ void ProgressBar::finding_pages(uint64_t done, uint64_t total) {
     std::fflush(stderr);
 }
 
+std::string live_round_text(unsigned round, uint64_t dirty, bool final) {
+    const std::string pages = std::to_string(dirty) + (dirty == 1 ? " page" : " pages");
+    if (final) return "paused for the last pre-copy round: " + pages + " to copy";
+    return "pre-copy round " + std::to_string(round) + ": " + pages + " dirtied, copying again";
+}
+
+void ProgressBar::live_round(unsigned round, uint64_t dirty, bool final) {
+    if (!enabled_ || finished_) return;
+    std::fprintf(stderr, "\r%s: %s\033[K", label_.c_str(), live_round_text(round, dirty, final).c_str());
+    std::fflush(stderr);
+}
+
 void ProgressBar::finish() {
     if (!enabled_ || finished_) return;
     finished_ = true;

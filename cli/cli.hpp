@@ -22,6 +22,10 @@ std::string human_bytes(uint64_t bytes);  // "1.5 GiB"
 // to kMaxWriteThreads (xendump/writer.hpp).
 unsigned default_threads(unsigned sharing = 1);
 
+// "pre-copy round N: M pages dirty" (or the paused last round's words):
+// the bar's and xen-dumpctl status's.
+std::string live_round_text(unsigned round, uint64_t dirty, bool final);
+
 class ProgressBar {
 public:
     // `enabled` false (or stderr not a terminal when `auto_detect`) -> prints nothing.
@@ -31,6 +35,8 @@ public:
     // Before the bytes: a dump finding its guest's pages, `done` pfns
     // examined of `total` (WriteProgress::finding_pages).
     void finding_pages(uint64_t done, uint64_t total);
+    // After the bytes, a live dump's pre-copy rounds (WriteProgress::live_round).
+    void live_round(unsigned round, uint64_t dirty, bool final);
     void finish();
     bool enabled() const { return enabled_; }
 

@@ -71,6 +71,9 @@ int cmd_status(Invocation& c) {
             const uint64_t pfns = j.value("pfns_done", uint64_t{0}), of = j.value("pfns_total", uint64_t{0});
             progress = "finding pages " + (of ? std::to_string(pfns * 100 / of) + "%" : std::string("-"));
         }
+        // A live dump after its pass: its pre-copy rounds.
+        if (const unsigned round = j.value("live_round", 0u))
+            progress = cli::live_round_text(round, j.value("dirty_pages", uint64_t{0}), j.value("live_final", false));
         // A guest's name may hold anything: escaped.
         table.add_row({std::to_string(j.value("id", uint64_t{0})), j.value("state", ""),
                        escape_text(j.value("domain", "")), std::to_string(j.value("domid", 0u)),

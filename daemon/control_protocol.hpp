@@ -15,6 +15,9 @@
 //      (before the page pass, while the guest's pages are found: also
 //      "finding_pages":true,"pfns_done":P,"pfns_total":Q, the pfns examined
 //      of the p2m size; bytes are 0 then)
+//      (a live dump after its pass: also "live_round":N,"dirty_pages":M,
+//      "live_final":BOOL, once a pre-copy round: the pages it copies again,
+//      live_final when the guest is paused for the last round)
 //   <- {"event":"finished","id":3,"result":"ok","path":"...","error":"","warnings":[...]}
 //      (warnings: what the dumper said of the guest, e.g. a dump level it cannot support)
 //   -> {"command":"status"}
@@ -24,7 +27,8 @@
 //                   "bytes_done":N,"bytes_total":M,"attempts":N,"error":"why it waits",
 //                   "next_attempt":UNIX_SECONDS}]}
 //      (a job: id, state, domid, domain, reason, bytes_done, bytes_total,
-//      path; before its page pass also finding_pages, pfns_done, pfns_total)
+//      path; before its page pass also finding_pages, pfns_done, pfns_total;
+//      a live dump after its pass also live_round, dirty_pages, live_final)
 //   -> {"command":"cancel","id":3}
 //   <- {"event":"cancelled","id":3}
 //   any error (also "permission denied", checked with SO_PEERCRED before

@@ -159,7 +159,8 @@ std::vector<JobSnapshot> JobQueue::snapshot() const {
         out.push_back(JobSnapshot{j.id, j.state, j.request.domid, j.domain_label,
                                   std::string(format::to_string(j.request.reason)), j.bytes_done.load(),
                                   j.bytes_total.load(), j.path.string(), j.finding_pages.load(),
-                                  j.pfns_done.load(), j.pfns_total.load()});
+                                  j.pfns_done.load(), j.pfns_total.load(), j.live_round.load(),
+                                  j.dirty_pages.load(), j.live_final.load()});
     };
     for (auto& j : running_) add(*j);
     for (auto& j : pending_) add(*j);

@@ -37,6 +37,10 @@ struct Job {
     std::atomic<bool> finding_pages{false};
     std::atomic<uint64_t> pfns_done{0};
     std::atomic<uint64_t> pfns_total{0};
+    // A live dump's pre-copy rounds (WriteProgress::live_round): 0 before.
+    std::atomic<unsigned> live_round{0};
+    std::atomic<uint64_t> dirty_pages{0};
+    std::atomic<bool> live_final{false};
     // Guarded by the queue's mutex:
     JobState state = JobState::queued;
     std::filesystem::path path;
@@ -53,6 +57,9 @@ struct JobSnapshot {
     std::string path;
     bool finding_pages;  // running, before its page pass: pfns_done of pfns_total examined
     uint64_t pfns_done, pfns_total;
+    unsigned live_round;  // a live dump's pre-copy: round, pages dirty, paused for the last round
+    uint64_t dirty_pages;
+    bool live_final;
 };
 
 class JobQueue {

@@ -110,6 +110,9 @@ ViaService ask_service(const OneShotOptions& o, const Config& cfg, int& exit_cod
                 say("queued by the service as job " + std::to_string(m->value("id", 0)));
             if (event == "progress" && m->value("finding_pages", false))
                 bar.finding_pages(m->value("pfns_done", uint64_t{0}), m->value("pfns_total", uint64_t{0}));
+            else if (event == "progress" && m->contains("live_round"))
+                bar.live_round(m->value("live_round", 0u), m->value("dirty_pages", uint64_t{0}),
+                               m->value("live_final", false));
             else if (event == "progress")
                 bar.update(m->value("bytes_done", uint64_t{0}), m->value("bytes_total", uint64_t{0}));
             if (event == "finished") {
@@ -199,6 +202,8 @@ int run_one_shot(const OneShotOptions& o) {
         opts.write.on_progress = [&](const WriteProgress& p) {
             if (p.finding_pages)
                 bar.finding_pages(p.pages_done, p.pages_total);
+            else if (p.live_round)
+                bar.live_round(p.live_round, p.dirty_pages, p.live_final);
             else
                 bar.update(p.bytes_done, p.bytes_total);
         };

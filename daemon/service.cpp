@@ -277,6 +277,12 @@ DumpJobResult Service::run_job(Job& job) {
             job.pfns_done = p.pages_done;
         }
         job.finding_pages = p.finding_pages;
+        if (p.live_round) {  // the pass is done: its bytes stay
+            job.dirty_pages = p.dirty_pages;
+            job.live_final = p.live_final;
+            job.live_round = p.live_round;
+            return;
+        }
         job.bytes_total = p.bytes_total;
         job.bytes_done = p.bytes_done;
     };

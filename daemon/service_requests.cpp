@@ -11,6 +11,14 @@ namespace xendump::daemon {
 
 namespace {
 
+// A live dump's pre-copy round, in a job's status and its progress events.
+void add_live_round(nlohmann::json& out, unsigned round, uint64_t dirty, bool final) {
+    if (!round) return;
+    out["live_round"] = round;
+    out["dirty_pages"] = dirty;
+    out["live_final"] = final;
+}
+
 nlohmann::json job_json(const JobSnapshot& j) {
     nlohmann::json out = {{"id", j.id},
                           {"state", to_string(j.state)},
@@ -25,6 +33,7 @@ nlohmann::json job_json(const JobSnapshot& j) {
         out["pfns_done"] = j.pfns_done;
         out["pfns_total"] = j.pfns_total;
     }
+    add_live_round(out, j.live_round, j.dirty_pages, j.live_final);
     return out;
 }
 
@@ -181,6 +190,8 @@ void Service::follow_dump_job(JsonLineConnection& conn, const std::shared_ptr<Jo
     JobState seen = JobState::queued;
     uint64_t last_done = UINT64_MAX;
     bool last_finding = false;
+    unsigned last_round = 0;
+    bool last_final = false;
     for (;;) {
         queue_->wait_for_change(*job, seen, std::chrono::milliseconds(200));
         // A requester that hangs up (Ctrl-C) takes its dump with it.
@@ -197,9 +208,15 @@ void Service::follow_dump_job(JsonLineConnection& conn, const std::shared_ptr<Jo
         // Before the pass, the pfns examined (finding_pages) tell the progress.
         const bool finding = job->finding_pages;
         const uint64_t done = finding ? job->pfns_done.load() : job->bytes_done.load();
-        if (now == JobState::running && (done != last_done || finding != last_finding)) {
+        // After the pass, a live dump's rounds (live_final last: it is set first).
+        const bool final = job->live_final;
+        const unsigned round = job->live_round;
+        if (now == JobState::running &&
+            (done != last_done || finding != last_finding || round != last_round || final != last_final)) {
             last_done = done;
             last_finding = finding;
+            last_round = round;
+            last_final = final;
             nlohmann::json progress = {{"event", "progress"},
                                        {"id", job->id},
                                        {"bytes_done", job->bytes_done.load()},
@@ -209,6 +226,7 @@ void Service::follow_dump_job(JsonLineConnection& conn, const std::shared_ptr<Jo
                 progress["pfns_done"] = done;
                 progress["pfns_total"] = job->pfns_total.load();
             }
+            add_live_round(progress, round, job->dirty_pages.load(), final);
             conn.send(progress);
         }
     }

@@ -168,21 +168,31 @@ TEST(ServiceConfig, StatusEscapesTheNameOfARunningDump) {
     EXPECT_NE(s.service->log().find("evil\\n\\x1b[31mred"), std::string::npos) << s.service->log();
 }
 
+// The service over a simulated host of one HVM guest of 2048 pages (domain
+// 7, web01) whose calls take `per_call_us` each, started and ready.
+std::unique_ptr<xendump::test::ServiceProcess> hvm_service(const TempDir& tmp, uint64_t per_call_us,
+                                                           uint64_t writer_rate = 0) {
+    const auto host = tmp / "host", dumps = tmp / "dumps";
+    xendump::test::SimDomainSpec guest{7, "web01", "00000000-0000-4000-8000-000000000007", 2048};
+    guest.type = "hvm";
+    guest.per_call_us = per_call_us;
+    guest.writer_rate = writer_rate;
+    xendump::test::create_sim_host(host, {guest});
+    auto service = std::make_unique<xendump::test::ServiceProcess>(tmp.path(), host, dumps, "[Dump]\n");
+    service->start();
+    return service;
+}
+
 // Issue 36: an HVM dump's discovery (its page types asked, a while on a large
 // guest) shows in status before the first byte: "finding pages N%". Here
 // each mapping or page-type call takes 1.5 s: two page-type calls of 1024
 // gfns, then two mapping calls of 1024 pages.
 TEST(ServiceProgress, StatusShowsAnHvmDumpFindingItsPages) {
     TempDir tmp;
-    const auto host = tmp / "host", dumps = tmp / "dumps";
-    xendump::test::SimDomainSpec guest{7, "web01", "00000000-0000-4000-8000-000000000007", 2048};
-    guest.type = "hvm";
-    guest.per_call_us = 1500000;
-    xendump::test::create_sim_host(host, {guest});
-    xendump::test::ServiceProcess service(tmp.path(), host, dumps, "[Dump]\n");
-    service.start();
+    auto running = hvm_service(tmp, 1500000);
+    auto& service = *running;
     ASSERT_TRUE(service.wait_ready()) << service.log();
-    xendump::test::sim({"crash", host.string(), "7"});
+    xendump::test::sim({"crash", (tmp / "host").string(), "7"});
     xendump::test::RunResult text, json;
     ASSERT_TRUE(xendump::test::wait_until([&] {
         text = xendump::test::run({"xen-dumpctl", "status", "--socket", service.socket().string()});
@@ -204,6 +214,56 @@ TEST(ServiceProgress, StatusShowsAnHvmDumpFindingItsPages) {
         text = xendump::test::run({"xen-dumpctl", "status", "--socket", service.socket().string()});
         return text.out.find("% of ") != std::string::npos || text.out.find("No dumps running") != std::string::npos;
     })) << text.out << text.err << service.log();
+}
+
+// Issue 35: a live dump the service runs shows its pre-copy rounds in
+// status after the pass ("pre-copy round N: M pages dirtied", then the
+// paused last round; live_round, dirty_pages, live_final in --json). Each
+// mapping call takes 0.3 s, so each round lasts a while.
+TEST(ServiceProgress, StatusShowsTheRoundsOfALiveDump) {
+    TempDir tmp;
+    auto running = hvm_service(tmp, 300000, 250);
+    auto& service = *running;
+    ASSERT_TRUE(service.wait_ready()) << service.log();
+    auto conn = xendump::daemon::connect_control(service.socket());
+    ASSERT_TRUE(conn);
+    // Never fits the pause target: rounds until they stop, then the paused one.
+    conn->send({{"command", "dump"},
+                {"domain", "web01"},
+                {"precopy", {{"max_pause_us", 1}, {"max_rounds", 3}, {"leave_paused", false}}}});
+    xendump::test::RunResult text, json;
+    ASSERT_TRUE(xendump::test::wait_until([&] {
+        text = xendump::test::run({"xen-dumpctl", "status", "--socket", service.socket().string()});
+        return text.out.find("pre-copy round") != std::string::npos;
+    }, std::chrono::seconds(60))) << text.out << text.err << service.log();
+    EXPECT_NE(text.out.find("pages dirtied, copying again"), std::string::npos) << text.out;
+    json = xendump::test::run({"xen-dumpctl", "status", "--json", "--socket", service.socket().string()});
+    auto j = nlohmann::json::parse(json.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << json.out;
+    ASSERT_EQ(j["jobs"].size(), 1u) << json.out;
+    const auto& job = j["jobs"][0];
+    EXPECT_GE(job.value("live_round", 0u), 1u) << json.out;
+    EXPECT_TRUE(job.contains("dirty_pages")) << json.out;
+    // The requester's events carry the rounds too, the last one paused, and
+    // the dump ends well.
+    unsigned rounds = 0;
+    bool final = false;
+    std::string result;
+    while (result.empty()) {
+        auto m = conn->receive(std::chrono::seconds(60));
+        ASSERT_TRUE(m) << service.log();
+        if (m->value("event", "") == "progress" && m->contains("live_round")) {
+            rounds = std::max(rounds, m->value("live_round", 0u));
+            final = final || m->value("live_final", false);
+        }
+        if (m->value("event", "") == "finished") result = m->value("result", "");
+    }
+    EXPECT_EQ(result, "ok") << service.log();
+    // At most three rounds while it runs (fewer when the dirty pages stop
+    // shrinking), then the paused one.
+    EXPECT_GE(rounds, 2u);
+    EXPECT_LE(rounds, 4u);
+    EXPECT_TRUE(final);
 }
 
 }  // namespace

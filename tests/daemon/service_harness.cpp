@@ -38,6 +38,9 @@ void create_sim_host(const fs::path& dir, const std::vector<SimDomainSpec>& doma
                               {"zero_ranges", d.zero_ranges},
                               {"state", "running"},
                               {"map_cost", {{"per_call_us", d.per_call_us}, {"per_page_ns", d.per_page_ns}}}};
+        if (d.writer_rate)
+            dom["writer"] = {{"rate", d.writer_rate}, {"pattern", "random"}, {"first_pfn", 16},
+                             {"pages", d.pages - 16}, {"seed", 1}};
         if (d.type == "pv") {
             dom["guest_width"] = 8;
             dom["p2m_format"] = "tree";

@@ -29,6 +29,7 @@ struct SimDomainSpec {
     std::vector<std::pair<uint64_t, uint64_t>> zero_ranges = {};  // [pfn, count] of all-zero pages
     std::string type = "pv";   // or "hvm", "pvh": one extent of `pages` gfns from 0
     uint64_t per_call_us = 0;  // map_cost: each mapping or page-type call (man xen-dump-sim)
+    uint64_t writer_rate = 0;  // a writer dirtying pages from pfn 16 on while it is mapped (man xen-dump-sim)
 };
 
 // xen-dump-sim create DIR SPEC.json; throws on failure.

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "dump/precopy.hpp"
+#include "hv/forwarding_hypervisor.hpp"
 #include "live_support.hpp"
 #include "xendump/dumper.hpp"
 #include "xendump/error.hpp"
@@ -71,6 +72,98 @@ TEST(Precopy, ConsistentUnderWriters) {
                 ++domid;
             }
         }
+    }
+}
+
+// Each pre-copy round is reported to the caller (xen-dumpd's bar, the
+// service's status): its number and the pages dirtied, the last one as the
+// paused round; the counts match what the dump records.
+TEST(Precopy, EachRoundIsReportedAsProgress) {
+    const json d = guest(40, "hvm", kPages, 250, "random");
+    Host host(host_spec({d}));
+    DumpOptions o = precopy_options();
+    o.precopy.max_pause = std::chrono::microseconds(1);  // never fits: rounds until they stop
+    o.precopy.max_rounds = 3;
+    std::vector<WriteProgress> rounds;
+    o.write.on_progress = [&](const WriteProgress& p) {
+        if (p.live_round) rounds.push_back(p);
+    };
+    const DumpResult r = dump_domain_to_file(*host.hv, 40, host.tmp / "live.core", o);
+    ASSERT_TRUE(r.live);
+    ASSERT_EQ(rounds.size(), r.live->rounds + 1u) << "a report a round, and one for the paused round";
+    for (size_t i = 0; i < rounds.size(); ++i) {
+        EXPECT_EQ(rounds[i].live_round, i + 1);
+        EXPECT_GT(rounds[i].dirty_pages, 0u) << "round " << i + 1;
+        EXPECT_EQ(rounds[i].live_final, i + 1 == rounds.size()) << "round " << i + 1;
+        EXPECT_FALSE(rounds[i].finding_pages);
+    }
+}
+
+// A hypervisor that will not map some frames while the guest runs (`always`:
+// paused or not), as real Xen refused a few hundred pages of a running PVH
+// guest in the lab's first live dump.
+class RefusingWhileRunning : public ForwardingHypervisor {
+public:
+    RefusingWhileRunning(Hypervisor& inner, std::set<uint64_t> frames, bool always)
+        : ForwardingHypervisor(inner), frames_(std::move(frames)), always_(always) {}
+    void pause(uint32_t domid) override {
+        ForwardingHypervisor::pause(domid);
+        ++paused_;
+    }
+    void unpause(uint32_t domid) override {
+        --paused_;
+        ForwardingHypervisor::unpause(domid);
+    }
+    std::unique_ptr<ForeignMapping> map_foreign(uint32_t domid, std::span<const uint64_t> frames) override {
+        struct Refusing : ForeignMapping {
+            std::unique_ptr<ForeignMapping> inner;
+            std::vector<bool> refused;
+            size_t count() const override { return inner->count(); }
+            const std::byte* page(size_t i) const override { return refused[i] ? nullptr : inner->page(i); }
+            int error(size_t i) const override { return refused[i] ? EINVAL : inner->error(i); }
+        };
+        auto m = std::make_unique<Refusing>();
+        m->inner = ForwardingHypervisor::map_foreign(domid, frames);
+        for (uint64_t f : frames) {
+            const bool refuse = frames_.count(f) && (always_ || paused_ == 0);
+            m->refused.push_back(refuse);
+            refusals += refuse;
+        }
+        return m;
+    }
+    uint64_t refusals = 0;
+
+private:
+    std::set<uint64_t> frames_;
+    bool always_;
+    int paused_ = 0;
+};
+
+// Pages the running guest's hypervisor would not map are read again under
+// the pause: the image is whole and consistent, nothing listed unreadable.
+// Pages it refuses paused too are listed, and only those.
+TEST(Precopy, PagesRefusedWhileTheGuestRunsAreReadInThePause) {
+    for (bool always : {false, true}) {
+        SCOPED_TRACE(always ? "refused paused too" : "refused while running");
+        const uint32_t domid = always ? 42 : 41;
+        const json d = guest(domid, "hvm", kPages, 20, "random");
+        Host host(host_spec({d}));
+        std::set<uint64_t> refused;
+        for (uint64_t pfn = 0x200; pfn < 0x210; ++pfn) refused.insert(pfn);
+        RefusingWhileRunning hv(*host.hv, refused, always);
+        const auto file = host.tmp / "live.core";
+        const DumpResult r = dump_domain_to_file(hv, domid, file, precopy_options());
+        ASSERT_TRUE(r.live);
+        EXPECT_GT(hv.refusals, 0u);
+        if (always) {
+            EXPECT_EQ(std::set<uint64_t>(r.unreadable_pfns.begin(), r.unreadable_pfns.end()), refused);
+            continue;
+        }
+        EXPECT_TRUE(r.unreadable_pfns.empty()) << r.unreadable_pfns.size() << " pages listed unreadable";
+        const Instant i = check_instant(file, writer_of(d));
+        EXPECT_TRUE(i.consistent()) << i.torn << " torn pages of " << i.pages_checked;
+        EXPECT_EQ(i.pages_checked, kPages - 16 - 0x20);  // the writer's pages but the VGA hole's
+        expect_verified(file);
     }
 }
 

@@ -62,6 +62,13 @@ struct WriteProgress {
     // bytes yet. Reported from the first pfn on, then after every window of
     // pfns (256Ki), until all are examined; then the pass's own reports.
     bool finding_pages = false;
+    // A live dump after its pass (pre-copy): round live_round re-copies the
+    // dirty_pages the guest dirtied since the round before; live_final: the
+    // guest is paused for the last round, which copies dirty_pages more (and
+    // then those dirtied in the meantime). Reported once a round.
+    unsigned live_round = 0;
+    uint64_t dirty_pages = 0;
+    bool live_final = false;
 };
 
 struct VerifyOptions;  // reader.hpp

@@ -394,8 +394,9 @@ DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesy
         if (precopy) {
             const bool pv = spec.type == GuestType::pv;
             const uint64_t shared_info_frame = pv ? hv.domain_info(domid).value_or(DomainInfo{}).shared_info_frame : 0;
-            const writer::LiveRounds rounds = [&](writer::SlotRewriter& slots) {
-                return precopy->run(slots, src, spec.vcpus, pv, shared_info_frame, wo.on_warning);
+            const writer::LiveRounds rounds = [&](writer::SlotRewriter& slots, std::span<const uint64_t> unreadable) {
+                return precopy->run(slots, src, unreadable, spec.vcpus, pv, shared_info_frame, wo.on_warning,
+                                    wo.on_progress);
             };
             precopy->pass_begins();
             return writer::write_dump_file_live(path, spec, src, wo, rounds);

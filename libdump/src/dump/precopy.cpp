@@ -81,8 +81,9 @@ uint64_t Precopy::copy_marked(writer::SlotRewriter& slots, const PageSource& sou
 }
 
 writer::LiveFinal Precopy::run(writer::SlotRewriter& slots, const PageSource& source,
-                               const std::vector<VcpuContext>& vcpus, bool pv, uint64_t shared_info_frame,
-                               const std::function<void(const std::string&)>& on_warning) {
+                               std::span<const uint64_t> unreadable_in_pass, const std::vector<VcpuContext>& vcpus, bool pv, uint64_t shared_info_frame,
+                               const std::function<void(const std::string&)>& on_warning,
+                               const std::function<void(const WriteProgress&)>& on_progress) {
     writer::LiveFinal final;
     // The pass's rate (reading, hashing and writing every page) is the first
     // measure of what a page costs; each round then measures its own.
@@ -90,12 +91,23 @@ writer::LiveFinal Precopy::run(writer::SlotRewriter& slots, const PageSource& so
     double rate = pass_seconds > 0 ? static_cast<double>(source.nr_entries()) / pass_seconds : 0;
     std::optional<uint64_t> previous;
     PrecopyDecision decision;
+    // What the running guest's hypervisor would not map (the real Xen lab
+    // saw a few hundred pages of a writing PVH guest refused in the pass),
+    // read again under the pause; only what fails there is unreadable.
+    std::vector<uint64_t> retry(unreadable_in_pass.begin(), unreadable_in_pass.end());
     for (;;) {
         const uint64_t dirty = hv_.read_dirty(domid_, DirtyRead::clean, bitmap_, pages_);
         decision = precopy_decision(options_, stats_.rounds, dirty, previous, rate);
+        if (on_progress) {
+            WriteProgress progress;
+            progress.live_round = stats_.rounds + 1;
+            progress.dirty_pages = dirty;
+            progress.live_final = decision.step == PrecopyStep::pause;
+            on_progress(progress);
+        }
         if (decision.step == PrecopyStep::pause) break;
         const auto start = Clock::now();
-        const uint64_t copied = copy_marked(slots, source, final.unreadable_pfns);
+        const uint64_t copied = copy_marked(slots, source, retry);
         const double s = seconds_since(start);
         if (copied && s > 0) rate = static_cast<double>(copied) / s;
         stats_.pages_recopied += copied;
@@ -112,6 +124,7 @@ writer::LiveFinal Precopy::run(writer::SlotRewriter& slots, const PageSource& so
     // operator stays paused.
     PausedDomain paused(real_hv_, domid_);
     const auto pause_start = Clock::now();
+    for (uint64_t pfn : retry) mark(pfn);
     uint64_t in_pause = copy_marked(slots, source, final.unreadable_pfns);
     hv_.read_dirty(domid_, DirtyRead::final_clean, bitmap_, pages_);
     in_pause += copy_marked(slots, source, final.unreadable_pfns);

@@ -53,13 +53,19 @@ public:
     void pass_begins();
     // The rounds (writer::LiveRounds), once the pass wrote every page:
     // `source` gives the slots (index_of_pfn) and frames of the pages.
+    // `unreadable_in_pass`: the pages the pass could not read; they, and
+    // those a round could not, are read again under the pause.
     writer::LiveFinal run(writer::SlotRewriter& slots, const PageSource& source,
-                          const std::vector<VcpuContext>& vcpus, bool pv, uint64_t shared_info_frame,
-                          const std::function<void(const std::string&)>& on_warning);
+                          std::span<const uint64_t> unreadable_in_pass, const std::vector<VcpuContext>& vcpus, bool pv, uint64_t shared_info_frame,
+                          const std::function<void(const std::string&)>& on_warning,
+                          const std::function<void(const WriteProgress&)>& on_progress);
 
     const LiveStats& stats() const { return stats_; }
 
 private:
+    void mark(uint64_t pfn) {
+        if (pfn < pages_) bitmap_[pfn / 64] |= uint64_t{1} << (pfn % 64);
+    }
     // Copies the pages whose bits are set; returns how many.
     uint64_t copy_marked(writer::SlotRewriter& slots, const PageSource& source, std::vector<uint64_t>& unreadable);
 

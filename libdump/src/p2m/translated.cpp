@@ -29,8 +29,9 @@
 // tot_pages leaves out), both from the hypervisor, not from the guest. The
 // device windows, never dumped, are typed first, so that the pages Xen or
 // the device model put there (the special pages, video RAM) are counted.
-// After the last page, a tail of kLongestHole gfns is still typed, and its
-// absent gfns mapped, for Xen's pages placed just above RAM. A domain whose
+// After the last page, kLongestHole more gfns are typed: a scan to the
+// highest gfn finds no more, and maps the absent ones of a tail only when
+// the highest gfn is that near, as before. A domain whose
 // pages cannot all be found (a populate-on-demand cache, pages the guest
 // handed to Xen) is scanned to its highest gfn, as before. What could end
 // the scan too early: gfns typed present that are neither, which only
@@ -169,7 +170,12 @@ bool TranslatedProber::read_next(std::vector<PageEntry>& out, uint64_t count) {
         }
     }
     probe(gfns, out);
-    if (next_ >= stop_at_) next_ = size_;  // every page found, and the tail after the last
+    if (next_ >= stop_at_) {  // every page found, and kLongestHole gfns after the last
+        // Short of the highest gfn, those absent gfns are a gap, not a tail:
+        // not mapped, as the scan to the highest gfn would not have.
+        if (stop_at_ < size_) hole_.clear();
+        next_ = size_;
+    }
     if (next_ >= size_) {  // the short tail after the last present gfn
         map_probe(hole_, out);
         hole_.clear();

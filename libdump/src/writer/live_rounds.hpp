@@ -33,10 +33,14 @@ struct LiveFinal {
     std::vector<VcpuContext> vcpus;        // replaces the spec's (same vcpus, same sizes)
     std::vector<std::byte> shared_info;    // PV: replaces the spec's; empty: unchanged
     KeyValues domain_keys;                 // added to NT_XEN_DOMAIN (kLiveKeysRoom bytes at most)
-    std::vector<uint64_t> unreadable_pfns; // pages a round could not read (their slots hold zeros)
+    // The pages the paused round could not read (their slots hold zeros):
+    // the whole list, as the pass's own failures are read again there.
+    std::vector<uint64_t> unreadable_pfns;
 };
 
-using LiveRounds = std::function<LiveFinal(SlotRewriter&)>;
+// The rounds, given the pages the pass could not read (sorted pfns): a page
+// a running guest's hypervisor would not map is tried again under the pause.
+using LiveRounds = std::function<LiveFinal(SlotRewriter&, std::span<const uint64_t> unreadable_in_pass)>;
 
 // write_dump_file with the rounds run after the pass, before the trailer.
 // No read-back behind the write (the pages change after it): a

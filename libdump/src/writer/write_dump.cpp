@@ -65,7 +65,7 @@ void run_live_rounds(int fd, const std::string& name, const DumpSpec& spec_in, c
                      const writer::LiveRounds& rounds, writer::V1Encoder& encoder, io::Sink& sink,
                      pipeline::PassOutcome& pass, pipeline::FoundNotes& found) {
     FileSlots slots(sink, encoder.plan());
-    writer::LiveFinal final = rounds(slots);
+    writer::LiveFinal final = rounds(slots, pass.unreadable_pfns);
     slots.flush();
     DumpSpec spec = spec_in;
     spec.vcpus = std::move(final.vcpus);
@@ -77,12 +77,11 @@ void run_live_rounds(int fd, const std::string& name, const DumpSpec& spec_in, c
     }
     encoder.replan(spec, sink);
     for (const auto& [k, v] : final.domain_keys.items()) found.domain.set(k, v);
-    if (!final.unreadable_pfns.empty()) {
-        auto& bad = pass.unreadable_pfns;
-        bad.insert(bad.end(), final.unreadable_pfns.begin(), final.unreadable_pfns.end());
-        std::sort(bad.begin(), bad.end());
-        bad.erase(std::unique(bad.begin(), bad.end()), bad.end());
-    }
+    // The paused round read the pass's failures again: its list is the file's.
+    pass.unreadable_pfns = std::move(final.unreadable_pfns);
+    std::sort(pass.unreadable_pfns.begin(), pass.unreadable_pfns.end());
+    pass.unreadable_pfns.erase(std::unique(pass.unreadable_pfns.begin(), pass.unreadable_pfns.end()),
+                               pass.unreadable_pfns.end());
     const writer::DumpPlan& plan = encoder.plan();
     const uint64_t nr_pages = plan.layout.pages_size / format::kPageSize;
     std::vector<std::byte> chunk;
@@ -113,12 +112,16 @@ WriteResult writer::write_v1(int fd, bool seekable, const std::string& name, con
     const DumpSpec& spec = with_prstatus ? *with_prstatus : spec_in;
     writer::V1Encoder encoder(spec, pages, options.digests, options.guest_kernel, name, elfcore::DigestTable::kWindow,
                               live ? writer::kLiveKeysRoom : 0);
+    // A live dump's unreadable pages are those of its paused round (which
+    // read the pass's again): the file's list, and the result's.
+    std::optional<std::vector<uint64_t>> live_unreadable;
     if (live) {
         if (!seekable || !options.recipients.empty())
             throw Error("a consistent live dump is written to a plaintext file (its pages are rewritten in place)",
                         name);
         encoder.before_finish([&, fd](io::Sink& out, pipeline::PassOutcome& pass, pipeline::FoundNotes& found) {
             run_live_rounds(fd, name, spec_in, options, *live, encoder, out, pass, found);
+            live_unreadable = pass.unreadable_pfns;
         });
     }
     const writer::DumpPlan& plan = encoder.plan();
@@ -159,7 +162,7 @@ WriteResult writer::write_v1(int fd, bool seekable, const std::string& name, con
     r.nr_pages = pages.nr_entries();
     r.nr_runs = plan.nr_runs;
     r.kernel_segment = encoder.kernel_segment();
-    r.unreadable_pfns = std::move(out.pass.unreadable_pfns);
+    r.unreadable_pfns = live_unreadable ? std::move(*live_unreadable) : std::move(out.pass.unreadable_pfns);
     if (behind) *read_back = behind->result();
     return r;
 }
