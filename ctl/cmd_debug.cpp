@@ -28,6 +28,7 @@
 #include "guest_kernel.hpp"
 #include "util/util.hpp"
 #include "xendump/error.hpp"
+#include "xendump/s3.hpp"
 #include "xendump/fd.hpp"
 #include "xendump/kernel/vmcoreinfo.hpp"
 #include "xendump/keyvalues.hpp"
@@ -216,6 +217,12 @@ int cmd_debug(Invocation& c) {
         for (auto& w : split_words(value)) extra.push_back(std::move(w));
 
     const fs::path& dump = c.dump_path;
+    // crash, gdb and drgn open a file; an object of the store is read by
+    // ranged GETs that they do not make.
+    if (s3::is_url(dump.string()))
+        throw Error("a debugger reads a local file, not an object of the store: copy it here first (aws s3 cp, "
+                    "or xen-dumpctl dump -o FILE for a plain vmcore)",
+                    dump.string());
     // crash, gdb and drgn read a file where it lies, with random access: an
     // encrypted dump's plaintext would have to be written out whole (a disk
     // file is what encryption keeps it from; in memory it is as large as the

@@ -21,6 +21,7 @@
 #include "written_as.hpp"
 #include "xendump/dump_kernel_log.hpp"
 #include "xendump/error.hpp"
+#include "xendump/s3.hpp"
 #include "xendump/kernel/printk_log.hpp"
 #include "xendump/kernel/prstatus.hpp"
 #include "xendump/reader.hpp"
@@ -132,6 +133,28 @@ nlohmann::json describe_kernel(const DumpReader& r) {
     return j;
 }
 
+// The sidecar object at `url`, one GET (its size asked first).
+daemon::Sidecar store_sidecar(const std::string& url) {
+    s3::Client client(s3::settings_from_environment());
+    const std::vector<std::byte> text = client.get_object(s3::parse_url(url));
+    return daemon::Sidecar::from_json(std::string(reinterpret_cast<const char*>(text.data()), text.size()), url);
+}
+
+// A compact dump's zero pages. Counting them reads every page descriptor
+// (24 bytes a page: 24 MiB for a 4 GiB guest); a dump in the store takes
+// them from its sidecar object when it has one (the service's, uploaded
+// beside it), with one small GET.
+std::optional<uint64_t> zero_pages(const DumpReader& r) {
+    if (r.store() && r.format() == FileFormat::kdump) {
+        try {
+            if (const auto n = store_sidecar(daemon::sidecar_path(r.path()).string()).zero_pages) return n;
+        } catch (const Error&) {
+            // No sidecar (a dump stored by hand): counted.
+        }
+    }
+    return r.zero_pages();
+}
+
 nlohmann::json describe(const DumpReader& r) {
     const auto& kv = r.domain();
     nlohmann::json j;
@@ -161,7 +184,7 @@ nlohmann::json describe(const DumpReader& r) {
     j["type"] = std::string(format::to_string(r.type()));
     j["guest_width"] = r.guest_width();
     j["nr_pages"] = r.nr_pages();  // a compact file's: its second bitmap, zero pages included
-    const auto zero = r.zero_pages();
+    const auto zero = zero_pages(r);
     j["zero_pages"] = zero ? nlohmann::json(*zero) : nlohmann::json(nullptr);
     j["page_size"] = r.page_size();
     j["nr_runs"] = r.runs().size();
@@ -209,6 +232,11 @@ std::string note_text_of(const nlohmann::json& v) {
 void print_text(const nlohmann::json& j) {
     auto line = [](const char* label, const std::string& value) { std::printf("%-13s %s\n", label, value.c_str()); };
     line("File:", text_of(j["file"]));
+    if (j.contains("store"))
+        line("Store:", "object of " + cli::human_bytes(j["store"]["object_size"].get<uint64_t>()) + ", read by " +
+                           text_of(j["store"]["requests"]) + " ranged GETs of " +
+                           cli::human_bytes(j["store"]["block_size"].get<uint64_t>()) + " blocks: " +
+                           text_of(j["store"]["bytes_fetched"]) + " bytes fetched");
     if (j.contains("encrypted")) {
         std::string types;
         for (const auto& t : j["encrypted"]["types"]) types += (types.empty() ? "" : ", ") + text_of(t);
@@ -308,9 +336,12 @@ nlohmann::json describe_locked(const std::filesystem::path& path, const Encrypti
     j["readable"] = false;
     j["sidecar"] = nullptr;
     std::error_code ec;
-    if (const auto sc = daemon::sidecar_path(path); std::filesystem::exists(sc, ec)) {
+    const auto sc = daemon::sidecar_path(path);
+    // A dump in the store: its sidecar's object beside it (the uploader's layout).
+    const bool stored = s3::is_url(path.string());
+    if (stored || std::filesystem::exists(sc, ec)) {
         try {
-            const daemon::Sidecar s = daemon::read_sidecar(sc);
+            const daemon::Sidecar s = stored ? store_sidecar(sc.string()) : daemon::read_sidecar(sc);
             j["sidecar"] = {{"domain", s.domain_name}, {"domid", s.domid},   {"uuid", s.uuid},     {"type", s.type},
                             {"reason", s.reason},      {"pages", s.pages},   {"format", s.format},
                             {"start_time", s.start_time}, {"result", daemon::to_string(s.result)}};
@@ -358,6 +389,13 @@ int cmd_info(Invocation& c) {
     // A flattened file (makedumpfile -F) is read as the file it carries.
     if (const auto f = c.dump->flattened())
         j["flattened"] = {{"records", f->records}, {"stored_size", f->stored_size}};
+    // A dump in the store: what everything above cost in ranged GETs.
+    if (const auto s = c.dump->store())
+        j["store"] = {{"object", s->object},
+                      {"object_size", s->object_size},
+                      {"block_size", s->block_size},
+                      {"requests", s->requests},
+                      {"bytes_fetched", s->bytes_fetched}};
     if (c.json)
         print_json(j, c.json);
     else

@@ -22,6 +22,7 @@
 #include "dump_selection.hpp"
 #include "options.hpp"
 #include "service_options.hpp"
+#include "store_dumps.hpp"
 #include "time_spec.hpp"
 #include "util/util.hpp"
 #include "util/vocabulary.hpp"
@@ -59,8 +60,13 @@ struct Group {
     size_t count = 0;
     int64_t first = 0, last = 0;
     std::vector<std::string> domains;
+    std::vector<std::string> hosts;  // a store's dumps (list --store)
     std::optional<std::string> panic;
 };
+
+void add_once(std::vector<std::string>& to, const std::string& value) {
+    if (std::find(to.begin(), to.end(), value) == to.end()) to.push_back(value);
+}
 
 std::vector<Group> groups_of(const std::vector<daemon::DumpEntry>& entries, const std::string& field) {
     std::vector<Group> groups;
@@ -69,14 +75,14 @@ std::vector<Group> groups_of(const std::vector<daemon::DumpEntry>& entries, cons
         if (!v) continue;
         auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.value == *v; });
         if (g == groups.end()) {
-            g = groups.insert(groups.end(), Group{*v, 0, e.time, e.time, {}, std::nullopt});
+            g = groups.insert(groups.end(), Group{*v, 0, e.time, e.time, {}, {}, std::nullopt});
         }
         ++g->count;
         g->first = std::min(g->first, e.time);
         g->last = std::max(g->last, e.time);
+        if (!e.host.empty()) add_once(g->hosts, e.host);
         if (e.info) {
-            if (std::find(g->domains.begin(), g->domains.end(), e.info->domain_name) == g->domains.end())
-                g->domains.push_back(e.info->domain_name);
+            add_once(g->domains, e.info->domain_name);
             if (e.info->guest_panic && e.time >= g->last) g->panic = e.info->guest_panic;
         }
     }
@@ -94,13 +100,17 @@ std::string panic_column(const std::optional<std::string>& panic) {
     return out;
 }
 
+// Whether a dump's file is here to open for what its sidecar does not say:
+// a store's dumps are listed from their sidecars alone (one GET each).
+bool is_local(const daemon::DumpEntry& e) { return !e.in_store && is_present(e); }
+
 // How a dump was written: its sidecar says (format, and a compact file's
 // compression and dump level); a file without one (written by another tool,
 // or its sidecar unreadable) says in its own headers. Nothing when neither
 // can (no sidecar and no file a reader opens).
 std::optional<WrittenAs> written_as(const daemon::DumpEntry& e) {
     if (e.info) return WrittenAs{e.info->format, e.info->compression, e.info->dump_level};
-    if (!is_present(e)) return std::nullopt;
+    if (!is_local(e)) return std::nullopt;
     try {
         return ctl::written_as(DumpReader::open(e.dump));
     } catch (const Error&) {
@@ -112,7 +122,7 @@ std::optional<WrittenAs> written_as(const daemon::DumpEntry& e) {
 // file's when it has one; null for v1 files and when nothing says.
 std::optional<uint64_t> zero_pages(const daemon::DumpEntry& e) {
     if (e.info && e.info->zero_pages) return e.info->zero_pages;
-    if (!is_present(e) || (e.info && e.info->format != "kdump")) return std::nullopt;
+    if (!is_local(e) || (e.info && e.info->format != "kdump")) return std::nullopt;
     try {
         return DumpReader::open(e.dump).zero_pages();
     } catch (const Error&) {
@@ -121,8 +131,8 @@ std::optional<uint64_t> zero_pages(const daemon::DumpEntry& e) {
 }
 
 // Whether a dump is encrypted and to how many recipients (its age header,
-// read without a key; a file gone: its name's .age). recipients is nullopt
-// when the header cannot be read.
+// read without a key; a file gone: its name's .age; a store's dump: its
+// name and its sidecar). recipients is nullopt when the header cannot be read.
 struct Encrypted {
     bool encrypted = false;
     std::optional<size_t> recipients;
@@ -130,6 +140,10 @@ struct Encrypted {
 Encrypted encrypted(const daemon::DumpEntry& e) {
     Encrypted out;
     out.encrypted = has_age_suffix(e.dump);
+    if (e.in_store) {
+        if (e.info && e.info->recipients) out.recipients = e.info->recipients;
+        return out;
+    }
     if (!is_present(e)) return out;
     try {
         if (const auto info = encryption_of(e.dump)) {
@@ -139,6 +153,13 @@ Encrypted encrypted(const daemon::DumpEntry& e) {
     } catch (const Error&) {
         // A damaged header: still encrypted by its name (verify says what is wrong).
     }
+    return out;
+}
+
+// Values for a column: escaped, joined by commas.
+std::string joined(const std::vector<std::string>& values) {
+    std::string out;
+    for (const auto& v : values) out += (out.empty() ? "" : ",") + escape_text(v);
     return out;
 }
 
@@ -152,7 +173,10 @@ nlohmann::ordered_json or_null(const std::optional<T>& v) {
 int cmd_list(Invocation& c) {
     const ServiceArgs& sa = c.service;
     const Selection& sel = c.selection;
-    auto entries = select_dumps(daemon::scan_dump_dir(sa.config.dump_dir), sel);
+    // --store s3://BUCKET/PREFIX: a fleet's dumps, with their hosts.
+    const std::optional<std::string> store = c.p.value("--store");
+    const std::string where = store ? *store : sa.config.dump_dir.string();
+    auto entries = select_dumps(store ? scan_store(*store) : daemon::scan_dump_dir(sa.config.dump_dir), sel);
     // As coredumpctl: exit status 1 when nothing is listed.
     const int status = entries.empty() ? cli::kExitFailure : cli::kExitOk;
     if (auto field = c.p.value("-F", "--field")) {
@@ -183,6 +207,7 @@ int cmd_list(Invocation& c) {
                 j["first_time"] = g.first;  // unix seconds, as the sidecar's start_time
                 j["last_time"] = g.last;
                 j["domains"] = g.domains;
+                if (store) j["hosts"] = g.hosts;
                 j[vocab::kGuestPanic.json] = or_null(g.panic);
                 out.push_back(j);
             }
@@ -190,16 +215,19 @@ int cmd_list(Invocation& c) {
             return groups.empty() ? cli::kExitFailure : cli::kExitOk;
         }
         if (groups.empty()) {
-            std::fprintf(stderr, "No %sdump has %s in %s.\n", matching(sel), name.c_str(),
-                         escape_text(sa.config.dump_dir.string()).c_str());
+            std::fprintf(stderr, "No %sdump has %s in %s.\n", matching(sel), name.c_str(), escape_text(where).c_str());
             return cli::kExitFailure;
         }
-        cli::Table table({{name.c_str()}, {"COUNT", true}, {"FIRST"}, {"LAST"}, {"DOMAINS"}, {"PANIC", false, true}});
+        std::vector<cli::Table::Column> columns{{name.c_str()}, {"COUNT", true}, {"FIRST"}, {"LAST"}, {"DOMAINS"}};
+        if (store) columns.push_back(cli::Table::Column{"HOSTS"});
+        columns.push_back({"PANIC", false, true});
+        cli::Table table(columns);
         for (const auto& g : groups) {
-            std::string domains;
-            for (const auto& d : g.domains) domains += (domains.empty() ? "" : ",") + escape_text(d);
-            table.add_row({escape_text(g.value), std::to_string(g.count), shown_time(g.first, zone),
-                           shown_time(g.last, zone), domains, panic_column(g.panic)});
+            std::vector<std::string> row{escape_text(g.value), std::to_string(g.count), shown_time(g.first, zone),
+                                         shown_time(g.last, zone), joined(g.domains)};
+            if (store) row.push_back(joined(g.hosts));
+            row.push_back(panic_column(g.panic));
+            table.add_row(row);
         }
         table.print(!c.p.has("--no-legend"));
         return cli::kExitOk;
@@ -210,6 +238,7 @@ int cmd_list(Invocation& c) {
             nlohmann::ordered_json j;
             const auto written = written_as(e);
             j[vocab::kDumpPath.json] = e.dump.string();
+            if (store) j["host"] = e.host;
             j["present"] = is_present(e);
             j["missing"] = is_missing(e);
             j["time"] = e.time;
@@ -245,27 +274,32 @@ int cmd_list(Invocation& c) {
         return status;
     }
     if (entries.empty()) {
-        std::fprintf(stderr, "No %sdumps in %s.\n", matching(sel), escape_text(sa.config.dump_dir.string()).c_str());
+        std::fprintf(stderr, "No %sdumps in %s.\n", matching(sel), escape_text(where).c_str());
         return status;
     }
     // Columns as wide as their widest cell; on a terminal PANIC, last, is cut
-    // to what the others leave (--json has it whole).
-    cli::Table table({{"TIME"}, {"DOMAIN"}, {"ID", true}, {"REASON"}, {"SIZE", true}, {"RESULT"}, {"FORMAT"},
-                      {"FILE"}, {"PANIC", false, true}});
+    // to what the others leave (--json has it whole). A store's dumps: HOST after TIME.
+    std::vector<cli::Table::Column> columns{{"TIME"},   {"DOMAIN"}, {"ID", true}, {"REASON"},         {"SIZE", true},
+                                            {"RESULT"}, {"FORMAT"}, {"FILE"},     {"PANIC", false, true}};
+    if (store) columns.insert(columns.begin() + 1, cli::Table::Column{"HOST"});
+    cli::Table table(columns);
     for (const auto& e : entries) {
         const auto written = written_as(e);
         // An encrypted dump: "+age" (alone when nothing else says how it was written).
         const bool enc = encrypted(e).encrypted;
         // Guest names, file names and guest log text may hold anything: escaped (escape_text).
-        table.add_row({shown_time(e.time, sel.utc ? Zone::utc : Zone::local),
-                       e.info ? escape_text(e.info->domain_name) : "-",
-                       e.info ? std::to_string(e.info->domid) : "-",
-                       e.info ? escape_text(e.info->reason) : "-",
-                       cli::human_bytes(e.bytes_on_disk),
-                       is_missing(e) ? "MISSING" : e.info ? daemon::to_string(e.info->result) : "unknown",
-                       written ? format_column(*written) + (enc ? "+age" : "") : enc ? "age" : "-",
-                       escape_text(is_present(e) || is_missing(e) ? e.dump.filename().string() : "(none)"),
-                       panic_column(e.info ? e.info->guest_panic : std::nullopt)});
+        std::vector<std::string> row{shown_time(e.time, sel.utc ? Zone::utc : Zone::local)};
+        if (store) row.push_back(escape_text(e.host));
+        row.insert(row.end(),
+                   {e.info ? escape_text(e.info->domain_name) : "-",
+                    e.info ? std::to_string(e.info->domid) : "-",
+                    e.info ? escape_text(e.info->reason) : "-",
+                    cli::human_bytes(e.bytes_on_disk),
+                    is_missing(e) ? "MISSING" : e.info ? daemon::to_string(e.info->result) : "unknown",
+                    written ? format_column(*written) + (enc ? "+age" : "") : enc ? "age" : "-",
+                    escape_text(is_present(e) || is_missing(e) ? e.dump.filename().string() : "(none)"),
+                    panic_column(e.info ? e.info->guest_panic : std::nullopt)});
+        table.add_row(row);
     }
     table.print(!c.p.has("--no-legend"));
     return cli::kExitOk;

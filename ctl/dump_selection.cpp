@@ -22,9 +22,12 @@ const char* const kSelectionHelp =
     "MATCH selects dumps of the dump directory: a domain NAME, a DOMID, a UUID,\n"
     "a dump's file name (NAME.core), a PATH, or FIELD=VALUE (DOMAIN, DOMID, UUID,\n"
     "TYPE, REASON, RESULT, DIGESTS, FILE, PATH from the sidecar; SIGNATURE, the\n"
-    "crash's, from its panic line; KERNEL, TIME, WRITER and the other keys of the\n"
-    "dump's domain note). Matches of one field are alternatives; matches of\n"
-    "different fields must all hold.\n";
+    "crash's, from its panic line; HOST, the host of a dump in the store, with\n"
+    "list --store; KERNEL, TIME, WRITER and the other keys of the dump's domain\n"
+    "note). Matches of one field are alternatives; matches of different fields\n"
+    "must all hold. A FILE may be s3://BUCKET/KEY, an object in S3-compatible\n"
+    "storage, read by ranged GETs (credentials and endpoint: AWS_ACCESS_KEY_ID,\n"
+    "AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, AWS_REGION or ~/.aws/credentials).\n";
 
 namespace {
 
@@ -141,6 +144,7 @@ bool only_paths(const Selection& s) {
 }
 
 bool is_present(const daemon::DumpEntry& e) {
+    if (e.in_store) return *e.in_store;
     std::error_code ec;
     return fs::exists(e.dump, ec);
 }
@@ -152,6 +156,8 @@ bool is_missing(const daemon::DumpEntry& e) {
 std::optional<std::string> dump_field(const daemon::DumpEntry& e, const std::string& field) {
     if (field == "PATH") return e.dump.string();
     if (field == "FILE") return e.dump.filename().string();
+    // The host of a store's dump (list --store); a directory's have none.
+    if (field == "HOST") return e.host.empty() ? std::nullopt : std::optional<std::string>(e.host);
     if (e.info) {
         const daemon::Sidecar& s = *e.info;
         if (field == "DOMAIN") return s.domain_name;

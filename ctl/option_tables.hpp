@@ -52,6 +52,8 @@ inline constexpr Option kListOwn[] = {
      "print the values FIELD takes in the selected dumps, one a line,\neach once (FIELD as in FIELD=VALUE: DOMAIN, DOMID, TYPE, ...)"},
     {"group-by", 0, Arg::required, "FIELD",
      "one line per value of FIELD (SIGNATURE: per crash): how many dumps,\nthe first and the last, the domains, a panic line"},
+    {"store", 0, Arg::required, "s3://BUCKET/PREFIX",
+     "the dumps of the hosts that upload to s3://BUCKET/PREFIX\n(PREFIX/HOST/NAME), from their sidecars, with a HOST column"},
 };
 inline constexpr Option kNoLegendOption[] = {
     {"no-legend", 0, Arg::none, "", "no heading line"},
@@ -222,11 +224,16 @@ inline const std::vector<VerbTable>& verb_tables() {
          "Here -r is --recipient (as for xen-dumpd and xen-dump-convert): --reverse has\n"
          "no short form.\n",
          join({kDumpOwn, kIdentityOptions, kSelectionOptions, kServiceOptions})},
-        {"list", "list the dumps in the dump directory (time, domain, reason, size, result)",
-         "xen-dumpctl list [--json[=short|pretty]] [--no-legend] [-F FIELD | --group-by FIELD] [-S TIME] [-U TIME] [-r] [-1 | -n N] "
-         "[--utc] [--config FILE] [-D DIR] [--file FILE] [MATCH...]",
+        {"list", "list the dumps in the dump directory or a store (time, domain, reason, size, result)",
+         "xen-dumpctl list [--json[=short|pretty]] [--no-legend] [-F FIELD | --group-by FIELD] [--store s3://BUCKET/PREFIX] "
+         "[-S TIME] [-U TIME] [-r] [-1 | -n N] [--utc] [--config FILE] [-D DIR] [--file FILE] [MATCH...]",
          "List the dumps in the dump directory ({dump_dir}), oldest first, their\n"
          "start times in local time (--utc: in UTC).\n"
+         "With --store, the dumps the services of a fleet uploaded to S3-compatible\n"
+         "storage (s3://BUCKET/PREFIX/HOST/NAME, [Upload] in xen-dumpd.conf(5)) instead:\n"
+         "their sidecars' objects, one GET each, a HOST column after TIME (MATCH\n"
+         "HOST=NAME; --group-by adds the hosts); a dump whose sidecar is not there\n"
+         "yet is still being uploaded and is not listed.\n"
          "RESULT is ok, failed, refused or cancelled as the sidecar records it, or MISSING\n"
          "for a dump that was written but whose file is gone. --json prints a JSON array\n"
          "(\"missing\": true for MISSING). Exit status 1 when no dump is listed.\n",

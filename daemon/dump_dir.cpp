@@ -25,19 +25,6 @@ constexpr std::string_view kDumpSuffix = ".core";
 // An encrypted dump (xen-dump-core(5), "Encrypted dumps"): the age file of a .core.
 constexpr std::string_view kEncryptedDumpSuffix = ".core.age";
 
-// The names of dumps: NAME.core, and an encrypted one's NAME.core.age (a
-// compact one's NAME.kdump, NAME.kdump.age); a sidecar is the dump's name
-// and ".json" (sidecar_path).
-constexpr std::string_view kDumpSuffixes[] = {".core", ".core.age", ".kdump", ".kdump.age"};
-bool is_dump_name(std::string_view name) {
-    for (auto s : kDumpSuffixes)
-        if (name.ends_with(s)) return true;
-    return false;
-}
-bool is_sidecar_name(std::string_view name) {
-    return name.ends_with(".json") && is_dump_name(name.substr(0, name.size() - 5));
-}
-
 std::mutex g_uploading_mutex;
 fs::path g_uploading;
 
@@ -96,6 +83,16 @@ bool is_leftover(const fs::path& dir, const std::string& name) {
                fs::symlink_status(sidecar_path(dir / name), ec).type() == fs::file_type::not_found;
     }
     return false;
+}
+
+constexpr std::string_view kDumpSuffixes[] = {".core", ".core.age", ".kdump", ".kdump.age"};
+bool is_dump_name(std::string_view name) {
+    for (auto s : kDumpSuffixes)
+        if (name.ends_with(s)) return true;
+    return false;
+}
+bool is_sidecar_name(std::string_view name) {
+    return name.ends_with(".json") && is_dump_name(name.substr(0, name.size() - 5));
 }
 
 std::vector<DumpEntry> scan_dump_dir(const fs::path& dir) {

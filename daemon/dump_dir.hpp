@@ -25,8 +25,19 @@ struct DumpEntry {
     std::optional<Sidecar> info;    // parsed sidecar
     std::string sidecar_error;      // why the sidecar could not be read
     int64_t time = 0;               // sidecar start time, else the dump's mtime
-    uint64_t bytes_on_disk = 0;     // dump + sidecar + DUMP.dmesg.txt, st_blocks * 512
+    uint64_t bytes_on_disk = 0;     // dump + sidecar + DUMP.dmesg.txt, st_blocks * 512 (a store's: object sizes)
+    // A dump of a store (xen-dumpctl list --store): `dump` and `sidecar` are
+    // s3:// URLs, `host` is HOST of PREFIX/HOST/NAME, and in_store says
+    // whether the dump's object is there. nullopt for a dump of a directory.
+    std::string host;
+    std::optional<bool> in_store;
 };
+
+// The names of dumps: NAME.core, and an encrypted one's NAME.core.age (a
+// compact one's NAME.kdump, NAME.kdump.age); a sidecar is the dump's name
+// and ".json" (sidecar_path).
+bool is_dump_name(std::string_view name);
+bool is_sidecar_name(std::string_view name);
 
 // The service's own directory (DumpDir=, or its default) is created with its
 // parents when missing and kept at mode 0700 (an existing one with another

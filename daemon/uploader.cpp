@@ -88,14 +88,6 @@ std::string metadata_value(std::string_view v, size_t max = kMaxMetadataValue, b
     });
 }
 
-// "2024-05-01T10:00:00.000Z" (S3's Initiated) as unix seconds; 0 when not that.
-int64_t parse_iso_time(const std::string& text) {
-    std::tm tm{};
-    const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-    if (!end) return 0;
-    return static_cast<int64_t>(::timegm(&tm));
-}
-
 // The names of a dump's files (dump_dir.cpp): what the sweep may abort.
 bool is_dump_file_name(std::string_view name) {
     for (std::string_view s : {".core", ".kdump", ".age", ".json", ".dmesg.txt"})
@@ -307,6 +299,13 @@ std::map<std::string, std::string> upload_metadata(const Sidecar& s) {
     if (auto signature = crash_signature(s)) m["signature"] = *signature;  // 16 hex digits
     if (!s.dump_file.empty()) m["dump"] = metadata_value(s.dump_file, kMaxMetadataValue, true);
     return m;
+}
+
+int64_t parse_iso_time(const std::string& text) {
+    std::tm tm{};
+    const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!end) return 0;
+    return static_cast<int64_t>(::timegm(&tm));
 }
 
 std::chrono::seconds upload_backoff(unsigned attempts) {

@@ -67,6 +67,8 @@ std::string upload_key(const UploadConfig& upload, const std::string& host, cons
 // sidecar holds it in clear: always for a plain dump, for an encrypted one
 // only with ClearMetadata=panic), dump (the dump's file name, as it is).
 std::map<std::string, std::string> upload_metadata(const Sidecar& s);
+// "2024-05-01T10:00:00.000Z" (S3's Initiated, LastModified) as unix seconds; 0 when not that.
+int64_t parse_iso_time(const std::string& text);
 // The delay before attempt `attempts` + 1 after `attempts` failed ones:
 // 10 s doubled each time, at most 10 min.
 std::chrono::seconds upload_backoff(unsigned attempts);

@@ -32,7 +32,10 @@ public:
         if (const char* file = std::getenv("S3LAB_ENV")) {
             parse_vars(slurp_text(file));
         } else {
-            const RunResult r = run({(source_root() / "tests" / "s3-lab" / "s3-lab").string(), "start"});
+            std::vector<std::string> argv{(source_root() / "tests" / "s3-lab" / "s3-lab").string(), "start"};
+            // A program that stores more than the default 512 MiB says so (meson's env).
+            if (const char* mib = std::getenv("S3LAB_MEMSTORE_MIB")) argv.insert(argv.end(), {"--memstore-mib", mib});
+            const RunResult r = run(argv);
             if (r.exit_code != 0) {
                 g_lab.error = "the store did not start: " + r.err;
                 return;

@@ -3,7 +3,8 @@
 // keys) put in the environment, stopped at the end. A lab that does not
 // start fails every test: the store is part of what is tested, never
 // skipped. S3LAB_ENV=FILE uses a lab already running (its `env` file)
-// instead, left running.
+// instead, left running; S3LAB_MEMSTORE_MIB=N gives the lab a memory store
+// of N MiB (s3-lab start --memstore-mib) for a program that stores more.
 #pragma once
 
 #include <map>

@@ -145,6 +145,18 @@ struct EncryptionInfo {
 // that does not parse (no key is needed: the header's MAC is not checked).
 std::optional<EncryptionInfo> encryption_of(const std::filesystem::path& path);
 
+// A dump read from S3-compatible object storage (DumpReader::open of
+// s3://BUCKET/KEY, issue 34 item 4): what its reads have cost so far. The
+// object is read in aligned blocks of block_size bytes, each by one ranged
+// GET, a few kept in memory.
+struct StoreInfo {
+    std::string object;        // s3://BUCKET/KEY
+    uint64_t object_size = 0;  // of the stored object (encrypted: of the age file)
+    uint64_t block_size = 0;
+    uint64_t requests = 0;       // ranged GETs so far
+    uint64_t bytes_fetched = 0;  // object bytes they brought
+};
+
 // A flattened file (makedumpfile -F's format, xen-dump-core(5) "The
 // flattened stream"), which DumpReader reads as the file it carries: what
 // it is made of.
@@ -178,6 +190,8 @@ public:
     std::optional<EncryptionInfo> encryption() const;
     // A flattened file's records; nullopt for a file that is not flattened.
     std::optional<FlattenedInfo> flattened() const;
+    // A dump read from the store (s3://BUCKET/KEY): the bytes fetched so far; nullopt for a file.
+    std::optional<StoreInfo> store() const;
     format::GuestType type() const;    // from magic + NT_XEN_DOMAIN TYPE= when present
     unsigned guest_width() const;      // 4 (EM_386) or 8
     uint64_t nr_pages() const;

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -25,6 +26,11 @@
 #include <vector>
 
 #include "age/crypto.hpp"
+#include "util/lru_slots.hpp"
+
+namespace xendump::io {
+class RandomAccess;
+}
 
 namespace xendump::age {
 
@@ -175,8 +181,9 @@ private:
 // Reads an age file with random access: the header is parsed, the file key
 // unwrapped with the first identity that matches, the header MAC and the last
 // chunk checked at construction; then any chunk is decrypted on its own (from
-// its counter), and the last few are kept. `fd` stays the caller's; `name`
-// names the file in errors, which give the chunk and its offset.
+// its counter), and the last few are kept. `in` (a file, an object in the
+// store) stays the caller's and must outlive the decryptor; its name() names
+// the file in errors, which give the chunk and its offset.
 //
 // chunk() and read() may be called from several threads at once: a chunk is
 // decrypted outside the cache's lock (two threads missing the same chunk
@@ -184,7 +191,10 @@ private:
 // each other (verify's hashing threads).
 class Decryptor {
 public:
-    Decryptor(int fd, std::string name, std::span<const Identity> identities, size_t cache_chunks = 4);
+    Decryptor(const io::RandomAccess& in, std::span<const Identity> identities, size_t cache_chunks = 4);
+    // The regular file open at `fd` (the caller's), named `name`: anything
+    // else (a pipe) is refused, chunks being read where they lie.
+    Decryptor(int fd, const std::string& name, std::span<const Identity> identities, size_t cache_chunks = 4);
     ~Decryptor();
     Decryptor(const Decryptor&) = delete;
     Decryptor& operator=(const Decryptor&) = delete;
@@ -205,11 +215,6 @@ public:
     size_t read(uint64_t offset, std::span<uint8_t> out);
 
 private:
-    struct Cached {
-        uint64_t index = UINT64_MAX;
-        uint64_t used = 0;
-        SecretBuffer plain;
-    };
     // Copies chunk `index`'s bytes from `in` on into `out` (as many as fit):
     // from the cache, else decrypted and then kept. Returns how many.
     size_t copy_chunk(uint64_t index, size_t in, std::span<uint8_t> out);
@@ -219,24 +224,31 @@ private:
     void decrypt(uint64_t index, std::span<uint8_t> out);
     bool previous_is_last(uint64_t index);  // chunk `index` (full) is sealed as the last
 
-    int fd_;
+    void open(std::span<const Identity> identities);
+
+    std::unique_ptr<io::RandomAccess> own_;  // the fd form's
+    const io::RandomAccess& in_;
     std::string name_;
     std::vector<Stanza> stanzas_;
     uint64_t file_size_ = 0, header_size_ = 0, chunks_ = 0, size_ = 0;
     Key32 payload_key_;
     std::atomic<uint64_t> decrypted_{0};
-    std::mutex cache_mutex_;  // cache_ and clock_
-    std::vector<Cached> cache_;
-    uint64_t clock_ = 0;
+    std::mutex cache_mutex_;  // cache_
+    util::LruSlots<SecretBuffer> cache_;
 };
 
-// Reads the header of the age file open at `fd` (no key needed): what
-// `verify` checks without an identity. Also returns the file's size.
+// Reads the header of the age file `in` (no key needed): what `verify`
+// checks without an identity. Also returns the file's size. The `fd` form
+// refuses what is not a regular file (chunks are read where they lie).
 struct FileHeader {
     Header header;
     Bytes bytes;  // the header's bytes
     uint64_t file_size = 0;
 };
+FileHeader read_header(const io::RandomAccess& in);
 FileHeader read_header(int fd, const std::string& name);
+// The regular file open at `fd` (the caller's) to read with random access;
+// Error naming `name` for anything else.
+std::unique_ptr<io::RandomAccess> regular_file(int fd, const std::string& name);
 
 }  // namespace xendump::age

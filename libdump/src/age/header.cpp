@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "age/age.hpp"
+#include "io/random_access.hpp"
 #include "age/encoding.hpp"
 #include "util/util.hpp"
 #include "xendump/error.hpp"
@@ -119,15 +120,21 @@ Bytes encode_header(const std::vector<Stanza>& stanzas, const FileKey& file_key)
     return Bytes(text.begin(), text.end());
 }
 
-FileHeader read_header(int fd, const std::string& name) {
+std::unique_ptr<io::RandomAccess> regular_file(int fd, const std::string& name) {
     struct stat st{};
     if (::fstat(fd, &st) != 0) throw_errno("cannot stat", name);
     // Chunks are read where they lie (pread): a pipe cannot be read so.
     if (!S_ISREG(st.st_mode))
         throw Error(std::string("is ") + util::file_kind(st.st_mode) + ": an age file is read with random access, from a regular file",
                     name);
+    return std::make_unique<io::FdRandomAccess>(fd, static_cast<uint64_t>(st.st_size), name);
+}
+
+FileHeader read_header(int fd, const std::string& name) { return read_header(*regular_file(fd, name)); }
+
+FileHeader read_header(const io::RandomAccess& in) {
     FileHeader out;
-    out.file_size = static_cast<uint64_t>(st.st_size);
+    out.file_size = in.size();
     // Read a little, then more while no line "---…" ends in what was read:
     // the header is small, and a hostile one stops at kMaxHeaderSize.
     size_t want = 4096, scanned = 0;
@@ -135,9 +142,8 @@ FileHeader read_header(int fd, const std::string& name) {
         size_t had = out.bytes.size();
         want = std::min<uint64_t>(std::min(want, kMaxHeaderSize), out.file_size);
         out.bytes.resize(want);
-        long n = util::pread_full(fd, out.bytes.data() + had, want - had, had);
-        if (n < 0) throw_errno("cannot read", name, had);
-        out.bytes.resize(had + static_cast<size_t>(n));
+        const size_t n = in.read_at(had, std::as_writable_bytes(std::span(out.bytes).subspan(had)));
+        out.bytes.resize(had + n);
         bool found = false;
         while (auto line = line_at(out.bytes, scanned)) {
             if (line->starts_with("---")) {
@@ -149,7 +155,7 @@ FileHeader read_header(int fd, const std::string& name) {
         if (found || out.bytes.size() < want || want >= std::min<uint64_t>(kMaxHeaderSize, out.file_size)) break;
         want *= 2;
     }
-    out.header = parse_header(out.bytes, name);
+    out.header = parse_header(out.bytes, in.name());
     out.bytes.resize(out.header.size);
     return out;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "age/age.hpp"
+#include "io/random_access.hpp"
 #include "age/encoding.hpp"
 #include "util/util.hpp"
 #include "xendump/error.hpp"
@@ -131,9 +132,18 @@ void StreamWriter::emit(bool last) {
 
 // --- Decryptor --------------------------------------------------------------
 
-Decryptor::Decryptor(int fd, std::string name, std::span<const Identity> identities, size_t cache_chunks)
-    : fd_(fd), name_(std::move(name)), cache_(std::max<size_t>(cache_chunks, 1)) {
-    FileHeader fh = read_header(fd_, name_);
+Decryptor::Decryptor(const io::RandomAccess& in, std::span<const Identity> identities, size_t cache_chunks)
+    : in_(in), name_(in.name()), cache_(cache_chunks) {
+    open(identities);
+}
+
+Decryptor::Decryptor(int fd, const std::string& name, std::span<const Identity> identities, size_t cache_chunks)
+    : own_(regular_file(fd, name)), in_(*own_), name_(name), cache_(cache_chunks) {
+    open(identities);
+}
+
+void Decryptor::open(std::span<const Identity> identities) {
+    FileHeader fh = read_header(in_);
     stanzas_ = std::move(fh.header.stanzas);
     header_size_ = fh.header.size;
     file_size_ = fh.file_size;
@@ -173,9 +183,8 @@ Decryptor::Decryptor(int fd, std::string name, std::span<const Identity> identit
     if (file_size_ < payload_offset())
         throw Error("age header: the file ends inside the 16-byte payload nonce", name_, header_size_);
     std::array<uint8_t, kPayloadNonceSize> nonce{};
-    long n = util::pread_full(fd_, nonce.data(), nonce.size(), header_size_);
-    if (n < 0) throw_errno("cannot read", name_, header_size_);
-    if (static_cast<size_t>(n) != nonce.size()) throw Error("the file shrank while it was read", name_, header_size_);
+    if (in_.read_at(header_size_, std::as_writable_bytes(std::span(nonce))) != nonce.size())
+        throw Error("the file shrank while it was read", name_, header_size_);
     payload_key_ = payload_key(*file_key, nonce);
 
     const uint64_t payload = file_size_ - payload_offset();
@@ -195,9 +204,7 @@ Decryptor::Decryptor(int fd, std::string name, std::span<const Identity> identit
         throw Error("age payload: " + chunk_name(chunks_ - 1) +
                         ", the last, is empty, which only the first chunk of an empty file may be",
                     name_, chunk_offset(chunks_ - 1));
-    cache_[0].plain = std::move(last);
-    cache_[0].index = chunks_ - 1;
-    cache_[0].used = ++clock_;
+    cache_.keep(chunks_ - 1, std::move(last));
 }
 
 Decryptor::~Decryptor() = default;
@@ -219,11 +226,7 @@ size_t Decryptor::copy_chunk(uint64_t index, size_t in, std::span<uint8_t> out) 
     };
     {
         std::lock_guard lock(cache_mutex_);
-        for (Cached& c : cache_)
-            if (c.index == index) {
-                c.used = ++clock_;
-                return copy(c.plain.bytes());
-            }
+        if (const SecretBuffer* kept = cache_.find(index)) return copy(kept->bytes());
     }
     // The whole chunk wanted (a reader going through the file): decrypted
     // where it goes, not kept (it will not be read again soon).
@@ -237,14 +240,7 @@ size_t Decryptor::copy_chunk(uint64_t index, size_t in, std::span<uint8_t> out) 
     decrypt(index, plain);
     const size_t n = copy(plain.bytes());
     std::lock_guard lock(cache_mutex_);
-    Cached* slot = &cache_[0];
-    for (Cached& c : cache_) {
-        if (c.index == index) return n;  // another thread kept it meanwhile
-        if (c.used < slot->used) slot = &c;
-    }
-    slot->plain = std::move(plain);
-    slot->index = index;
-    slot->used = ++clock_;
+    cache_.keep(index, std::move(plain));  // unless another thread kept it meanwhile
     return n;
 }
 
@@ -266,9 +262,7 @@ void Decryptor::decrypt(uint64_t index, std::span<uint8_t> out) {
     thread_local Bytes sealed_buffer;
     if (sealed_buffer.size() < len) sealed_buffer.resize(kSealedChunkSize);
     const std::span<uint8_t> sealed(sealed_buffer.data(), len);
-    long n = util::pread_full(fd_, sealed.data(), len, offset);
-    if (n < 0) throw_errno("cannot read " + chunk_name(index), name_, offset);
-    if (static_cast<size_t>(n) != len)
+    if (in_.read_at(offset, std::as_writable_bytes(sealed)) != len)
         throw Error("age payload: the file ends inside " + chunk_name(index) + " (it shrank while open)", name_, offset);
     decrypted_.fetch_add(1, std::memory_order_relaxed);
     if (aead_open(payload_key_.span(), chunk_nonce(index, last), sealed, out)) return;
@@ -310,8 +304,7 @@ void Decryptor::decrypt(uint64_t index, std::span<uint8_t> out) {
 
 bool Decryptor::previous_is_last(uint64_t index) {
     Bytes sealed(kSealedChunkSize), probe(kChunkSize);
-    long n = util::pread_full(fd_, sealed.data(), sealed.size(), chunk_offset(index));
-    bool ok = n == static_cast<long>(sealed.size()) &&
+    bool ok = in_.read_at(chunk_offset(index), std::as_writable_bytes(std::span(sealed))) == sealed.size() &&
               aead_open(payload_key_.span(), chunk_nonce(index, true), sealed, probe);
     wipe(probe.data(), probe.size());
     return ok;

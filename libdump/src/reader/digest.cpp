@@ -37,7 +37,7 @@ void hash_range(const DumpFile& f, uint64_t offset, uint64_t size, uint64_t chun
     ChunkedHash h(chunk);
     uint64_t pos = 0, k = 0, dropped = 0;
     while (pos < size) {
-        if (drop_behind && pos - dropped >= kDropWindow) {
+        if (drop_behind && f.fd() >= 0 && pos - dropped >= kDropWindow) {
             posix_fadvise(f.fd(), static_cast<off_t>(offset + dropped), static_cast<off_t>(pos - dropped),
                           POSIX_FADV_DONTNEED);
             dropped = pos;
@@ -71,7 +71,9 @@ std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOption
     };
     std::vector<std::byte> buf(kReadSize);
     const int fd = d.file->fd();
-    posix_fadvise(fd, static_cast<off_t>(d.pages_offset), static_cast<off_t>(d.pages_size), POSIX_FADV_SEQUENTIAL);
+    // An object in the store has no fd (-1): nothing to advise.
+    if (fd >= 0)
+        posix_fadvise(fd, static_cast<off_t>(d.pages_offset), static_cast<off_t>(d.pages_size), POSIX_FADV_SEQUENTIAL);
 
     // The page chunks: split at a chunk boundary between two threads; the
     // second reports no progress of its own, the first reports both. Chunks
@@ -156,7 +158,7 @@ std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOption
     check_whole(d.table_offset, d.table_size, chunks + 1, d.table_structure);
     // The windows leave behind the folios that straddle their edges (page
     // cache folios may be larger than a page): one last pass over the file.
-    if (options.drop_behind) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    if (options.drop_behind && fd >= 0) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     return out;
 }
 

@@ -10,6 +10,8 @@
 
 #include "age/age.hpp"
 #include "io/flattened.hpp"
+#include "io/random_access.hpp"
+#include "store/object_reader.hpp"
 #include "reader/checked.hpp"
 #include "reader/flattened_image.hpp"
 #include "util/util.hpp"
@@ -25,27 +27,45 @@ namespace xendump::reader {
 constexpr size_t kCachedChunks = 8;
 
 DumpFile::DumpFile(std::string path, const Identities& get_identities) : path_(std::move(path)) {
+    if (s3::is_url(path_)) {
+        auto object = s3::open_object(path_);
+        object_ = object.get();
+        in_ = std::move(object);
+        size_ = in_->size();
+        open_age(get_identities);
+        return;
+    }
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd_ < 0) throw_errno("cannot open", path_);
     take_size();
     // Regular files never block; clear the flag all the same for the reads.
     if (int fl = ::fcntl(fd_, F_GETFL); fl >= 0) ::fcntl(fd_, F_SETFL, fl & ~O_NONBLOCK);
-    if (!starts_as_age(fd_, size_)) return;
     try {
-        const std::vector<age::Identity> identities = get_identities ? get_identities() : std::vector<age::Identity>{};
-        if (identities.empty()) {
-            // The header is parsed all the same: a damaged one says so first.
-            const age::FileHeader h = age::read_header(fd_, path_);
-            throw Error("encrypted (age, " + std::to_string(h.header.stanzas.size()) +
-                            " recipients): an identity (private key) is needed to read it",
-                        path_);
-        }
-        age_ = std::make_unique<age::Decryptor>(fd_, path_, identities, kCachedChunks);
+        open_age(get_identities);
     } catch (...) {
         ::close(fd_);
         throw;
     }
+}
+
+void DumpFile::open_age(const Identities& get_identities) {
+    if (!starts_as_age(*in_)) return;
+    const std::vector<age::Identity> identities = get_identities ? get_identities() : std::vector<age::Identity>{};
+    if (identities.empty()) {
+        // The header is parsed all the same: a damaged one says so first.
+        const age::FileHeader h = age::read_header(*in_);
+        throw Error("encrypted (age, " + std::to_string(h.header.stanzas.size()) +
+                        " recipients): an identity (private key) is needed to read it",
+                    path_);
+    }
+    age_ = std::make_unique<age::Decryptor>(*in_, identities, kCachedChunks);
     size_ = age_->size();
+}
+
+std::optional<StoreInfo> DumpFile::store() const {
+    if (!object_) return std::nullopt;
+    const auto f = object_->fetched();
+    return StoreInfo{path_, object_->size(), object_->block_size(), f.requests, f.bytes};
 }
 
 DumpFile::Identities DumpFile::identities_of(const OpenOptions& options) {
@@ -64,6 +84,12 @@ bool starts_as_age(int fd, uint64_t size) {
     if (size < sizeof head) return false;
     const long n = util::pread_full(fd, head, sizeof head, 0);
     return n == static_cast<long>(sizeof head) && std::string_view(head, sizeof head) == kAgeFirstLine;
+}
+
+bool starts_as_age(const io::RandomAccess& in) {
+    std::array<char, kAgeFirstLine.size()> head{};
+    return in.size() >= head.size() && in.read_at(0, std::as_writable_bytes(std::span(head))) == head.size() &&
+           std::string_view(head.data(), head.size()) == kAgeFirstLine;
 }
 
 std::optional<EncryptionInfo> DumpFile::encryption() const {
@@ -92,10 +118,11 @@ void DumpFile::take_size() {
                     path_);
     }
     size_ = static_cast<uint64_t>(st.st_size);
+    in_ = std::make_unique<io::FdRandomAccess>(fd_, size_, path_);
 }
 
 DumpFile::~DumpFile() {
-    age_.reset();  // it reads fd_
+    age_.reset();  // it reads in_, which reads fd_
     if (fd_ >= 0) ::close(fd_);
 }
 
@@ -133,11 +160,14 @@ void DumpFile::read_stored(uint64_t offset, std::span<std::byte> out, const std:
         if (got < out.size()) throw Error(structure + ": the plaintext ends early", path_, offset + got);
         return;
     }
-    const long n = util::pread_full(fd_, out.data(), out.size(), offset);
-    if (n < 0) throw_errno(structure + ": read failed", path_, offset);
-    const uint64_t end = offset + static_cast<uint64_t>(n);
-    if (static_cast<size_t>(n) < out.size())
-        throw Error(structure + ": file shrank while reading (end at " + hex(end) + ")", path_, end);
+    size_t n = 0;
+    try {
+        n = in_->read_at(offset, out);
+    } catch (const Error& e) {
+        throw Error(structure + ": " + e.message(), path_, offset, e.sys_errno());
+    }
+    const uint64_t end = offset + n;
+    if (n < out.size()) throw Error(structure + ": file shrank while reading (end at " + hex(end) + ")", path_, end);
 }
 
 std::vector<std::byte> DumpFile::read_bytes(uint64_t offset, uint64_t size, const std::string& structure) const {

@@ -25,6 +25,14 @@ class Decryptor;
 class Identity;
 }  // namespace xendump::age
 
+namespace xendump::io {
+class RandomAccess;
+}
+
+namespace xendump::s3 {
+class ObjectReader;
+}
+
 namespace xendump::reader {
 
 class FlattenedImage;
@@ -34,6 +42,7 @@ inline constexpr std::string_view kAgeFirstLine = "age-encryption.org/v1\n";
 
 // Whether the regular file open at `fd` (`size` bytes) starts with kAgeFirstLine.
 bool starts_as_age(int fd, uint64_t size);
+bool starts_as_age(const io::RandomAccess& in);
 
 class DumpFile {
 public:
@@ -47,6 +56,9 @@ public:
     static Identities identities_of(const OpenOptions& options);
     // An encrypted file is decrypted with the first identity that matches;
     // without identities it is refused (Error saying it is encrypted).
+    // `path` s3://BUCKET/KEY reads an object of the store through ranged
+    // GETs (store/object_reader.hpp; the client's settings from the
+    // environment), as it reads a file.
     explicit DumpFile(std::string path, const Identities& identities = {});
     // A regular file already open for reading (its fd now owned), named
     // `name` in errors: a file the library wrote itself (a temporary one).
@@ -55,15 +67,18 @@ public:
     DumpFile(const DumpFile&) = delete;
     DumpFile& operator=(const DumpFile&) = delete;
 
-    // The file's own fd: for advice (posix_fadvise) and, when !encrypted(),
-    // for reading its bytes where they lie (copy_file_range).
+    // The file's own fd: for advice (posix_fadvise) and, when in_place(),
+    // for reading its bytes where they lie (copy_file_range); -1 for an
+    // object in the store.
     int fd() const noexcept { return fd_; }
     // Of the plaintext when encrypted, of the carried file when flattened.
     uint64_t size() const noexcept { return size_; }
     const std::string& path() const noexcept { return path_; }
     bool encrypted() const noexcept { return age_ != nullptr; }
-    // Whether the bytes read lie in fd() at their offsets: neither encrypted nor flattened.
-    bool in_place() const noexcept { return !age_ && !flat_; }
+    // Whether the bytes read lie in fd() at their offsets: a local file, neither encrypted nor flattened.
+    bool in_place() const noexcept { return fd_ >= 0 && !age_ && !flat_; }
+    // An object in the store: what reading it has fetched so far (nullopt for a file).
+    std::optional<StoreInfo> store() const;
 
     // When the bytes (the plaintext of an encrypted file) are a flattened
     // stream, reads go from now on to the file it carries: size() and
@@ -84,12 +99,16 @@ public:
 
 private:
     void take_size();  // closes fd_ and throws unless it is a regular file
+    void open_age(const Identities& identities);  // when in_ starts as an age file
     // Exactly out.size() bytes of the plaintext at `offset` (inside stored_size()).
     void read_stored(uint64_t offset, std::span<std::byte> out, const std::string& structure) const;
 
     std::string path_;
     int fd_ = -1;
     uint64_t size_ = 0;
+    // What the bytes are read from: fd_ (a file), or an object in the store.
+    std::unique_ptr<io::RandomAccess> in_;
+    const s3::ObjectReader* object_ = nullptr;  // in_, when it is an object
     // Encrypted: the decryptor, read from several threads at once (verify's
     // two hashing threads): its chunk cache has its own lock, held only to
     // look a chunk up or keep it, never while one is decrypted.

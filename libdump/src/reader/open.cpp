@@ -9,6 +9,8 @@
 #include <cstring>
 
 #include "age/age.hpp"
+#include "io/random_access.hpp"
+#include "store/object_reader.hpp"
 #include "reader/check_error.hpp"
 #include "reader/checked.hpp"
 #include "reader/reader_impl.hpp"
@@ -54,6 +56,7 @@ private:
     void load_trailer();
     void load_unreadable(const Note* note);
     void build_runs();
+    bool runs_from_loads();
 
     DumpReader::Impl& d_;
 };
@@ -145,7 +148,7 @@ void Loader::load_v1() {
     load_v1_table();
     load_pages();
     load_trailer();
-    build_runs();
+    if (!runs_from_loads()) build_runs();
 }
 
 // The notes a v1 note segment and a kdump note area share (xen-dump-core(5) "Notes").
@@ -443,19 +446,56 @@ void Loader::load_unreadable(const Note* u) {
 }
 
 // One pass over the table, a window at a time.
-void Loader::build_runs() {
-    uint64_t prev = kAllOnes;
-    d_.table.scan([&](uint64_t i, const PageEntry& e) {
-        if (!d_.runs.empty() && i > 0 && prev != kAllOnes && e.pfn == prev + 1)
-            ++d_.runs.back().count;
-        else
-            d_.runs.push_back({e.pfn, 1, d_.pages_offset + i * format::kPageSize, i});
-        prev = e.pfn;
-        return true;
-    });
+void Loader::build_runs() { d_.runs = runs_of_table(d_); }
+
+// v1: the runs as the PT_LOADs state them (xen-dump-core(5) "Program
+// headers": one a maximal run of present pfns, in the table's order, over
+// its pages' slots), when they state them consistently, so that open need
+// not read the whole table: 16 bytes a page, 16 MiB for a 4 GiB guest, which
+// a reader of an object in the store would fetch by ranged GETs just to
+// open it. Verify still holds the PT_LOADs against the table (verify.cpp
+// check_segments). False when they are not such runs: the table says.
+bool Loader::runs_from_loads() {
+    std::vector<PageRun> runs;
+    uint64_t index = 0;
+    const auto& segs = d_.elf.segments;
+    for (size_t i = 0; i < segs.size(); ++i) {
+        if (&segs[i] == d_.note_segment) continue;
+        const auto& p = segs[i].phdr;
+        if (p.p_type != PT_LOAD) return false;
+        // The guest kernel's image mapping, last, over bytes of a run.
+        if (p.p_vaddr != 0 && i + 1 == segs.size() && !runs.empty()) break;
+        if (p.p_vaddr != 0 || p.p_paddr % format::kPageSize != 0 || p.p_filesz % format::kPageSize != 0 ||
+            p.p_filesz == 0 || p.p_memsz != p.p_filesz)
+            return false;
+        const uint64_t first = p.p_paddr / format::kPageSize, count = p.p_filesz / format::kPageSize;
+        // Ascending and maximal (a run that goes on where the last ended is not one).
+        if (!runs.empty() && first <= runs.back().first_pfn + runs.back().count) return false;
+        if (count > d_.table_raw_count - index || p.p_offset != d_.pages_offset + index * format::kPageSize)
+            return false;
+        runs.push_back({first, count, p.p_offset, index});
+        index += count;
+    }
+    if (index != d_.table_raw_count) return false;
+    d_.runs = std::move(runs);
+    return true;
 }
 
 }  // namespace
+
+std::vector<PageRun> reader::runs_of_table(const DumpReader::Impl& d) {
+    std::vector<PageRun> runs;
+    uint64_t prev = kAllOnes;
+    d.table.scan([&](uint64_t i, const PageEntry& e) {
+        if (!runs.empty() && i > 0 && prev != kAllOnes && e.pfn == prev + 1)
+            ++runs.back().count;
+        else
+            runs.push_back({e.pfn, 1, d.pages_offset + i * format::kPageSize, i});
+        prev = e.pfn;
+        return true;
+    });
+    return runs;
+}
 
 DumpReader DumpReader::open(const std::filesystem::path& path) { return open(path, OpenOptions{}); }
 
@@ -480,13 +520,22 @@ DumpReader DumpReader::open(const std::filesystem::path& path, const OpenOptions
 
 std::optional<EncryptionInfo> encryption_of(const std::filesystem::path& path) {
     const std::string name = path.string();
-    UniqueFd fd(::open(name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-    if (!fd) throw_errno("cannot open", name);
-    struct stat st{};
-    if (::fstat(fd.get(), &st) != 0) throw_errno("cannot stat", name);
-    // Not a regular file: not one to decrypt (open() says what it is).
-    if (!S_ISREG(st.st_mode) || !starts_as_age(fd.get(), static_cast<uint64_t>(st.st_size))) return std::nullopt;
-    const age::FileHeader h = age::read_header(fd.get(), name);
+    std::unique_ptr<io::RandomAccess> in;
+    UniqueFd fd;
+    if (s3::is_url(name)) {
+        // The header alone is read: small blocks (it is a few hundred bytes).
+        in = s3::open_object(name, 64 << 10);
+    } else {
+        fd.reset(::open(name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+        if (!fd) throw_errno("cannot open", name);
+        struct stat st{};
+        if (::fstat(fd.get(), &st) != 0) throw_errno("cannot stat", name);
+        // Not a regular file: not one to decrypt (open() says what it is).
+        if (!S_ISREG(st.st_mode)) return std::nullopt;
+        in = std::make_unique<io::FdRandomAccess>(fd.get(), static_cast<uint64_t>(st.st_size), name);
+    }
+    if (!starts_as_age(*in)) return std::nullopt;
+    const age::FileHeader h = age::read_header(*in);
     EncryptionInfo out;
     for (const age::Stanza& s : h.header.stanzas) out.recipient_types.push_back(s.args.empty() ? std::string() : s.args[0]);
     out.file_size = h.file_size;

@@ -23,6 +23,7 @@ const std::filesystem::path& DumpReader::path() const { return impl_->path; }
 FileFormat DumpReader::format() const { return impl_->format; }
 uint64_t DumpReader::file_size() const { return impl_->file->size(); }
 std::optional<EncryptionInfo> DumpReader::encryption() const { return impl_->file->encryption(); }
+std::optional<StoreInfo> DumpReader::store() const { return impl_->file->store(); }
 std::optional<FlattenedInfo> DumpReader::flattened() const {
     const reader::FlattenedImage* f = impl_->file->flattened();
     if (!f) return std::nullopt;

@@ -98,6 +98,9 @@ struct XENDUMP_READER_IMPL_VISIBILITY DumpReader::Impl {
 };
 
 namespace reader {
+// The maximal runs of present pfns, from one pass over the table (v1 files
+// whose PT_LOADs do not state them, xen_elf files; verify for every v1 file).
+std::vector<PageRun> runs_of_table(const DumpReader::Impl& d);
 std::vector<Finding> run_checks(const DumpReader::Impl& d, const VerifyOptions& options);
 std::vector<Finding> check_digests(const DumpReader::Impl& d, const VerifyOptions& options);
 // The checks of a compact (kdump) file, digests included when asked.

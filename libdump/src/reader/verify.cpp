@@ -191,7 +191,9 @@ void Checker::check_segments() {
             add("load-runs", s.structure(), s.header_offset,
                 "p_type " + hex(s.phdr.p_type) + " after the PT_NOTE; only PT_LOADs may follow");
     }
-    const auto& runs = d_.runs;
+    // The table's runs (the reader may have taken its runs from these very
+    // PT_LOADs: open.cpp runs_from_loads).
+    const std::vector<PageRun> runs = runs_of_table(d_);
     for (size_t i = 0; i < std::min(loads.size(), runs.size()); ++i) {
         const Segment& s = *loads[i];
         const PageRun& r = runs[i];
