@@ -80,7 +80,8 @@ inline std::vector<std::string> files_with_marker(const std::vector<std::filesys
     for (const auto& e : std::filesystem::directory_iterator("/proc/" + pid + "/fd", ec)) {
         std::error_code lec;
         const std::string target = std::filesystem::read_symlink(e.path(), lec).string();
-        if (lec || !inside(target)) continue;
+        // Only files: the service also holds the dump directory open (its fsync).
+        if (lec || !inside(target) || !std::filesystem::is_regular_file(e.path(), lec)) continue;
         if (contains(slurp(e.path()), marker)) found.push_back(target + " (open as " + e.path().string() + ")");
     }
     return found;

@@ -12,8 +12,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <random>
 
 #include "age/age.hpp"
@@ -280,11 +283,12 @@ TEST(EncryptingOutput, DescriptorsInOrderKeepFewChunks) {
 }
 
 // The writes of one sequence of calls, sealed on 1 and on several threads:
-// the same chunks at the same offsets in the same order (several threads
-// write runs of consecutive chunks at once: cut into chunks, the writes are
-// the same), every one sealed once (the Encryptor refuses a second time),
-// decrypting to the same bytes. The file has many more chunks than the pool has slots, a reserved
-// head filled last (a compact file) and a held range (a v1 head).
+// the same chunks at the same offsets (cut into chunks: runs of consecutive
+// chunks are written at once), in the same order for an in-order output,
+// in any order for a positional one, every one sealed once (the Encryptor
+// refuses a second time), decrypting to the same bytes. The file has many
+// more chunks than the pool has slots, a reserved head filled last (a
+// compact file) and a held range (a v1 head).
 TEST(EncryptingOutput, SameWritesAndBytesForAnyNumberOfThreads) {
     const age::Identity id = age::Identity::generate();
     const std::vector<age::Recipient> to{id.recipient()};
@@ -294,17 +298,19 @@ TEST(EncryptingOutput, SameWritesAndBytesForAnyNumberOfThreads) {
     struct Run {
         std::vector<std::pair<uint64_t, uint64_t>> writes;  // (offset, size) in order, cut at chunk ends
         std::vector<std::byte> plain;
-        size_t slots = 0, emits = 0;
+        size_t slots = 0;
     };
-    auto run = [&](unsigned threads) {
+    using Placing = io::EncryptingOutput::Placing;
+    auto run = [&](unsigned threads, Placing placing) {
         Run r;
         const fs::path p = dir / ("t" + std::to_string(threads));
         UniqueFd fd(::open(p.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+        std::mutex m;  // positional: emits from the sealing threads
         {
             io::EncryptingOutput out(
                 to,
                 [&](uint64_t at, std::span<const uint8_t> b) {
-                    ++r.emits;
+                    std::lock_guard lock(m);
                     // The head, then sealed chunks at their places, cut at the chunks' ends.
                     const uint64_t head_end = r.writes.empty() ? at + b.size() : r.writes.front().second;
                     for (uint64_t o = at, end = at + b.size(); o < end;) {
@@ -317,14 +323,16 @@ TEST(EncryptingOutput, SameWritesAndBytesForAnyNumberOfThreads) {
                     ASSERT_EQ(::pwrite(fd.get(), b.data(), b.size(), static_cast<off_t>(at)),
                               static_cast<ssize_t>(b.size()));
                 },
-                p.string(), threads);
+                p.string(), threads, placing);
             r.slots = out.seal_slots();
             out.begin();
             out.reserve(0, head.size());
             out.hold(head.size(), 100);
             out.put(head.size(), pages.data(), 100);
-            for (uint64_t at = 100; at < pages.size(); at += 30000)
-                out.put(head.size() + at, pages.data() + at, std::min<uint64_t>(30000, pages.size() - at));
+            // Pieces within a chunk and runs of whole chunks sealed from the caller's bytes.
+            const uint64_t steps[] = {30000, 9 * kChunkSize + 123, 70000, 40 * kChunkSize};
+            for (uint64_t at = 100, i = 0; at < pages.size(); at += steps[i++ % 4])
+                out.put(head.size() + at, pages.data() + at, std::min<uint64_t>(steps[i % 4], pages.size() - at));
             out.rewrite(0, head);
             out.rewrite(head.size(), std::span(pages).first(100));
             out.finish(head.size() + pages.size());
@@ -336,52 +344,74 @@ TEST(EncryptingOutput, SameWritesAndBytesForAnyNumberOfThreads) {
         EXPECT_EQ(d.read(0, std::span(reinterpret_cast<uint8_t*>(r.plain.data()), r.plain.size())), r.plain.size());
         return r;
     };
-    const Run one = run(1);
-    EXPECT_EQ(one.slots, 0u);
+    using Out = io::EncryptingOutput;
+    const Run one = run(1, Placing::in_order);
+    EXPECT_EQ(one.slots, Out::kChunksPerJob);
     ASSERT_EQ(one.plain.size(), head.size() + pages.size());
     EXPECT_TRUE(std::equal(head.begin(), head.end(), one.plain.begin()));
     EXPECT_TRUE(std::equal(pages.begin(), pages.end(), one.plain.begin() + static_cast<std::ptrdiff_t>(head.size())));
-    for (unsigned threads : {2u, 4u, 7u}) {
-        SCOPED_TRACE("threads " + std::to_string(threads));
-        const Run n = run(threads);
-        EXPECT_EQ(n.slots, threads * io::EncryptingOutput::kSealSlotsPerThread);
-        EXPECT_LT(n.slots, one.writes.size() / 3);  // every slot is used several times
-        EXPECT_EQ(n.writes, one.writes);
-        EXPECT_LT(n.emits, one.emits);  // runs of chunks written at once
-        EXPECT_TRUE(n.plain == one.plain);
-    }
+    auto sorted = one.writes;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_TRUE(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());  // each place written once
+    for (Placing placing : {Placing::in_order, Placing::positional})
+        for (unsigned threads : {1u, 2u, 4u, 7u}) {
+            SCOPED_TRACE("threads " + std::to_string(threads) + (placing == Placing::positional ? ", positional" : ""));
+            const Run n = run(threads, placing);
+            EXPECT_EQ(n.slots, threads > 1 ? (threads + 1) * Out::kSlotsPerThread * Out::kChunksPerJob : Out::kChunksPerJob);
+            if (placing == Placing::in_order) {
+                EXPECT_EQ(n.writes, one.writes);
+            } else {
+                auto w = n.writes;
+                std::sort(w.begin(), w.end());
+                EXPECT_EQ(w, sorted);
+            }
+            EXPECT_TRUE(n.plain == one.plain);
+        }
 }
 
 // A write that fails (a full disk) while chunks are sealed on other
-// threads is an Error from the call that wrote, nothing written after it;
-// the pool's threads end with the output.
+// threads is an Error from the call that wrote, naming the failed write's
+// offset; nothing is written once the call has returned (in order: nothing
+// after the failed write); the pool's threads end with the output.
 TEST(EncryptingOutput, AWriteErrorWithChunksInFlightReachesTheCaller) {
+    using Out = io::EncryptingOutput;
     const std::vector<age::Recipient> to{age::Identity::generate().recipient()};
     const auto data = bytes_of(100 * kChunkSize, 23);
-    size_t written = 0, after_error = 0;
-    bool failed = false;
-    {
-        io::EncryptingOutput out(
-            to,
-            [&](uint64_t at, std::span<const uint8_t>) {
-                if (failed) ++after_error;
-                if (++written == 3) {
-                    failed = true;
-                    throw Error("write failed", "mem", at, ENOSPC);
-                }
-            },
-            "mem", 4);
-        out.begin();
-        try {
-            out.put(0, data.data(), data.size());
-            out.finish(data.size());
-            ADD_FAILURE() << "the write error was lost";
-        } catch (const Error& e) {
-            EXPECT_EQ(e.offset(), out.file_offset(4 * kChunkSize));
+    for (Out::Placing placing : {Out::Placing::in_order, Out::Placing::positional}) {
+        SCOPED_TRACE(placing == Out::Placing::positional ? "positional" : "in order");
+        std::atomic<size_t> written = 0, after_error = 0, after_return = 0;
+        std::atomic<bool> failed = false, returned = false;
+        uint64_t fail_at = 0;  // the third write: the head, chunks 0-3, chunks 4-7 (in order)
+        {
+            Out out(
+                to,
+                [&](uint64_t at, std::span<const uint8_t>) {
+                    if (returned) ++after_return;
+                    if (failed && placing == Out::Placing::in_order) ++after_error;
+                    if (at == fail_at) {
+                        failed = true;
+                        throw Error("write failed", "mem", at, ENOSPC);
+                    }
+                    ++written;
+                },
+                "mem", 4, placing);
+            fail_at = out.file_offset(Out::kChunksPerJob * kChunkSize);
+            out.begin();
+            try {
+                out.put(0, data.data(), data.size());
+                out.finish(data.size());
+                ADD_FAILURE() << "the write error was lost";
+            } catch (const Error& e) {
+                returned = true;
+                EXPECT_EQ(e.offset(), fail_at);
+            }
         }
+        if (placing == Out::Placing::in_order) {
+            EXPECT_EQ(written, 2u);  // the head, chunks 0-3
+        }
+        EXPECT_EQ(after_error, 0u);
+        EXPECT_EQ(after_return, 0u);
     }
-    EXPECT_EQ(written, 3u);  // the head, chunks 0-3 (one run), then the failing run from chunk 4
-    EXPECT_EQ(after_error, 0u);
 }
 
 TEST(SealedTempFile, ReadsBackWhatWasWrittenAndHoldsNoPlaintext) {

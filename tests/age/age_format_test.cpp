@@ -94,6 +94,30 @@ TEST_F(Fixture, ChunksSealedInAnyOrderMakeTheSameFile) {
     EXPECT_TRUE(decrypt_file(file, ids) == plain);
 }
 
+// A chunk gathered from the pages where they lie (io::EncryptingOutput):
+// pieces of any size, empty ones among them, seal to what the whole would.
+TEST_F(Fixture, ChunksSealedFromPiecesDecryptAsTheWhole) {
+    Bytes plain = random_plaintext(2 * kChunkSize + 5000, 4);
+    Encryptor enc(rcpt);
+    Bytes out(enc.file_size(plain.size()));
+    std::copy(enc.head().begin(), enc.head().end(), out.begin());
+    const std::vector<std::vector<size_t>> cuts{{1, 63, 0, 64, 4095, 17, 4096}, {kChunkSize}, {4999, 1}};
+    for (uint64_t i = 0; i < 3; ++i) {
+        const bool last = i == 2;
+        auto whole = std::span<const uint8_t>(plain).subspan(i * kChunkSize, last ? 5000 : kChunkSize);
+        std::vector<std::span<const uint8_t>> pieces;
+        size_t at = 0;
+        for (size_t n : cuts[i]) {
+            pieces.push_back(whole.subspan(at, n));
+            at += n;
+        }
+        pieces.push_back(whole.subspan(at));  // the rest
+        enc.seal(i, pieces, last, std::span(out).subspan(enc.chunk_offset(i), whole.size() + kTagSize));
+    }
+    write_file(file, out);
+    EXPECT_TRUE(decrypt_file(file, ids) == plain);
+}
+
 TEST_F(Fixture, EncryptorRefusesToSealAChunkTwiceOrAfterTheLast) {
     Encryptor enc(rcpt);
     Bytes full(kChunkSize), out(kChunkSize + kTagSize), small(10), small_out(10 + kTagSize);

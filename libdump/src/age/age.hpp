@@ -147,6 +147,8 @@ public:
     // Seals chunk `index`: `plain` is kChunkSize bytes unless `last`; the last
     // chunk is empty only when it is chunk 0. `out` has plain.size() + 16 bytes.
     void seal(uint64_t index, std::span<const uint8_t> plain, bool last, std::span<uint8_t> out);
+    // The same, the chunk's plaintext given in pieces that follow each other.
+    void seal(uint64_t index, std::span<const std::span<const uint8_t>> plain, bool last, std::span<uint8_t> out);
     // True when the last chunk and every chunk before it were sealed.
     bool complete() const;
 

@@ -162,13 +162,27 @@ bool equal_ct(std::span<const uint8_t> a, std::span<const uint8_t> b) {
 
 void aead_seal(std::span<const uint8_t, kKeySize> key, std::span<const uint8_t, kAeadNonceSize> nonce,
                std::span<const uint8_t> plain, std::span<uint8_t> out) {
-    if (out.size() != plain.size() + kTagSize) throw Error("aead_seal: output of the wrong size");
+    aead_seal(key, nonce, std::span(&plain, 1), out);
+}
+
+void aead_seal(std::span<const uint8_t, kKeySize> key, std::span<const uint8_t, kAeadNonceSize> nonce,
+               std::span<const std::span<const uint8_t>> plain, std::span<uint8_t> out) {
+    size_t size = 0;
+    for (const auto& p : plain) size += p.size();
+    if (out.size() != size + kTagSize) throw Error("aead_seal: output of the wrong size");
     auto ctx = cipher_ctx(key, nonce, 1);
-    int n = 0, m = 0;
-    if (EVP_CipherUpdate(ctx.get(), out.data(), &n, plain.data(), static_cast<int>(plain.size())) != 1 ||
-        EVP_CipherFinal_ex(ctx.get(), out.data() + n, &m) != 1 ||
-        static_cast<size_t>(n + m) != plain.size() ||
-        EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_GET_TAG, kTagSize, out.data() + plain.size()) != 1)
+    // OpenSSL's ChaCha20-Poly1305 takes its input in pieces of any size:
+    // the stream cipher and the MAC carry their partial blocks over.
+    size_t done = 0;  // the ciphertext's bytes out so far
+    for (const auto& p : plain) {
+        int n = 0;
+        if (!p.empty() && EVP_CipherUpdate(ctx.get(), out.data() + done, &n, p.data(), static_cast<int>(p.size())) != 1)
+            fail("ChaCha20-Poly1305 encryption failed");
+        done += static_cast<size_t>(n);
+    }
+    int m = 0;
+    if (done > size || EVP_CipherFinal_ex(ctx.get(), out.data() + done, &m) != 1 || done + static_cast<size_t>(m) != size ||
+        EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_GET_TAG, kTagSize, out.data() + size) != 1)
         fail("ChaCha20-Poly1305 encryption failed");
 }
 

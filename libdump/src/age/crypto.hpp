@@ -93,6 +93,10 @@ inline constexpr size_t kTagSize = 16;
 inline constexpr size_t kAeadNonceSize = 12;
 void aead_seal(std::span<const uint8_t, kKeySize> key, std::span<const uint8_t, kAeadNonceSize> nonce,
                std::span<const uint8_t> plain, std::span<uint8_t> out);
+// The same, the plaintext given in pieces that follow each other (a chunk
+// gathered from the pages where they lie, not copied together first).
+void aead_seal(std::span<const uint8_t, kKeySize> key, std::span<const uint8_t, kAeadNonceSize> nonce,
+               std::span<const std::span<const uint8_t>> plain, std::span<uint8_t> out);
 // The reverse: false (and `out` wiped) when the tag does not authenticate.
 // `out` has sealed.size() - 16 bytes.
 [[nodiscard]] bool aead_open(std::span<const uint8_t, kKeySize> key,

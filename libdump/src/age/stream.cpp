@@ -57,12 +57,18 @@ uint64_t Encryptor::file_size(uint64_t plaintext_size) const noexcept {
 }
 
 void Encryptor::seal(uint64_t index, std::span<const uint8_t> plain, bool last, std::span<uint8_t> out) {
-    if (plain.size() > kChunkSize || (!last && plain.size() != kChunkSize))
-        throw Error("age: " + chunk_name(index) + " has " + std::to_string(plain.size()) + " bytes; every chunk but the last has " +
+    seal(index, std::span(&plain, 1), last, out);
+}
+
+void Encryptor::seal(uint64_t index, std::span<const std::span<const uint8_t>> plain, bool last, std::span<uint8_t> out) {
+    size_t size = 0;
+    for (const auto& p : plain) size += p.size();
+    if (size > kChunkSize || (!last && size != kChunkSize))
+        throw Error("age: " + chunk_name(index) + " has " + std::to_string(size) + " bytes; every chunk but the last has " +
                     std::to_string(kChunkSize) + ", the last at most that");
-    if (last && plain.empty() && index != 0)
+    if (last && size == 0 && index != 0)
         throw Error("age: the last chunk may be empty only when it is the only one (" + chunk_name(index) + ")");
-    if (out.size() != plain.size() + kTagSize) throw Error("age: the output of " + chunk_name(index) + " is of the wrong size");
+    if (out.size() != size + kTagSize) throw Error("age: the output of " + chunk_name(index) + " is of the wrong size");
     {
         std::lock_guard lock(mutex_);
         if (last_ && index > *last_)

@@ -4,7 +4,6 @@
 #include <array>
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -21,23 +20,56 @@ const uint8_t* zero_chunk() {
     static const std::vector<uint8_t> zeros(kChunk);
     return zeros.data();
 }
+
+// A position in the bytes of a list of buffers (put()'s): element `v`,
+// `skip` bytes into it.
+struct Cursor {
+    std::span<const iovec> iov;
+    size_t v = 0;
+    uint64_t skip = 0;
+
+    // Where the next byte is (one at least is left).
+    const iovec* here() {
+        while (skip == iov[v].iov_len) ++v, skip = 0;
+        return &iov[v];
+    }
+    // Moves past `n` bytes, giving each piece to f(its bytes or nullptr for zeros, size).
+    template <class F>
+    void pass(uint64_t n, F&& f) {
+        while (n > 0) {
+            const iovec* e = here();
+            const uint64_t k = std::min(n, e->iov_len - skip);
+            f(e->iov_base ? static_cast<const uint8_t*>(e->iov_base) + skip : nullptr, k);
+            skip += k;
+            n -= k;
+        }
+    }
+};
 }  // namespace
 
-// Chunks sealed on worker threads, written in the order given (see the
-// header). The caller's thread owns the order: it gives the chunks, writes
-// each job once sealed, and seals one itself rather than wait idle. A job is
-// a run of up to kChunksPerJob consecutive chunks (the stream's are): one
-// wake-up of a worker and one write for all of them, as they lie side by
-// side in the file too.
+// Seals the chunks queued by one call of the output, then writes them (see
+// the header), on `workers` threads and the caller's, and returns when all
+// are written: their plaintext is the caller's, borrowed for the call. A job
+// is a run of up to kChunksPerJob chunks that lie side by side in the file:
+// one wake-up of a thread, one write. A job takes a slot (its sealed bytes)
+// while it is sealed and, for an in-order output, until the caller has
+// written it.
 class EncryptingOutput::SealPool {
 public:
-    static constexpr size_t kChunksPerJob = 4;
-    static_assert(kSealSlotsPerThread % kChunksPerJob == 0);
+    struct Item {
+        uint64_t index = 0, size = 0;
+        Plain plain;
+        bool last = false;
+    };
 
-    SealPool(age::Encryptor& enc, const Emit& emit, unsigned threads)
-        : enc_(enc), emit_(emit), slots_(size_t{threads} * kSealSlotsPerThread / kChunksPerJob) {
-        for (Job& j : slots_) free_.push_back(&j);
-        for (unsigned i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
+    SealPool(age::Encryptor& enc, const Emit& emit, const Room& room, bool positional, unsigned workers)
+        : enc_(enc), emit_(emit), room_(room), positional_(positional),
+          slots_(workers ? size_t{workers + 1} * kSlotsPerThread : 1) {
+        for (age::Bytes& s : slots_) {
+            s.resize(kChunksPerJob * age::kSealedChunkSize);
+            free_.push_back(&s);
+        }
+        for (unsigned i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
     }
     ~SealPool() {
         {
@@ -45,162 +77,181 @@ public:
             stop_ = true;
         }
         work_cv_.notify_all();
-        for (std::thread& t : workers_) t.join();
+        for (std::thread& t : threads_) t.join();
     }
     SealPool(const SealPool&) = delete;
     SealPool& operator=(const SealPool&) = delete;
 
     size_t chunks() const noexcept { return slots_.size() * kChunksPerJob; }
+    void add(const Item& item) { items_.push_back(item); }
+    size_t queued() const noexcept { return items_.size(); }
 
-    // Seals chunk `index` (from a copy of `plain`), to be written at `at`
-    // after every chunk given before it.
-    void submit(uint64_t index, uint64_t at, std::span<const uint8_t> plain, bool last) {
-        std::unique_lock lock(mutex_);
-        if (open_ && !(index == open_->index + open_->count && open_->count < kChunksPerJob)) dispatch(lock);
-        if (!open_) {
-            while (free_.empty()) retire_oldest(lock);
-            open_ = free_.back();
-            free_.pop_back();
-            open_->index = index;
-            open_->at = at;
-            open_->count = 0;
-            open_->bytes = 0;
-            open_->last = false;
+    // Seals and writes every chunk queued. An error (a seal's, a write's)
+    // stops what has not started; the one of the first chunk is thrown once
+    // no thread works on the call's chunks any more.
+    void run() {
+        if (items_.empty()) return;
+        if (room_) {
+            uint64_t total = 0;
+            for (const Item& it : items_) total += it.size + age::kTagSize;
+            try {
+                room_(total);
+            } catch (...) {
+                items_.clear();
+                throw;
+            }
         }
-        Job* j = open_;
-        lock.unlock();
-        std::memcpy(j->plain.bytes().data() + j->count * kChunk, plain.data(), plain.size());
-        j->sizes[j->count++] = plain.size();
-        j->bytes += plain.size() + age::kTagSize;
-        j->last = last;
-        lock.lock();
-        // Nothing follows the last chunk; a full job goes at once.
-        if (last || j->count == kChunksPerJob) dispatch(lock);
-        // Write what is sealed already, without waiting for the rest.
-        while (!order_.empty() && order_.front()->state == Job::done) retire_oldest(lock);
-    }
-
-    // Writes every chunk given.
-    void drain() {
         std::unique_lock lock(mutex_);
-        if (open_) dispatch(lock);
-        while (!order_.empty()) retire_oldest(lock);
+        for (size_t i = 0; i < items_.size(); ++i) {
+            const Item& it = items_[i];
+            if (jobs_.empty() || jobs_.back().count == kChunksPerJob || items_[i - 1].index + 1 != it.index)
+                jobs_.push_back(Job{.first = i, .at = enc_.chunk_offset(it.index)});
+            ++jobs_.back().count;
+            jobs_.back().bytes += it.size + age::kTagSize;
+        }
+        next_ = 0;
+        failed_ = false;
+        work_cv_.notify_all();
+        for (size_t e = 0; e < jobs_.size() && !failed_; ++e) {
+            Job& j = jobs_[e];
+            // Seal rather than wait idle.
+            while (j.state == Job::queued || j.state == Job::running) {
+                if (failed_) break;
+                if (can_take())
+                    take(lock, caller_pieces_);
+                else
+                    done_cv_.wait(lock);
+            }
+            if (failed_ || positional_) continue;
+            // In order: the caller writes each job once sealed.
+            lock.unlock();
+            std::exception_ptr error;
+            try {
+                emit_(j.at, std::span<const uint8_t>(j.slot->data(), j.bytes));
+            } catch (...) {
+                error = std::current_exception();
+            }
+            lock.lock();
+            finished(j, error);
+        }
+        done_cv_.wait(lock, [this] { return running_ == 0; });
+        std::exception_ptr error;
+        for (Job& j : jobs_) {
+            if (!error) error = j.error;
+            if (j.slot) free_.push_back(j.slot);  // sealed, not written after an error
+        }
+        jobs_.clear();
+        items_.clear();
+        if (error) std::rethrow_exception(error);
     }
 
 private:
     struct Job {
-        enum State { idle, queued, running, done };
-        uint64_t index = 0, at = 0, bytes = 0;  // the first chunk, where it goes, the sealed bytes
-        size_t count = 0;
-        std::array<size_t, kChunksPerJob> sizes{};
-        bool last = false;  // its last chunk is the file's
-        State state = idle;
-        std::exception_ptr error;
-        age::SecretBuffer plain{kChunksPerJob * kChunk};
-        age::Bytes sealed = age::Bytes(kChunksPerJob * age::kSealedChunkSize);
+        size_t first = 0, count = 0;  // items_[first, first + count)
+        uint64_t at = 0, bytes = 0;   // where its sealed bytes go, how many
+        enum State { queued, running, sealed, done } state = queued;
+        age::Bytes* slot = nullptr;
+        std::exception_ptr error{};
     };
 
-    // The job being filled goes to the workers.
-    void dispatch(std::unique_lock<std::mutex>&) {
-        open_->state = Job::queued;
-        queue_.push_back(open_);
-        order_.push_back(open_);
-        open_ = nullptr;
+    bool can_take() const { return next_ < jobs_.size() && !failed_ && !free_.empty(); }
+
+    // Job `j` is written (or failed): its slot is free.
+    void finished(Job& j, std::exception_ptr error) {
+        if (error) {
+            j.error = error;
+            failed_ = true;
+        }
+        j.state = Job::done;
+        free_.push_back(std::exchange(j.slot, nullptr));
         work_cv_.notify_one();
     }
 
-    void seal(Job& j) noexcept {
+    // Takes the next job and seals it (positional: and writes it) on this thread.
+    void take(std::unique_lock<std::mutex>& lock, std::vector<std::span<const uint8_t>>& pieces) {
+        Job& j = jobs_[next_++];
+        j.slot = free_.back();
+        free_.pop_back();
+        j.state = Job::running;
+        ++running_;
+        lock.unlock();
+        std::exception_ptr error;
         try {
-            for (size_t k = 0; k < j.count; ++k)
-                enc_.seal(j.index + k, std::span(j.plain.bytes().data() + k * kChunk, j.sizes[k]),
-                          j.last && k + 1 == j.count,
-                          std::span(j.sealed.data() + k * age::kSealedChunkSize, j.sizes[k] + age::kTagSize));
+            seal(j, pieces);
+            if (positional_) emit_(j.at, std::span<const uint8_t>(j.slot->data(), j.bytes));
         } catch (...) {
-            j.error = std::current_exception();
+            error = std::current_exception();
         }
+        lock.lock();
+        --running_;
+        if (positional_ || error)
+            finished(j, error);
+        else
+            j.state = Job::sealed;
+        done_cv_.notify_all();
     }
 
-    // Takes a queued job and seals it (on the calling thread).
-    void run_one(std::unique_lock<std::mutex>& lock) {
-        Job* q = queue_.front();
-        queue_.pop_front();
-        q->state = Job::running;
-        lock.unlock();
-        seal(*q);
-        lock.lock();
-        q->state = Job::done;
-        if (waiting_) done_cv_.notify_one();
+    // Each chunk from its pieces where they lie, into the job's slot.
+    void seal(const Job& j, std::vector<std::span<const uint8_t>>& pieces) {
+        for (size_t k = 0; k < j.count; ++k) {
+            const Item& it = items_[j.first + k];
+            pieces.clear();
+            const iovec* v = it.plain.iov ? it.plain.iov : &it.plain.own;
+            for (uint64_t skip = it.plain.skip, left = it.size; left > 0; ++v, skip = 0) {
+                const uint64_t n = std::min<uint64_t>(v->iov_len - skip, left);
+                if (n) pieces.emplace_back(v->iov_base ? static_cast<const uint8_t*>(v->iov_base) + skip : zero_chunk(), n);
+                left -= n;
+            }
+            enc_.seal(it.index, pieces, it.last,
+                      std::span(j.slot->data() + k * age::kSealedChunkSize, it.size + age::kTagSize));
+        }
     }
 
     void work() {
+        std::vector<std::span<const uint8_t>> pieces;
         std::unique_lock lock(mutex_);
         for (;;) {
-            work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+            work_cv_.wait(lock, [this] { return stop_ || can_take(); });
             if (stop_) return;
-            run_one(lock);
+            take(lock, pieces);
         }
-    }
-
-    // Writes the oldest job given, once sealed (sealing a queued one
-    // meanwhile instead of waiting), and frees its slot.
-    void retire_oldest(std::unique_lock<std::mutex>& lock) {
-        Job* j = order_.front();
-        while (j->state != Job::done) {
-            if (!queue_.empty()) {
-                run_one(lock);
-            } else {
-                waiting_ = true;
-                done_cv_.wait(lock);
-                waiting_ = false;
-            }
-        }
-        order_.pop_front();
-        const std::exception_ptr error = std::exchange(j->error, nullptr);
-        lock.unlock();
-        if (!error) {
-            try {
-                // The job's chunks lie side by side in the file: one write.
-                emit_(j->at, std::span<const uint8_t>(j->sealed.data(), j->bytes));
-            } catch (...) {
-                lock.lock();
-                j->state = Job::idle;
-                free_.push_back(j);
-                throw;
-            }
-        }
-        lock.lock();
-        j->state = Job::idle;
-        free_.push_back(j);
-        if (error) std::rethrow_exception(error);
     }
 
     age::Encryptor& enc_;
     const Emit& emit_;
-    std::vector<Job> slots_;
+    const Room& room_;
+    const bool positional_;
+    std::vector<age::Bytes> slots_;
+    std::vector<Item> items_;  // queued by the caller, sealed by run()
+    std::vector<std::span<const uint8_t>> caller_pieces_;
     std::mutex mutex_;
     std::condition_variable work_cv_, done_cv_;
-    std::vector<Job*> free_;
-    Job* open_ = nullptr;     // being filled by the caller
-    std::deque<Job*> queue_;  // given, not taken by a thread yet
-    std::deque<Job*> order_;  // given, not written yet, in the order given
-    bool waiting_ = false;    // the caller waits for a job to be done
+    // Under mutex_ while run() runs:
+    std::vector<Job> jobs_;
+    std::vector<age::Bytes*> free_;
+    size_t next_ = 0;     // the next job to take
+    size_t running_ = 0;  // jobs being sealed (or written) on some thread
+    bool failed_ = false;
     bool stop_ = false;
-    std::vector<std::thread> workers_;
+    std::vector<std::thread> threads_;
 };
 
 EncryptingOutput::EncryptingOutput(std::span<const age::Recipient> recipients, Emit emit, std::string name,
-                                   unsigned threads)
-    : enc_(recipients), emit_(std::move(emit)), name_(std::move(name)), sealed_buf_(age::kSealedChunkSize) {
+                                   unsigned threads, Placing placing, Room room)
+    : enc_(recipients), emit_(std::move(emit)), room_(std::move(room)), name_(std::move(name)) {
     threads = std::min(threads, kMaxWriteThreads);
-    if (threads > 1) pool_ = std::make_unique<SealPool>(enc_, emit_, threads);
+    pool_ = std::make_unique<SealPool>(enc_, emit_, room_, placing == Placing::positional, threads > 1 ? threads : 0);
 }
 
 // The pool's threads go first: they use enc_ and emit_.
 EncryptingOutput::~EncryptingOutput() { pool_.reset(); }
 
-size_t EncryptingOutput::seal_slots() const noexcept { return pool_ ? pool_->chunks() : 0; }
+size_t EncryptingOutput::seal_slots() const noexcept { return pool_->chunks(); }
 
-void EncryptingOutput::begin() { emit_(0, enc_.head()); }
+void EncryptingOutput::begin() {
+    if (room_) room_(enc_.head().size());
+    emit_(0, enc_.head());
+}
 
 uint64_t EncryptingOutput::file_offset(uint64_t plain) const noexcept {
     return enc_.chunk_offset(plain / kChunk) + plain % kChunk;
@@ -221,26 +272,32 @@ bool EncryptingOutput::held(uint64_t index) const {
     return std::any_of(holds_.begin(), holds_.end(), [&](const auto& h) { return h.first < e && b < h.second; });
 }
 
-void EncryptingOutput::seal(uint64_t index, std::span<const uint8_t> plain, bool last) {
+void EncryptingOutput::queue(uint64_t index, const Plain& plain, uint64_t size, bool last) {
     if (index >= sealed_.size()) sealed_.resize(std::max<uint64_t>(index + 1, sealed_.size() * 2));
     sealed_[index] = true;
-    if (pool_) {
-        pool_->submit(index, enc_.chunk_offset(index), plain, last);
-        return;
+    pool_->add({.index = index, .size = size, .plain = plain, .last = last});
+    if (pool_->queued() >= kWindowChunks) seal_queued();
+}
+
+void EncryptingOutput::seal_queued() {
+    try {
+        pool_->run();
+    } catch (...) {
+        retired_.clear();
+        throw;
     }
-    const std::span<uint8_t> out(sealed_buf_.data(), plain.size() + age::kTagSize);
-    enc_.seal(index, plain, last, out);
-    emit_(enc_.chunk_offset(index), out);
+    retired_.clear();
 }
 
 // A chunk is sealed (not as the last) once its 64 KiB are final, no hold
-// covers it and something lies past it.
+// covers it and something lies past it. Its plaintext is kept until then.
 void EncryptingOutput::try_seal(uint64_t index) {
     auto it = pending_.find(index);
     if (it == pending_.end() || it->second.final_bytes != kChunk) return;
     if (extent_ <= (index + 1) * kChunk || held(index)) return;
-    seal(index, it->second.plain.bytes(), false);
+    retired_.push_back(std::move(it->second.plain));
     pending_.erase(it);
+    queue(index, Plain{.own = {retired_.back().bytes().data(), kChunk}}, kChunk, false);
 }
 
 void EncryptingOutput::grow_extent(uint64_t end) {
@@ -252,31 +309,42 @@ void EncryptingOutput::grow_extent(uint64_t end) {
 }
 
 void EncryptingOutput::put(uint64_t offset, const std::byte* data, uint64_t n) {
+    const iovec v{const_cast<std::byte*>(data), n};
+    put(offset, std::span(&v, 1));
+}
+
+void EncryptingOutput::put(uint64_t offset, std::span<const iovec> iov) {
     if (finished_) throw Error("internal error: writing after the end of the encrypted file", name_, offset);
+    uint64_t n = 0;
+    for (const iovec& v : iov) n += v.iov_len;
     if (n == 0) return;
     grow_extent(offset + n);
-    const auto* src = reinterpret_cast<const uint8_t*>(data);
-    uint64_t at = offset;
-    while (at < offset + n) {
+    Cursor c{iov};
+    for (uint64_t at = offset; at < offset + n;) {
         const uint64_t index = at / kChunk, in = at % kChunk;
         const uint64_t len = std::min(kChunk - in, offset + n - at);
-        const uint8_t* from = src ? src + (at - offset) : nullptr;
         if (len == kChunk && !pending_.count(index) && extent_ > (index + 1) * kChunk && !held(index)) {
-            // A whole chunk at once: sealed from the caller's bytes.
+            // A whole chunk at once: sealed from the caller's bytes where they lie.
             if (sealed(index)) pending(index, at);  // throws
-            seal(index, std::span(from ? from : zero_chunk(), kChunk), false);
+            const iovec* from = c.here();
+            queue(index, Plain{.iov = from, .skip = c.skip}, kChunk, false);
+            c.pass(len, [](const uint8_t*, uint64_t) {});
         } else {
             Pending& p = pending(index, at);
             uint8_t* to = p.plain.bytes().data() + in;
-            if (from)
-                std::memcpy(to, from, len);
-            else
-                std::memset(to, 0, len);
+            c.pass(len, [&](const uint8_t* from, uint64_t k) {
+                if (from)
+                    std::memcpy(to, from, k);
+                else
+                    std::memset(to, 0, k);
+                to += k;
+            });
             p.final_bytes += len;
             try_seal(index);
         }
         at += len;
     }
+    seal_queued();
 }
 
 void EncryptingOutput::reserve(uint64_t offset, uint64_t n) {
@@ -289,6 +357,7 @@ void EncryptingOutput::reserve(uint64_t offset, uint64_t n) {
         reserved_.emplace(offset, offset + n);
     }
     grow_extent(offset + n);
+    seal_queued();
 }
 
 void EncryptingOutput::hold(uint64_t offset, uint64_t n) {
@@ -351,6 +420,7 @@ void EncryptingOutput::rewrite(uint64_t offset, std::span<const std::byte> data)
             a += len;
         }
     for (uint64_t index = offset / kChunk; index <= (end - 1) / kChunk; ++index) try_seal(index);
+    seal_queued();
 }
 
 void EncryptingOutput::finish(uint64_t size) {
@@ -363,13 +433,18 @@ void EncryptingOutput::finish(uint64_t size) {
         if (sealed(index)) continue;
         const uint64_t len = index == last ? size - index * kChunk : kChunk;
         auto it = pending_.find(index);
-        const uint8_t* plain = it == pending_.end() ? zero_chunk() : it->second.plain.bytes().data();
-        seal(index, std::span(plain, len), index == last);
-        if (it != pending_.end()) pending_.erase(it);
+        Plain plain;  // zeros, unless some bytes were written
+        if (it != pending_.end()) {
+            retired_.push_back(std::move(it->second.plain));
+            pending_.erase(it);
+            plain.own.iov_base = retired_.back().bytes().data();
+        }
+        plain.own.iov_len = len;
+        queue(index, plain, len, index == last);
     }
+    seal_queued();
     pending_.clear();
     reserved_.clear();
-    if (pool_) pool_->drain();
 }
 
 }  // namespace xendump::io

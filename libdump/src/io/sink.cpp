@@ -44,14 +44,18 @@ Sink::Sink(int fd, bool seekable, bool sparse, std::string name, std::span<const
     : fd_(fd), seekable_(seekable), name_(std::move(name)) {
     if (!recipients.empty()) {
         sparse = false;
+        // A file's sealed chunks are written by the threads that seal them,
+        // at their places (emit() is safe there: it changes nothing of the
+        // Sink when not writing the stream); the room is asked before, here.
         enc_ = std::make_unique<EncryptingOutput>(
             recipients,
             [this](uint64_t at, std::span<const uint8_t> bytes) {
                 iovec v{const_cast<uint8_t*>(bytes.data()), bytes.size()};
-                make_room(bytes.size());
                 emit(at, std::span<const iovec>(&v, 1), false);
             },
-            name_, seal_threads);
+            name_, seal_threads,
+            seekable ? EncryptingOutput::Placing::positional : EncryptingOutput::Placing::in_order,
+            [this](uint64_t n) { make_room(n); });
     }
     init(sparse);
     if (enc_) enc_->begin();
@@ -194,10 +198,8 @@ void Sink::writev(std::span<const iovec> iov) {
     uint64_t total = 0;
     for (const iovec& v : iov) total += v.iov_len;
     if (enc_) {
-        for (const iovec& v : iov) {
-            enc_->put(pos_, static_cast<const std::byte*>(v.iov_base), v.iov_len);
-            pos_ += v.iov_len;
-        }
+        enc_->put(pos_, iov);  // sealed from the buffers where they lie
+        pos_ += total;
         write_behind();
     } else if (obj_) {
         for (const iovec& v : iov) {
