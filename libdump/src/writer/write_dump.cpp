@@ -59,8 +59,8 @@ private:
 };
 
 // The rounds, then what they change: the head (vcpu state), the late keys,
-// the unreadable pages and the digests of the chunks rewritten, read back
-// from the file.
+// the unreadable pages and the digests of every chunk, read back from the
+// file.
 void run_live_rounds(int fd, const std::string& name, const DumpSpec& spec_in, const WriteOptions& options,
                      const writer::LiveRounds& rounds, writer::V1Encoder& encoder, io::Sink& sink,
                      pipeline::PassOutcome& pass, pipeline::FoundNotes& found) {
@@ -85,8 +85,13 @@ void run_live_rounds(int fd, const std::string& name, const DumpSpec& spec_in, c
     const writer::DumpPlan& plan = encoder.plan();
     const uint64_t nr_pages = plan.layout.pages_size / format::kPageSize;
     std::vector<std::byte> chunk;
+    // Every chunk's digest is made again from the file, after the final
+    // round (not only the chunks the rounds rewrote): a running guest's page
+    // can change between the pass hashing it and writing it through a write
+    // the dirty log does not see (a dom0 backend writing through its own
+    // mapping, as the console ring's consumer index in the Xen lab), and the
+    // pass's digest would then not be the file's.
     for (uint64_t c = 0; c < slots.chunks().size(); ++c) {
-        if (!slots.chunks()[c]) continue;
         const uint64_t first = c * format::kDigestChunkPages;
         const uint64_t count = std::min<uint64_t>(format::kDigestChunkPages, nr_pages - first);
         chunk.resize(count * format::kPageSize);
