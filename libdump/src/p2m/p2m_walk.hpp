@@ -152,6 +152,9 @@ public:
 
 private:
     void probe(const std::vector<uint64_t>& gfns, std::vector<PageEntry>& out);
+    // Asks the types of `gfns` and hands them to `use`; false when the
+    // hypervisor refuses (an Error with an errno: refused_ says why).
+    bool with_types(const std::vector<uint64_t>& gfns, const std::function<void(const std::vector<GfnType>&)>& use);
     void typed(const std::vector<uint64_t>& gfns, const std::vector<GfnType>& types, std::vector<PageEntry>& out);
     void map_probe(std::span<const uint64_t> gfns, std::vector<PageEntry>& out);
     void count_device_windows();

@@ -39,6 +39,7 @@
 // pages: a PVH dom0, a device-model domain), never a guest on its own.
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <iterator>
 
 #include "p2m/p2m_walk.hpp"
@@ -100,22 +101,27 @@ void TranslatedProber::typed(const std::vector<uint64_t>& gfns, const std::vecto
                [](const PageEntry& a, const PageEntry& b) { return a.pfn < b.pfn; });
 }
 
+bool TranslatedProber::with_types(const std::vector<uint64_t>& gfns,
+                                  const std::function<void(const std::vector<GfnType>&)>& use) {
+    try {
+        const std::vector<GfnType> types = hv_.gfn_types(domid_, gfns);
+        if (types.size() != gfns.size())
+            throw Error("internal error: " + std::to_string(types.size()) + " page types for " +
+                        std::to_string(gfns.size()) + " gfns", "domain " + std::to_string(domid_));
+        use(types);
+        return true;
+    } catch (const Error& e) {
+        // An Error without an errno is no refusal (a cancel): it goes on up.
+        if (e.sys_errno() == 0) throw;
+        refused_ = e.message() + ": " + std::strerror(e.sys_errno());  // the domain is the warning's
+        return false;
+    }
+}
+
 void TranslatedProber::probe(const std::vector<uint64_t>& gfns, std::vector<PageEntry>& out) {
     if (gfns.empty()) return;
-    if (refused_.empty()) {
-        try {
-            const std::vector<GfnType> types = hv_.gfn_types(domid_, gfns);
-            if (types.size() != gfns.size())
-                throw Error("internal error: " + std::to_string(types.size()) + " page types for " +
-                            std::to_string(gfns.size()) + " gfns", "domain " + std::to_string(domid_));
-            typed(gfns, types, out);
-            return;
-        } catch (const Error& e) {
-            // An Error without an errno is no refusal (a cancel): it goes on up.
-            if (e.sys_errno() == 0) throw;
-            refused_ = e.message() + ": " + std::strerror(e.sys_errno());  // the domain is the warning's
-        }
-    }
+    if (refused_.empty() && with_types(gfns, [&](const std::vector<GfnType>& types) { typed(gfns, types, out); }))
+        return;
     // Refused: every gfn is probed by mapping it, as before page types were
     // asked (a hole pending from earlier types is within these gfns' reach no
     // more: it is mapped first, in order).
@@ -136,12 +142,11 @@ void TranslatedProber::count_device_windows() {
         for (uint64_t gfn = r.first; gfn < std::min(r.end, size_); ++gfn) {
             gfns.push_back(gfn);
             if (gfns.size() == kMapBatch || gfn + 1 == std::min(r.end, size_)) {
-                try {
-                    const std::vector<GfnType> types = hv_.gfn_types(domid_, gfns);
+                const bool answered = with_types(gfns, [&](const std::vector<GfnType>& types) {
                     found_ += std::count(types.begin(), types.end(), GfnType::present);
-                } catch (const Error& e) {
-                    if (e.sys_errno() == 0) throw;
-                    owned_ = 0;  // refused: probe() finds it out again and maps instead
+                });
+                if (!answered) {
+                    owned_ = 0;  // refused (refused_ says why): probe() maps instead
                     return;
                 }
                 gfns.clear();
