@@ -546,6 +546,78 @@ def check_service_encrypted(args, env, tools):
     return row, problems
 
 
+STORE = []  # issue 34: what the host found in the S3 store, printed under the table
+
+
+def check_store(args, env, tools):
+    """Issue 34: dom0's service, given the host's S3 store (tests/s3-lab's
+    Ceph RGW, reached through QEMU's user network) in an [Upload] drop-in,
+    uploaded the crashed guests' dumps; here, `xen-dumpctl list --store`
+    shows the plain one with the crash signature its local sidecar holds and
+    the encrypted one, and `xen-dumpctl verify s3://...` reads the object."""
+    out = args.out
+    problems = []
+    row = {"guest": "store (service, S3)"}
+    s3 = read_env(args.s3_env)
+    setup = env.get("svc.upload.setup", "")
+    if not setup.startswith("active"):
+        return row, [f"dom0 could not set up the upload (svc.upload.setup={setup!r}): "
+                     f"{tail(os.path.join(out, 'svc-journal.txt'))}"]
+    dumps = service_dumps(out, "svc", ".core")
+    if not dumps:
+        return row, ["no local dump of the crash guest to look for in the store"]
+    name = dumps[0]
+    local_sig = ""
+    try:
+        with open(os.path.join(out, "svc", name + ".json")) as f:
+            local_sig = json.load(f).get("crash_signature", "")
+    except (OSError, ValueError):
+        problems.append(f"the local sidecar {name}.json cannot be read")
+    penv = dict(os.environ, AWS_ACCESS_KEY_ID=s3.get("AWS_ACCESS_KEY_ID", ""),
+                AWS_SECRET_ACCESS_KEY=s3.get("AWS_SECRET_ACCESS_KEY", ""),
+                AWS_REGION=s3.get("AWS_REGION", "us-east-1"), AWS_ENDPOINT_URL=s3.get("S3LAB_ENDPOINT", ""))
+    store = f"s3://{s3.get('S3LAB_BUCKET', 'xenlab')}/lab"
+    listing = subprocess.run([tools["xen-dumpctl"], "list", "--store", store, "--json"], capture_output=True,
+                             text=True, env=penv)
+    with open(os.path.join(out, "store-list.json"), "w") as f:
+        f.write(listing.stdout + listing.stderr)
+    text = subprocess.run([tools["xen-dumpctl"], "list", "--store", store, "--utc"], capture_output=True,
+                          text=True, env=penv)
+    with open(os.path.join(out, "store-list.txt"), "w") as f:
+        f.write(text.stdout + text.stderr)
+    try:
+        entries = json.loads(listing.stdout)
+    except ValueError:
+        return row, problems + [f"xen-dumpctl list --store {store} (rc {listing.returncode}): "
+                                f"{listing.stderr.strip()[-300:]}"]
+    ours = [e for e in entries if str(e.get("path", "")).endswith("/" + name)]
+    if not ours:
+        return row, problems + [f"{name} is not in the store's list: {[e.get('path') for e in entries]}"]
+    e = ours[0]
+    row["pages"] = str(e.get("pages", "-"))
+    sig = e.get("crash_signature") or ""
+    if not sig or sig != local_sig:
+        problems.append(f"the store lists {name} with signature {sig!r}, its local sidecar says {local_sig!r}")
+    if e.get("missing") or not e.get("present", True):
+        problems.append(f"the store lists {name} without its dump object")
+    enc = [x for x in entries if str(x.get("path", "")).endswith(".core.age")]
+    if not enc:
+        problems.append("the encrypted dump of crashage is not in the store's list")
+    with open(os.path.join(out, "store-verify.log"), "w") as f:
+        rc = subprocess.run([tools["xen-dumpctl"], "verify", e["path"]], stdout=f, stderr=subprocess.STDOUT,
+                            env=penv).returncode if e.get("path") else 1
+    row["verify"] = "ok (s3://)" if rc == 0 else f"FAIL({rc})"
+    if rc != 0:
+        problems.append(f"xen-dumpctl verify {e.get('path')} failed: {tail(os.path.join(out, 'store-verify.log'))}")
+    row["equal/compared"] = "signature = sidecar's" if sig and sig == local_sig else "signature differs"
+    row["ours s"] = env.get("svc.upload.1.secs", "-") + " to upload"
+    STORE.append(f"xen-dumpctl list --store {store}: {len(entries)} dump(s); {e.get('host', '?')}/{name} "
+                 f"signature {sig or '-'} (its local sidecar: {local_sig or '-'}); uploaded "
+                 f"{env.get('svc.upload.1.secs', '?')} s after its dump; verify of the object: "
+                 f"{'ok' if rc == 0 else 'failed'}; encrypted: {', '.join(x['path'].rsplit('/', 1)[-1] for x in enc) or '-'}")
+    return row, problems
+
+
 DRGN_READ = """import sys, drgn
 prog = drgn.Program()
 prog.set_core_dump(sys.argv[1])
@@ -1080,6 +1152,7 @@ def main():
     parser.add_argument("--service", default="1")
     parser.add_argument("--stage-times", default="")
     parser.add_argument("--summary", default="", help="write passed=N failed=N (one per table row) here")
+    parser.add_argument("--s3-env", default="", help="the host's S3 store (tests/xen-lab/run): check what dom0 uploaded")
     args = parser.parse_args()
     env = read_env(os.path.join(args.out, "results.env"))
     tools = {"xen-dumpctl": os.path.join(args.bin, "xen-dumpctl"),
@@ -1105,6 +1178,11 @@ def main():
         rows.append(row)
         problems += found
         passed, failed = (passed + 1, failed) if not found else (passed, failed + 1)
+        if args.s3_env:
+            row, found = check_store(args, env, tools)
+            rows.append(row)
+            problems += found
+            passed, failed = (passed + 1, failed) if not found else (passed, failed + 1)
     if args.summary:
         with open(args.summary, "w") as f:
             f.write(f"passed={passed}\nfailed={failed}\n")
@@ -1114,6 +1192,10 @@ def main():
     if LIVE:
         print("live dumps (issue 35):")
         for line in LIVE:
+            print("  " + line)
+    if STORE:
+        print("object storage (issue 34):")
+        for line in STORE:
             print("  " + line)
     times = read_env(args.stage_times) if args.stage_times else {}
     print()
