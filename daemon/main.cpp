@@ -21,7 +21,7 @@ namespace {
 
 const char* kUsage =
     "Usage: xen-dumpd [--config FILE] [--host HOST] [--dump-dir DIR] [--socket PATH] [--threads N]\n"
-    "       xen-dumpd --domain ID|NAME [-o PATH|-] [--live[=inconsistent]] [--max-pause MS]\n"
+    "       xen-dumpd --domain ID|NAME [-o PATH|-] [--live[=inconsistent|no]] [--max-pause MS]\n"
     "                 [--live-rounds N] [--leave-paused] [--host HOST] [--dump-dir DIR]\n"
     "                 [--no-digests] [--format v1|kdump] [--compress ALG] [--dump-level N] [-F]\n"
     "                 [-r RECIPIENT]... [-R FILE]... [--threads N] [-q|--quiet]\n"
@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
         const std::string how = p.value("--live").value_or("consistent");
         if (how == "inconsistent") one.live = true;
         else if (how == "consistent") one.precopy.on = true;
-        else return usage_error("--live takes consistent or inconsistent, not '" + how + "'");
+        else if (how == "no") one.paused = true;
+        else return usage_error("--live takes consistent, inconsistent or no, not '" + how + "'");
     }
     try {
         if (auto ms = p.number("--max-pause", 1, 60000)) one.precopy.max_pause = std::chrono::milliseconds(*ms);
@@ -120,8 +121,6 @@ int main(int argc, char** argv) {
     one.flattened = p.has("--flattened");
     if (one.flattened && !(one.format && one.format->kdump && one.output && !one.output->starts_with("s3://")))
         return usage_error("--flattened needs --format kdump and -o FILE (or -o -, which is flattened anyway)");
-    if (one.format && one.format->kdump && one.output && one.output->starts_with("s3://"))
-        return usage_error("--format kdump writes a file: compact dumps are not streamed to object storage yet");
     if (!have_domain) return run_service(service);
     one.config_file = service.config_file;
     one.overrides = service.overrides;

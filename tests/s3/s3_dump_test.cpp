@@ -2,7 +2,7 @@
 // against the s3-lab's RGW: the object holds exactly the bytes of the file
 // the same writer writes (parts kept back for the late rewrites of the head,
 // the page digests written ahead into the trailer), for PV, PVH and HVM
-// sources over several parts; `xen-dumpd --domain N -o s3://...` of
+// sources over several parts, and of a compact file for each compression; `xen-dumpd --domain N -o s3://...` of
 // simulated guests downloads to a dump that verifies and equals the local
 // dump of the same paused guest but for its TIME=; wrong credentials, a
 // missing bucket and a cancel fail naming the object and leave neither an
@@ -16,6 +16,7 @@
 #include "dump_support.hpp"
 #include "s3_lab.hpp"
 #include "io/sink.hpp"
+#include "kdump/write_kdump.hpp"
 #include "store/multipart_output.hpp"
 #include "test_support.hpp"
 #include "xendump/error.hpp"
@@ -30,6 +31,23 @@ using format::GuestType;
 void expect_nothing_left(s3::Client& c, const std::string& bucket) {
     EXPECT_TRUE(c.list_objects(bucket, "").empty()) << "an object was left";
     EXPECT_TRUE(c.list_multipart_uploads(bucket, "").empty()) << "an upload was left";
+}
+
+// Parts of the least size S3 takes (5 MiB), two uploading at once.
+s3::UploadOptions small_parts() {
+    s3::UploadOptions up;
+    up.part_size = 5u << 20;
+    up.in_flight = 2;
+    return up;
+}
+
+// The object `url` holds exactly the bytes of `file`, as `r` says.
+void expect_object_is_file(s3::Client& c, const s3::Url& url, const fs::path& file, const WriteResult& r) {
+    const auto want = slurp(file);
+    EXPECT_EQ(r.file_size, want.size());
+    const auto got = c.get_object(url);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_TRUE(got == want) << "the object differs from the file";
 }
 
 TEST(S3Dump, ObjectHoldsTheFileBytesOverManyParts) {
@@ -56,15 +74,49 @@ TEST(S3Dump, ObjectHoldsTheFileBytesOverManyParts) {
         const fs::path file = dir / (std::string(format::to_string(k.type)) + std::to_string(k.pages) + ".core");
         write_dump_file(file, spec, a, wo);
         const s3::Url url{bucket, "d/" + file.filename().string()};
-        s3::UploadOptions up;
-        up.part_size = 5u << 20;  // the least S3 takes: a 27 MiB dump is 6 parts
-        up.in_flight = 2;
-        const WriteResult r = write_dump_object(c, url, spec, b, wo, up);
-        const auto want = slurp(file);
-        EXPECT_EQ(r.file_size, want.size());
-        const auto got = c.get_object(url);
-        ASSERT_EQ(got.size(), want.size());
-        EXPECT_TRUE(got == want) << "the object differs from the file";
+        // A 27 MiB dump is 6 parts.
+        expect_object_is_file(c, url, file, write_dump_object(c, url, spec, b, wo, small_parts()));
+    }
+    EXPECT_TRUE(c.list_multipart_uploads(bucket, "").empty());
+}
+
+// A compact file into an object: its head, bitmaps and descriptors are
+// written after its pages, so every part that holds them waits for them;
+// the object is the file's bytes, for each compression.
+TEST(S3Dump, CompactObjectHoldsTheFileBytes) {
+    REQUIRE_S3_LAB();
+    s3::Client c(s3_lab().settings());
+    const std::string bucket = new_bucket(c, "compactbytes");
+    TempDir dir;
+    struct Case {
+        GuestType type;
+        uint64_t pages;
+        Compression compression;
+    };
+    // 240000 pages: 5.5 MiB of descriptors, so the head spans two parts;
+    // all but 2000 of them zero pages (the one shared zero page: no data).
+    for (const Case& k : {Case{GuestType::pv, 7000, Compression::none}, Case{GuestType::hvm, 240000, Compression::zstd},
+                          Case{GuestType::pvh, 3000, Compression::lz4}, Case{GuestType::pv, 10, Compression::zlib}}) {
+        SCOPED_TRACE(std::string(format::to_string(k.type)) + " " + std::to_string(k.pages) + " " +
+                     std::string(to_string(k.compression)));
+        const DumpSpec spec = make_spec(k.type, 8, 2);
+        const auto pfns = pfns_with_holes(k.pages);
+        PatternPageSource a(entries_for(pfns, k.type), 5), b(entries_for(pfns, k.type), 5);
+        a.zero_pfns = b.zero_pfns = {pfns[3], pfns[4]};
+        if (k.pages > 100000) a.zero_pfns = b.zero_pfns = std::vector<uint64_t>(pfns.begin() + 2000, pfns.end());
+        KdumpOptions ko;
+        ko.compression = k.compression;
+        ko.write.guest_kernel = true;
+        ko.write.threads = 2;
+        const fs::path file = dir / ("c" + std::to_string(k.pages) + ".kdump");
+        write_kdump_file(file, spec, a, ko);
+        const s3::Url url{bucket, "c/" + file.filename().string()};
+        WriteResult r;
+        {
+            store::MultipartOutput out(c, url, small_parts());
+            r = kdump::write_kdump_every_page(kdump::Destination::object_output(out, url.str()), spec, b, ko);
+        }
+        expect_object_is_file(c, url, file, r);
     }
     EXPECT_TRUE(c.list_multipart_uploads(bucket, "").empty());
 }
@@ -202,9 +254,62 @@ TEST(S3Dump, DumpdStreamsSimGuestsToS3) {
             {"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY="});
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.err.find("no S3 credentials"), std::string::npos) << r.err;
-    r = run({"xen-dumpd", "--host", host.host(), "--domain", "7", "--format", "kdump", "-o", "s3://" + bucket + "/k.kdump"});
+    // Not flattened into an object (the object is the compact file).
+    r = run({"xen-dumpd", "--host", host.host(), "--domain", "7", "--format", "kdump", "-F", "-o", "s3://" + bucket + "/f.kdump"});
     EXPECT_NE(r.exit_code, 0);
-    EXPECT_NE(r.err.find("not streamed to object storage yet"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--flattened"), std::string::npos) << r.err;
+    EXPECT_EQ(c.list_objects(bucket, "").size(), 3u);
+}
+
+// `xen-dumpd --format kdump -o s3://...`: the compact file streamed, at
+// levels 0 and 1; downloaded, it verifies and its pages are those of the
+// local compact dump of the same paused guest.
+TEST(S3Dump, DumpdStreamsCompactDumpsToS3) {
+    REQUIRE_S3_LAB();
+    s3::Client c(s3_lab().settings());
+    const std::string bucket = new_bucket(c, "dumpdcompact");
+    using dump::json;
+    const std::vector<json> domains = {
+        dump::pv_domain(7, 8, "tree", 16384, json::array({json::array({0, 0x100000, 9000})})),
+        dump::hvm_domain(9, "hvm", 8192, json::array({json::array({0, 0x300000, 0xA0}), json::array({0x100, 0x300100, 3000})})),
+    };
+    sim::Host host(dump::host_spec(domains));
+    TempDir dir;
+    for (const std::string domid : {"7", "9"}) {
+        for (const std::string level : {"0", "1"}) {
+            SCOPED_TRACE(domid + " level " + level);
+            const std::string key = "host/" + domid + "-" + level + ".kdump";
+            const RunResult s = run({"xen-dumpd", "--host", host.host(), "--domain", domid, "-q", "--format", "kdump",
+                                     "--dump-level", level, "-o", "s3://" + bucket + "/" + key});
+            ASSERT_EQ(s.exit_code, 0) << s.err;
+            EXPECT_EQ(s.out, "s3://" + bucket + "/" + key + "\n");
+            const fs::path local = dir / (domid + "-" + level + ".kdump");
+            const RunResult f = run({"xen-dumpd", "--host", host.host(), "--domain", domid, "-q", "--format", "kdump",
+                                     "--dump-level", level, "-o", local.string()});
+            ASSERT_EQ(f.exit_code, 0) << f.err;
+            const auto object = c.get_object({bucket, key});
+            const fs::path got = dir / (domid + "-" + level + ".s3.kdump");
+            std::ofstream(got, std::ios::binary)
+                .write(reinterpret_cast<const char*>(object.data()), static_cast<std::streamsize>(object.size()));
+            const auto want = slurp(local);
+            ASSERT_EQ(object.size(), want.size());
+            // The same but for the dumps' times (seconds apart).
+            EXPECT_LE(differing_bytes(object, want), 64u);
+            const RunResult v = run({"xen-dumpctl", "verify", got.string()});
+            EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+            const DumpReader rg = DumpReader::open(got), rw = DumpReader::open(local);
+            ASSERT_EQ(rg.nr_pages(), rw.nr_pages());
+            EXPECT_EQ(rg.zero_pages(), rw.zero_pages());
+            std::vector<std::byte> pg(4096), pw(4096);
+            for (uint64_t i = 0; i < rw.nr_pages(); i += 97) {
+                const uint64_t pfn = rw.entry(i).pfn;
+                ASSERT_TRUE(rg.read_page_by_pfn(pfn, pg));
+                ASSERT_TRUE(rw.read_page_by_pfn(pfn, pw));
+                EXPECT_TRUE(pg == pw) << "pfn " << pfn;
+            }
+        }
+    }
+    EXPECT_TRUE(c.list_multipart_uploads(bucket, "").empty());
 }
 
 }  // namespace

@@ -131,9 +131,12 @@ DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesy
 // `also`); Error as for a dump.
 kernel::DumpLevelEstimate estimate_domain_levels(Hypervisor& hv, uint32_t domid, const DumpOptions& options = {});
 
-// Streams the v1 dump into the object `url` (write_dump_object); the
-// upload is created before the guest is paused, so wrong credentials or a
-// missing bucket fail first. Not compact (kdump) yet: Error.
+// Streams the dump into the object `url`: a v1 file (write_dump_object) or,
+// with options.kdump, a compact file (the bytes write_kdump_file would
+// write; its head, bitmaps and descriptors, 24 bytes a page kept, wait in a
+// sealed temporary file until the pages are in). The upload is created
+// before the guest is paused, so wrong credentials or a missing bucket fail
+// first. Not flattened, not encrypted, not a consistent live dump: Error.
 DumpResult dump_domain_to_object(Hypervisor& hv, uint32_t domid, s3::Client& client, const s3::Url& url,
                                  const DumpOptions& options = {}, const s3::UploadOptions& upload = {});
 

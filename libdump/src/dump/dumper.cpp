@@ -298,7 +298,7 @@ WriteResult write_compact(const kdump::Destination& to, const DumpSpec& spec, Pa
     KdumpOptions ko{options.compression, wo};
     ko.flattened = options.flattened;
     if (selection) return kdump::write_kdump_selection(to, spec, src, *selection, ko);
-    return to.path ? write_kdump_file(*to.path, spec, src, ko) : write_kdump_flattened(to.fd, spec, src, ko);
+    return kdump::write_kdump_every_page(to, spec, src, ko);
 }
 
 template <typename Write>
@@ -410,8 +410,11 @@ DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesy
 
 DumpResult dump_domain_to_object(Hypervisor& hv, uint32_t domid, s3::Client& client, const s3::Url& url,
                                  const DumpOptions& options, const s3::UploadOptions& upload) {
-    if (options.kdump || options.dump_level)
-        throw Error("a compact (kdump) dump is not streamed to object storage yet: write it to a file", url.str());
+    if (options.flattened)
+        throw Error("an object holds the compact file itself, not its flattened stream (no -F)", url.str());
+    if (!options.write.recipients.empty())
+        throw Error("encrypted dumps are not streamed to object storage yet: write the .age file, then upload it",
+                    url.str());
     if (options.precopy.on)
         throw Error("a consistent live dump is written to a file: its pages are rewritten in place after the "
                     "first pass (use --live=inconsistent for object storage)", url.str());
@@ -420,7 +423,10 @@ DumpResult dump_domain_to_object(Hypervisor& hv, uint32_t domid, s3::Client& cli
         store::MultipartOutput out(client, url, upload);
         DumpResult r = run_dump(hv, domid, options,
                                 [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo,
-                                    const kernel::PageSelection*, dump::Precopy*) {
+                                    const kernel::PageSelection* selection, dump::Precopy*) {
+                                    if (options.kdump)
+                                        return write_compact(kdump::Destination::object_output(out, url.str()), spec,
+                                                             src, wo, selection, options);
                                     return writer::write_v1(-1, true, url.str(), spec, src, wo, {}, nullptr, nullptr,
                                                             &out);
                                 });

@@ -38,9 +38,11 @@ struct Stored {
 };
 
 // Onto `fd`: positional (a file) unless options.flattened, then a
-// flattened stream, written front to back (pwrite from 0 when `seekable`).
+// flattened stream, written front to back (pwrite from 0 when `seekable`);
+// or into `object` (not flattened, not encrypted) when there is one.
 WriteResult write_kdump_to(int fd, bool seekable, const std::string& name, const DumpSpec& spec_in,
-                           PageSource& source, const Stored& stored, const KdumpOptions& options) {
+                           PageSource& source, const Stored& stored, const KdumpOptions& options,
+                           io::ObjectOutput* object = nullptr) {
     const WriteOptions& wo = options.write;
     WriteResult r;
     // The guest kernel as for a v1 file (writer/write_dump.cpp): NT_PRSTATUS
@@ -55,8 +57,17 @@ WriteResult write_kdump_to(int fd, bool seekable, const std::string& name, const
     const std::vector<age::Recipient> recipients = age::parse_recipient_list(wo.recipients);
     std::optional<io::FlattenedOutput> flat;
     std::optional<io::Sink> positional;
-    if (options.flattened) flat.emplace(fd, seekable, name, recipients, wo.threads);
-    io::Sink& sink = flat ? positional.emplace(*flat, name) : positional.emplace(fd, true, wo.sparse, name, recipients, wo.threads);
+    if (object) {
+        if (!recipients.empty()) throw Error("encrypted dumps are not streamed to object storage yet", name);
+        if (options.flattened) throw Error("an object holds the compact file itself, not its flattened stream", name);
+        positional.emplace(*object, name);
+    } else if (options.flattened) {
+        flat.emplace(fd, seekable, name, recipients, wo.threads);
+        positional.emplace(*flat, name);
+    } else {
+        positional.emplace(fd, true, wo.sparse, name, recipients, wo.threads);
+    }
+    io::Sink& sink = *positional;
     sink.cancel_on(wo.cancel);
     std::optional<pipeline::KernelObserver> kernel;
     pipeline::Stages stages{source, stored.select, {}, encoder};
@@ -105,11 +116,24 @@ WriteResult write_streamed(int fd, const DumpSpec& spec, PageSource& source, con
     }
 }
 
-// To `path` (published) when there is one, else to `fd` (streamed).
+// Into an object: its bytes as write_published's file, nothing published
+// (the caller's ObjectOutput completes the upload).
+WriteResult write_object(const kdump::Destination& to, const DumpSpec& spec, PageSource& source, const Stored& stored,
+                         const KdumpOptions& options) {
+    try {
+        return write_kdump_to(-1, true, to.object_name, spec, source, stored, options, to.object);
+    } catch (const Error& e) {
+        throw e.with_object(to.object_name);
+    }
+}
+
+// To `path` (published) when there is one, into the object, else to `fd`
+// (streamed).
 WriteResult write_to(const kdump::Destination& to, const DumpSpec& spec, PageSource& source, const Stored& stored,
                      const KdumpOptions& options) {
-    return to.path ? write_published(*to.path, spec, source, stored, options)
-                   : write_streamed(to.fd, spec, source, stored, options);
+    if (to.path) return write_published(*to.path, spec, source, stored, options);
+    if (to.object) return write_object(to, spec, source, stored, options);
+    return write_streamed(to.fd, spec, source, stored, options);
 }
 
 Stored every_page(PageSource& pages, const elfcore::EntriesOnly& present, const KdumpOptions& options) {
@@ -120,16 +144,20 @@ Stored every_page(PageSource& pages, const elfcore::EntriesOnly& present, const 
 
 WriteResult write_kdump_file(const std::filesystem::path& path, const DumpSpec& spec, PageSource& pages,
                              const KdumpOptions& options) {
-    const elfcore::EntriesOnly present(options.present);
-    return write_published(path, spec, pages, every_page(pages, present, options), options);
+    return kdump::write_kdump_every_page(path, spec, pages, options);
 }
 
 WriteResult write_kdump_flattened(int fd, const DumpSpec& spec, PageSource& pages, const KdumpOptions& options) {
-    const elfcore::EntriesOnly present(options.present);
-    return write_streamed(fd, spec, pages, every_page(pages, present, options), options);
+    return kdump::write_kdump_every_page(kdump::Destination::stream(fd), spec, pages, options);
 }
 
 namespace kdump {
+
+WriteResult write_kdump_every_page(const Destination& to, const DumpSpec& spec, PageSource& pages,
+                                   const KdumpOptions& options) {
+    const elfcore::EntriesOnly present(options.present);
+    return write_to(to, spec, pages, every_page(pages, present, options), options);
+}
 
 WriteResult write_kdump_selection(const Destination& to, const DumpSpec& spec, PageSource& source,
                                   const kernel::PageSelection& selection, const KdumpOptions& options) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "io/sink.hpp"
 #include "xendump/dump_spec.hpp"
@@ -16,8 +17,10 @@
 namespace xendump::kdump {
 
 // Where a compact file goes: `path`, published atomically as
-// write_kdump_file publishes it, or (no path) the flattened stream onto
-// `fd`, as write_kdump_flattened writes it.
+// write_kdump_file publishes it; an object (an S3 multipart upload,
+// store/multipart_output.hpp: the file's bytes, its head, bitmaps and
+// descriptors held back until the pages are in), made whole by the caller;
+// or the flattened stream onto `fd`, as write_kdump_flattened writes it.
 struct Destination {
     Destination(const std::filesystem::path& p) : path(&p) {}  // NOLINT: a path is a destination
     static Destination stream(int fd) {
@@ -25,9 +28,17 @@ struct Destination {
         d.fd = fd;
         return d;
     }
-    std::string name() const { return path ? path->string() : io::fd_name(fd); }
+    static Destination object_output(io::ObjectOutput& out, std::string name) {
+        Destination d;
+        d.object = &out;
+        d.object_name = std::move(name);
+        return d;
+    }
+    std::string name() const { return path ? path->string() : object ? object_name : io::fd_name(fd); }
 
     const std::filesystem::path* path = nullptr;
+    io::ObjectOutput* object = nullptr;
+    std::string object_name;
     int fd = -1;
 
 private:
@@ -44,6 +55,11 @@ private:
 // not used.
 WriteResult write_kdump_selection(const Destination& to, const DumpSpec& spec, PageSource& source,
                                   const kernel::PageSelection& selection, const KdumpOptions& options);
+
+// Every page of `pages` to `to` (write_kdump_file or write_kdump_flattened,
+// or into an object).
+WriteResult write_kdump_every_page(const Destination& to, const DumpSpec& spec, PageSource& pages,
+                                   const KdumpOptions& options);
 
 // A selection of the pages of `pages` at `level` made without the guest kernel (an
 // input the classifier cannot read): every page kept, bit 1 (zero pages)
