@@ -65,6 +65,20 @@ const std::map<std::string, Setter>& setters() {
         {"MaxAge", [](Config& c, const std::string& v) { c.max_age = parse_duration(v); }},
         {"MinInterval", [](Config& c, const std::string& v) { c.min_interval = parse_duration(v); }},
         {"Digests", [](Config& c, const std::string& v) { c.digests = parse_bool(v); }},
+        {"Live", [](Config& c, const std::string& v) {
+             if (v.empty() || v == "no") c.live = LiveDefault::no;
+             else if (v == "consistent") c.live = LiveDefault::consistent;
+             else if (v == "inconsistent") c.live = LiveDefault::inconsistent;
+             else throw Error("Live must be \"no\", \"consistent\" or \"inconsistent\": \"" + v + "\"");
+         }},
+        {"MaxPause", [](Config& c, const std::string& v) {
+             std::string_view ms = v;
+             if (ms.ends_with("ms")) ms.remove_suffix(2);
+             const unsigned n = v.empty() ? 100 : parse_unsigned(ms, 60000);
+             if (n == 0) throw Error("MaxPause must be from 1 to 60000 (milliseconds): \"" + v + "\"");
+             c.max_pause = std::chrono::milliseconds(n);
+         }},
+        {"LiveRounds", [](Config& c, const std::string& v) { c.live_rounds = v.empty() ? 5 : parse_unsigned(v, 100); }},
         {"Threads", [](Config& c, const std::string& v) {
              c.threads = v.empty() ? 0 : parse_unsigned(v, kMaxWriteThreads);
              if (!v.empty() && c.threads == 0)
@@ -350,6 +364,9 @@ const std::vector<KeyDefault>& key_defaults() {
         {"MaxAge", "0", "no limit"},
         {"MinInterval", "0", "none"},
         {"Digests", "yes", ""},
+        {"Live", "no", "requested dumps paused"},
+        {"MaxPause", "100", "milliseconds"},
+        {"LiveRounds", "5", ""},
         {"Threads", "", "one a core"},
         {"Format", "v1", "", true},
         {"Compress", "zstd", "kdump only", true},

@@ -23,6 +23,12 @@ namespace xendump::daemon {
 
 enum class OnCrash { preserve, destroy };
 
+// Live=: how the service dumps a running guest on request when the request
+// does not say (xen-dumpd --domain N without --live): paused for the whole
+// copy, a consistent pre-copy, or copied running. Crash dumps are of a
+// stopped guest and never live.
+enum class LiveDefault { no, consistent, inconsistent };
+
 // Where the dump directory was named: the service's own (DumpDir= or the
 // default) may be created and is kept at mode 0700; one named on the command
 // line (--dump-dir of a one-shot dump or of xen-dumpctl) must exist and is
@@ -118,6 +124,9 @@ struct Config {
     unsigned keep_per_domain = 0;          // KeepPerDomain=, 0: no limit
     std::chrono::seconds max_age{0};       // MaxAge=, 0: no limit
     std::chrono::seconds min_interval{0};  // MinInterval=, per domain, crash dumps only
+    LiveDefault live = LiveDefault::no;    // Live=no|consistent|inconsistent, requests only
+    std::chrono::milliseconds max_pause{100};  // MaxPause= 1..60000 ms, with Live=consistent
+    unsigned live_rounds = 5;              // LiveRounds= 0..100, with Live=consistent
     bool digests = true;                   // Digests=
     unsigned threads = 0;                  // Threads= 1..kMaxWriteThreads, 0 (empty): write_threads()'s default
     DumpFormatKeys dump_format;            // Format=, Compress=, DumpLevel= of [Dump]

@@ -319,8 +319,26 @@ uint64_t estimate_dump_size(const DomainInfo& info) {
 
 uint64_t first_room(const DomainInfo& info) { return std::min(kRoomStep, estimate_dump_size(info)); }
 
-DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpRequest& request,
+DumpRequest with_live_default(DumpRequest request, const Config& config) {
+    if (request.reason != format::Reason::request || request.live_asked) return request;
+    switch (config.live) {
+    case LiveDefault::no:
+        break;
+    case LiveDefault::inconsistent:
+        request.live = true;
+        break;
+    case LiveDefault::consistent:
+        request.precopy.on = true;
+        request.precopy.max_pause = config.max_pause;
+        request.precopy.max_rounds = config.live_rounds;
+        break;
+    }
+    return request;
+}
+
+DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpRequest& asked,
                            const DumpJobHooks& hooks) {
+    const DumpRequest request = with_live_default(asked, config);
     DumpJobResult out;
     Sidecar& s = out.info;
     s.domid = request.domid;

@@ -29,6 +29,9 @@ struct DumpRequest {
     format::Reason reason = format::Reason::request;
     bool live = false;                // --live=inconsistent
     DumpOptions::Precopy precopy;     // --live: a consistent pre-copy (precopy.on)
+    // The requester said how (--live, --live=inconsistent or --live=no):
+    // else a request takes the configuration's Live= (with_live_default).
+    bool live_asked = false;
     bool digests = true;
     // How the dump is written (xen-dumpd --format ...); unset: the
     // configuration's for the guest's name (Config::format_for).
@@ -54,6 +57,11 @@ std::vector<std::string> recipients_of_request(const nlohmann::json& request);
 inline constexpr unsigned kMaxLiveRounds = 100;
 nlohmann::json precopy_json(const DumpOptions::Precopy& p);
 DumpOptions::Precopy precopy_of_request(const nlohmann::json& request);
+
+// `request` with the configuration's Live=, MaxPause= and LiveRounds= when
+// it is a request that did not say how (never a crash dump: its guest is
+// stopped already).
+DumpRequest with_live_default(DumpRequest request, const Config& config);
 
 struct DumpJobResult {
     DumpOutcome result = DumpOutcome::failed;

@@ -73,6 +73,7 @@ ViaService ask_service(const OneShotOptions& o, const Config& cfg, int& exit_cod
     if (o.format) request.update(dump_format_json(*o.format));
     if (o.recipients) request["recipients"] = *o.recipients;
     if (o.precopy.on) request["precopy"] = precopy_json(o.precopy);
+    if (o.paused) request["paused"] = true;
     cli::ProgressBar bar("dumping " + o.domain, !o.quiet);
     std::optional<uint64_t> job;
     try {
@@ -246,6 +247,7 @@ int run_one_shot(const OneShotOptions& o) {
         req.domid = domid;
         req.live = o.live;
         req.precopy = o.precopy;
+        req.live_asked = o.live || o.precopy.on || o.paused;
         req.digests = o.digests;
         req.file_format = o.format;
         req.recipients = o.recipients;

@@ -22,6 +22,7 @@ struct OneShotOptions {
     std::string domain;
     std::optional<std::string> output;  // PATH or "-"
     bool live = false;  // --live=inconsistent
+    bool paused = false;  // --live=no: paused for the whole copy, whatever Live= says
     // --live (consistent: pre-copy), --max-pause, --live-rounds, --leave-paused.
     DumpOptions::Precopy precopy;
     bool digests = true;

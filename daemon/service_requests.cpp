@@ -152,6 +152,12 @@ void Service::handle_dump_request(JsonLineConnection& conn, const nlohmann::json
             return;
         }
     }
+    // --live=no, or any --live: the configuration's Live= does not apply.
+    if (request.contains("paused") && !request["paused"].is_boolean()) {
+        conn.send(control_error("request", "paused must be true or false"));
+        return;
+    }
+    req.live_asked = req.live || req.precopy.on || request.value("paused", false);
     // xen-dumpd -r/-R: the dump is encrypted to these instead of the configured recipients.
     if (request.contains("recipients")) {
         try {

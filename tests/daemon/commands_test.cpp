@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "service_harness.hpp"
+#include "sidecar.hpp"
 #include "test_support.hpp"
 
 using xendump::test::TempDir;
@@ -267,3 +268,59 @@ TEST(ServiceProgress, StatusShowsTheRoundsOfALiveDump) {
 }
 
 }  // namespace
+
+namespace {
+
+// What `xen-dumpctl info --json` says of a dump: its "live" ("precopy",
+// "inconsistent", or null for a paused dump).
+std::string live_of(const std::string& dump) {
+    const auto info = xendump::test::run({"xen-dumpctl", "info", "--json", dump});
+    const auto j = nlohmann::json::parse(info.out, nullptr, false);
+    if (!j.is_object()) return "(no info: " + info.err + ")";
+    return j.contains("live") && j["live"].is_string() ? j["live"].get<std::string>() : "paused";
+}
+
+}  // namespace
+
+// Issue 35 item 3: the service's on-demand dumps take Live= (with MaxPause=
+// and LiveRounds=) when the request does not say; --live=no, --live and
+// --live=inconsistent win; a crash dump is never live.
+TEST(ServiceLive, RequestsTakeTheConfiguredLiveAndCrashDumpsNever) {
+    for (const std::string live : {"consistent", "inconsistent", "no"}) {
+        SCOPED_TRACE("Live=" + live);
+        TempDir tmp;
+        const auto host = tmp / "host", dumps = tmp / "dumps";
+        xendump::test::SimDomainSpec guest{7, "web01", "00000000-0000-4000-8000-000000000007", 2048};
+        guest.type = "hvm";
+        guest.writer_rate = 200;
+        xendump::test::create_sim_host(host, {guest});
+        xendump::test::ServiceProcess service(tmp.path(), host, dumps,
+                                              "[Dump]\nLive=" + live + "\nMaxPause=50ms\nLiveRounds=2\n");
+        service.start();
+        ASSERT_TRUE(service.wait_ready()) << service.log();
+        auto request = [&](std::vector<std::string> extra) {
+            std::vector<std::string> argv{"xen-dumpd", "--domain", "web01", "--quiet"};
+            for (const auto& a : service.common_args()) argv.push_back(a);
+            argv.insert(argv.end(), extra.begin(), extra.end());
+            const auto r = xendump::test::run(argv);
+            EXPECT_EQ(r.exit_code, 0) << r.err << service.log();
+            return r.out.substr(0, r.out.find('\n'));
+        };
+        const std::string configured = live == "consistent" ? "precopy" : live == "no" ? "paused" : live;
+        EXPECT_EQ(live_of(request({})), configured);
+        EXPECT_EQ(live_of(request({"--live=no"})), "paused");
+        EXPECT_EQ(live_of(request({"--live"})), "precopy");
+        EXPECT_EQ(live_of(request({"--live=inconsistent"})), "inconsistent");
+        // The guest crashes: its dump is of the stopped guest.
+        // Its sidecar comes after the dump.
+        const auto before = xendump::test::sidecars_in(dumps).size();
+        xendump::test::sim({"crash", host.string(), "7"});
+        ASSERT_TRUE(xendump::test::wait_until([&] { return xendump::test::sidecars_in(dumps).size() == before + 1; }))
+            << service.log();
+        for (const auto& d : xendump::test::dumps_in(dumps)) {
+            if (xendump::daemon::read_sidecar(xendump::daemon::sidecar_path(d)).reason == "crash") {
+                EXPECT_EQ(live_of(d.string()), "paused") << d;
+            }
+        }
+    }
+}

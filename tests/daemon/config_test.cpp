@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "config.hpp"
+#include "dump_job.hpp"
 #include "test_support.hpp"
 #include "xendump/error.hpp"
 #include "xendump/writer.hpp"
@@ -143,6 +144,47 @@ TEST(Config, BadValuesNameTheLine) {
         {"[Dump]\nMaxUse=-5G\n", "test.conf:2:"},
         {"[Dump]\nMaxUse=99999999999T\n", "test.conf:2:"},
     });
+}
+
+// Live=, MaxPause=, LiveRounds= (issue 35 item 3): the service's default
+// for requests, and bad values named by their line.
+TEST(Config, LiveKeys) {
+    Config c = Config::defaults();
+    EXPECT_EQ(c.live, xendump::daemon::LiveDefault::no);
+    EXPECT_EQ(c.max_pause, std::chrono::milliseconds(100));
+    EXPECT_EQ(c.live_rounds, 5u);
+    apply_config_text(c, "[Dump]\nLive=consistent\nMaxPause=40ms\nLiveRounds=0\n", "test.conf");
+    EXPECT_EQ(c.live, xendump::daemon::LiveDefault::consistent);
+    EXPECT_EQ(c.max_pause, std::chrono::milliseconds(40));
+    EXPECT_EQ(c.live_rounds, 0u);
+    apply_config_text(c, "[Dump]\nLive=inconsistent\nMaxPause=250\n", "test.conf");
+    EXPECT_EQ(c.live, xendump::daemon::LiveDefault::inconsistent);
+    EXPECT_EQ(c.max_pause, std::chrono::milliseconds(250));
+    apply_config_text(c, "[Dump]\nLive=\nMaxPause=\nLiveRounds=\n", "test.conf");
+    EXPECT_EQ(c.live, xendump::daemon::LiveDefault::no);
+    EXPECT_EQ(c.max_pause, std::chrono::milliseconds(100));
+    EXPECT_EQ(c.live_rounds, 5u);
+    expect_refused({
+        {"[Dump]\nLive=yes\n", "test.conf:2:"},
+        {"[Dump]\n\nMaxPause=0\n", "test.conf:3:"},
+        {"[Dump]\nMaxPause=60001\n", "test.conf:2:"},
+        {"[Dump]\nMaxPause=1s\n", "test.conf:2:"},
+        {"[Dump]\nLiveRounds=101\n", "test.conf:2:"},
+    });
+    // A request that does not say takes them; one that does, and a crash dump, do not.
+    xendump::daemon::DumpRequest r;
+    r.precopy.max_pause = std::chrono::milliseconds(7);
+    apply_config_text(c, "[Dump]\nLive=consistent\nMaxPause=40\nLiveRounds=3\n", "test.conf");
+    auto d = xendump::daemon::with_live_default(r, c);
+    EXPECT_TRUE(d.precopy.on);
+    EXPECT_FALSE(d.live);
+    EXPECT_EQ(d.precopy.max_pause, std::chrono::milliseconds(40));
+    EXPECT_EQ(d.precopy.max_rounds, 3u);
+    r.live_asked = true;
+    EXPECT_FALSE(xendump::daemon::with_live_default(r, c).precopy.on);
+    r.live_asked = false;
+    r.reason = xendump::format::Reason::crash;
+    EXPECT_FALSE(xendump::daemon::with_live_default(r, c).precopy.on);
 }
 
 TEST(Config, BadFileChangesNothing) {
