@@ -23,6 +23,7 @@
 #include <optional>
 #include <vector>
 
+#include "dump/device_model_dirty_log.hpp"
 #include "writer/live_rounds.hpp"
 #include "xendump/dumper.hpp"
 #include "xendump/hypervisor.hpp"
@@ -30,7 +31,9 @@
 namespace xendump::dump {
 
 // The policy (DumpOptions::Precopy): after a CLEAN found `dirty` pages,
-// pause when copying them at `pages_per_sec` fits max_pause, when
+// pause when copying them at `pages_per_sec`, plus `fixed_us` (what the
+// pause costs besides the pages: its FINAL CLEAN and the vcpu state, as
+// measured while the guest runs), fits max_pause, when
 // `live_rounds` rounds of re-copying were made already (max_rounds), or
 // when the dirty set did not shrink since the round before (the guest
 // dirties as fast as it is copied: more rounds would not help).
@@ -40,12 +43,15 @@ struct PrecopyDecision {
     const char* why = "";  // "fits", "rounds", "not shrinking"
 };
 PrecopyDecision precopy_decision(const DumpOptions::Precopy& policy, unsigned live_rounds, uint64_t dirty,
-                                 std::optional<uint64_t> previous_dirty, double pages_per_sec);
+                                 std::optional<uint64_t> previous_dirty, double pages_per_sec, double fixed_us = 0);
 
 class Precopy {
 public:
     // Log-dirty on (LogDirtyGuard: off again on every path) before anything
-    // is read; Error with the hypervisor's reason when it refuses.
+    // is read; Error with the hypervisor's reason when it refuses. An HVM
+    // guest's device model is told to log its writes too (its QMP socket,
+    // device_model_dirty_log.hpp); Error when it refuses, and a warning
+    // from run() when real Xen's HVM guest has no such socket.
     // `hv` reads the guest (cancellable), `real_hv` pauses and unpauses it.
     Precopy(Hypervisor& hv, Hypervisor& real_hv, uint32_t domid, const DumpOptions::Precopy& options);
 
@@ -74,6 +80,8 @@ private:
     uint32_t domid_;
     DumpOptions::Precopy options_;
     LogDirtyGuard logdirty_;
+    std::optional<DeviceModelDirtyLog> device_model_;  // after logdirty_: off before it
+    std::string device_model_warning_;
     uint64_t pages_ = 0;              // pfns the bitmap covers: maximum gpfn + 1
     std::vector<uint64_t> bitmap_;    // a bit per pfn
     std::chrono::steady_clock::time_point pass_start_{};
