@@ -1,8 +1,9 @@
 // write_kdump_file, write_kdump_flattened and write_kdump_selection: the
 // compact format's encoder (kdump/encoder.hpp) in the page pipeline
 // (pipeline/pipeline.hpp), with the guest kernel's observer when asked for,
-// into a Sink over a file that AtomicFile publishes only when complete, or
-// over a flattened stream (io/flattened.hpp) onto a file descriptor.
+// into a Sink over a file that AtomicFile publishes only when complete, over
+// an object's multipart upload (store/multipart_output.hpp), or over a
+// flattened stream (io/flattened.hpp) onto a file descriptor.
 #include "kdump/write_kdump.hpp"
 
 #include <optional>
@@ -19,6 +20,7 @@
 #include "pipeline/dump_level_selector.hpp"
 #include "pipeline/kernel_observer.hpp"
 #include "pipeline/pipeline.hpp"
+#include "store/multipart_output.hpp"
 #include "xendump/error.hpp"
 #include "xendump/fd.hpp"
 #include "xendump/reader.hpp"
@@ -38,9 +40,11 @@ struct Stored {
 };
 
 // Onto `fd`: positional (a file) unless options.flattened, then a
-// flattened stream, written front to back (pwrite from 0 when `seekable`).
+// flattened stream, written front to back (pwrite from 0 when `seekable`);
+// into `object` instead when given (positional, as a file).
 WriteResult write_kdump_to(int fd, bool seekable, const std::string& name, const DumpSpec& spec_in,
-                           PageSource& source, const Stored& stored, const KdumpOptions& options) {
+                           PageSource& source, const Stored& stored, const KdumpOptions& options,
+                           io::ObjectOutput* object = nullptr) {
     const WriteOptions& wo = options.write;
     WriteResult r;
     // The guest kernel as for a v1 file (writer/write_dump.cpp): NT_PRSTATUS
@@ -55,8 +59,11 @@ WriteResult write_kdump_to(int fd, bool seekable, const std::string& name, const
     const std::vector<age::Recipient> recipients = age::parse_recipient_list(wo.recipients);
     std::optional<io::FlattenedOutput> flat;
     std::optional<io::Sink> positional;
+    if (object && !recipients.empty()) throw Error("encrypted dumps are not sent to object storage yet", name);
     if (options.flattened) flat.emplace(fd, seekable, name, recipients, wo.threads);
-    io::Sink& sink = flat ? positional.emplace(*flat, name) : positional.emplace(fd, true, wo.sparse, name, recipients, wo.threads);
+    io::Sink& sink = flat     ? positional.emplace(*flat, name)
+                     : object ? positional.emplace(*object, name)
+                              : positional.emplace(fd, true, wo.sparse, name, recipients, wo.threads);
     sink.cancel_on(wo.cancel);
     std::optional<pipeline::KernelObserver> kernel;
     pipeline::Stages stages{source, stored.select, {}, encoder};
@@ -105,11 +112,24 @@ WriteResult write_streamed(int fd, const DumpSpec& spec, PageSource& source, con
     }
 }
 
-// To `path` (published) when there is one, else to `fd` (streamed).
+// Into the object `url`: a multipart upload, completed when the file is
+// whole and aborted on any error (MultipartOutput).
+WriteResult write_object(s3::Client& client, const s3::Url& url, const DumpSpec& spec, PageSource& source,
+                         const Stored& stored, const KdumpOptions& options) {
+    try {
+        store::MultipartOutput out(client, url);
+        return write_kdump_to(-1, true, url.str(), spec, source, stored, options, &out);
+    } catch (const Error& e) {
+        throw e.with_object(url.str());
+    }
+}
+
+// To `path` (published) when there is one, to the object, else to `fd` (streamed).
 WriteResult write_to(const kdump::Destination& to, const DumpSpec& spec, PageSource& source, const Stored& stored,
                      const KdumpOptions& options) {
-    return to.path ? write_published(*to.path, spec, source, stored, options)
-                   : write_streamed(to.fd, spec, source, stored, options);
+    if (to.path) return write_published(*to.path, spec, source, stored, options);
+    if (to.url) return write_object(*to.client, *to.url, spec, source, stored, options);
+    return write_streamed(to.fd, spec, source, stored, options);
 }
 
 Stored every_page(PageSource& pages, const elfcore::EntriesOnly& present, const KdumpOptions& options) {
@@ -120,8 +140,7 @@ Stored every_page(PageSource& pages, const elfcore::EntriesOnly& present, const 
 
 WriteResult write_kdump_file(const std::filesystem::path& path, const DumpSpec& spec, PageSource& pages,
                              const KdumpOptions& options) {
-    const elfcore::EntriesOnly present(options.present);
-    return write_published(path, spec, pages, every_page(pages, present, options), options);
+    return kdump::write_kdump_pages(path, spec, pages, options);
 }
 
 WriteResult write_kdump_flattened(int fd, const DumpSpec& spec, PageSource& pages, const KdumpOptions& options) {
@@ -130,6 +149,12 @@ WriteResult write_kdump_flattened(int fd, const DumpSpec& spec, PageSource& page
 }
 
 namespace kdump {
+
+WriteResult write_kdump_pages(const Destination& to, const DumpSpec& spec, PageSource& pages,
+                              const KdumpOptions& options) {
+    const elfcore::EntriesOnly present(options.present);
+    return write_to(to, spec, pages, every_page(pages, present, options), options);
+}
 
 WriteResult write_kdump_selection(const Destination& to, const DumpSpec& spec, PageSource& source,
                                   const kernel::PageSelection& selection, const KdumpOptions& options) {

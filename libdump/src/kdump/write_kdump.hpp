@@ -12,12 +12,16 @@
 #include "xendump/kdump.hpp"
 #include "xendump/kernel/dump_level.hpp"
 #include "xendump/page_source.hpp"
+#include "xendump/s3.hpp"
 
 namespace xendump::kdump {
 
 // Where a compact file goes: `path`, published atomically as
-// write_kdump_file publishes it, or (no path) the flattened stream onto
-// `fd`, as write_kdump_flattened writes it.
+// write_kdump_file publishes it, the object `url` of the store, streamed
+// into a multipart upload that completes last (store/multipart_output.hpp:
+// nothing under the key on any error; not encrypted: Error with
+// recipients), or the flattened stream onto `fd`, as write_kdump_flattened
+// writes it.
 struct Destination {
     Destination(const std::filesystem::path& p) : path(&p) {}  // NOLINT: a path is a destination
     static Destination stream(int fd) {
@@ -25,9 +29,17 @@ struct Destination {
         d.fd = fd;
         return d;
     }
-    std::string name() const { return path ? path->string() : io::fd_name(fd); }
+    static Destination object(s3::Client& client, const s3::Url& url) {
+        Destination d;
+        d.client = &client;
+        d.url = &url;
+        return d;
+    }
+    std::string name() const { return path ? path->string() : url ? url->str() : io::fd_name(fd); }
 
     const std::filesystem::path* path = nullptr;
+    s3::Client* client = nullptr;
+    const s3::Url* url = nullptr;
     int fd = -1;
 
 private:
@@ -44,6 +56,10 @@ private:
 // not used.
 WriteResult write_kdump_selection(const Destination& to, const DumpSpec& spec, PageSource& source,
                                   const kernel::PageSelection& selection, const KdumpOptions& options);
+
+// Every page of `pages` to `to` (write_kdump_file's file, or an object).
+WriteResult write_kdump_pages(const Destination& to, const DumpSpec& spec, PageSource& pages,
+                              const KdumpOptions& options);
 
 // A selection of the pages of `pages` at `level` made without the guest kernel (an
 // input the classifier cannot read): every page kept, bit 1 (zero pages)
