@@ -19,11 +19,32 @@
 #include "xendump/error.hpp"
 #include "xendump/keyvalues.hpp"
 #include "xendump/reader.hpp"
+#include "xendump/s3.hpp"
 
 namespace xendump::convert {
 namespace fs = std::filesystem;
 
 namespace {
+
+bool in_store(const fs::path& p) { return s3::is_url(p.string()); }
+
+// Whether an output is there already: a file of that name (with
+// `dangling`, a symbolic link to none too), or an object under that key (a
+// HEAD; an Error naming the object when the store cannot be asked: no or
+// wrong credentials, no such bucket).
+bool output_exists(const fs::path& output, bool dangling = false) {
+    if (in_store(output)) {
+        const s3::Url url = s3::parse_url(output.string());
+        return store_client(url.str())->head_object(url).has_value();
+    }
+    std::error_code ec;
+    return fs::exists(output, ec) || (dangling && fs::is_symlink(output, ec));
+}
+
+// The directory an output file goes into (an object needs none).
+void make_parent(const fs::path& output) {
+    if (!in_store(output) && !output.parent_path().empty()) fs::create_directories(output.parent_path());
+}
 
 // Empty when the output opens and verifies; else the first finding, one
 // line, naming it `name` (`path` may be the unpublished file's /proc path).
@@ -52,11 +73,14 @@ std::string verify_output(const fs::path& path, const fs::path& name, bool diges
 // else why the output cannot be taken for the conversion of this input.
 std::string not_from(const fs::path& output, const fs::path& input, const OpenOptions& open) {
     struct stat st {};
-    if (::stat(output.c_str(), &st) != 0)
+    if (in_store(output)) {
+        // An object: read where it lies (its head only).
+    } else if (::stat(output.c_str(), &st) != 0) {
         return "output " + output.string() + " cannot be examined: " + std::strerror(errno);
-    if (!S_ISREG(st.st_mode))  // never open a FIFO: that would wait for a writer
+    } else if (!S_ISREG(st.st_mode)) {  // never open a FIFO: that would wait for a writer
         return "output " + output.string() + " exists but is not a regular file: it is " +
                util::file_kind(st.st_mode);
+    }
     std::optional<std::string> recorded;
     try {
         recorded = DumpReader::open(output).domain().get(keys::kSourceId);
@@ -242,14 +266,14 @@ private:
                 if (p.pages_total) current_[worker] = job.size * p.pages_done / p.pages_total;
                 show_progress();
             };
-            std::error_code ec;
             if (job.input == kStdin) return from_stdin(job, co, rep);
-            if (fs::exists(job.output, ec) && !o_.recipients.empty())
+            const bool exists = output_exists(job.output);
+            if (exists && !o_.recipients.empty())
                 throw Error("output " + job.output.string() +
                                 " exists, and an encrypted output cannot be read back (no private key) to show it "
                                 "comes from this file; not overwritten: move it away to convert this file",
                             job.input.string());
-            if (fs::exists(job.output, ec)) {
+            if (exists) {
                 // A previous run's output: done if it came from this very
                 // file and verifies; anything else is left alone, and so is
                 // the source.
@@ -269,11 +293,12 @@ private:
                 rep.result = Result::skipped;
                 rep.reason = "dry run: would write " + job.output.string();
             } else {
-                if (!job.output.parent_path().empty()) fs::create_directories(job.output.parent_path());
+                make_parent(job.output);
                 // Verified while it is made durable; one that does not verify
                 // is never published. (Not an encrypted one: the writer
-                // cannot read it back, WriteOptions::recipients.)
-                if (o_.recipients.empty())
+                // cannot read it back, WriteOptions::recipients. Not an
+                // object: streamed, it is complete only once it appears.)
+                if (o_.recipients.empty() && !in_store(job.output))
                     co.write.check_before_publish = [&job, digests = o_.digests](const fs::path& unpublished,
                                                                                  const VerifyOptions& read_back) {
                         if (auto bad = verify_output(unpublished, job.output, digests, read_back.pages_read_back);
@@ -298,8 +323,7 @@ private:
     // `xen-dump-convert - -o FILE`: the flattened stream on standard input
     // rearranged into FILE, verified before it appears, as any output.
     FileReport& from_stdin(const Job& job, ConvertOptions& co, FileReport& rep) {
-        std::error_code ec;
-        if (fs::exists(job.output, ec) || fs::is_symlink(job.output, ec))
+        if (output_exists(job.output, true))
             throw Error("output " + job.output.string() +
                         " exists; standard input is rearranged into a new file only: move it away");
         if (o_.dry_run) {
@@ -307,7 +331,7 @@ private:
             rep.reason = "dry run: would rearrange standard input into " + job.output.string();
             return rep;
         }
-        if (!job.output.parent_path().empty()) fs::create_directories(job.output.parent_path());
+        make_parent(job.output);
         co.write.check_before_publish = [&job, digests = o_.digests](const fs::path& unpublished, const VerifyOptions&) {
             if (auto bad = verify_output(unpublished, job.output, digests); !bad.empty())
                 throw Error(bad, "standard input");

@@ -6,10 +6,13 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "util/util.hpp"
+#include "xendump/error.hpp"
 #include "xendump/fd.hpp"
+#include "xendump/s3.hpp"
 
 namespace xendump::convert {
 namespace fs = std::filesystem;
@@ -52,8 +55,9 @@ fs::path output_for(const Options& o, const fs::path& input, const fs::path& rel
 }
 
 // The same file however it was named; the path itself when that cannot be
-// worked out (a symlink loop).
+// worked out (a symlink loop). An object of the store: its URL.
 fs::path identity_key(const fs::path& p) {
+    if (s3::is_url(p.string())) return p;
     std::error_code ec;
     fs::path key = fs::weakly_canonical(fs::absolute(p, ec), ec);
     return ec ? fs::absolute(p).lexically_normal() : key;
@@ -76,6 +80,7 @@ public:
             if (!o_.output) j.settle(Result::failed, "standard input (-) is rearranged into -o FILE: give -o");
             return;
         }
+        if (s3::is_url(p.string())) return object_operand(p.string());
         struct stat st {};
         if (::stat(p.c_str(), &st) != 0) {
             const int err = errno;
@@ -96,6 +101,49 @@ public:
     std::vector<Job> take() { return std::move(jobs_); }
 
 private:
+    // s3://BUCKET/KEY, an object; s3://BUCKET/PREFIX/ (or the bucket), the
+    // objects under it, as a directory's files (named relative to it).
+    // Never written to: read by ranged GETs.
+    void object_operand(const std::string& text) {
+        try {
+            const s3::Url url = s3::parse_url(text);
+            s3::Client& c = client(url);
+            if (!url.key.empty() && !url.key.ends_with('/')) {
+                const auto info = c.head_object(url);
+                if (Job* j = add(url.str(), fs::path(url.key).filename())) {
+                    j->named = true;
+                    if (info)
+                        j->size = info->size;
+                    else
+                        j->settle(Result::failed, url.str() + ": no such object in the store");
+                }
+                return;
+            }
+            bool any = false;
+            for (const s3::ObjectInfo& o : c.list_objects(url.bucket, url.key)) {
+                if (o.key.ends_with('/')) continue;  // a "folder" marker
+                const fs::path relative = o.key.substr(url.key.size());
+                if (skipped_name(relative)) continue;
+                any = true;
+                if (Job* j = add(s3::Url{url.bucket, o.key}.str(), relative)) j->size = o.size;
+            }
+            if (!any)
+                if (Job* j = add(url.str(), fs::path(url.key).parent_path().filename()))
+                    j->settle(Result::failed, url.str() + ": no object under this prefix");
+        } catch (const Error& e) {
+            if (Job* j = add(text, fs::path(text).filename())) {
+                j->named = true;
+                j->settle(Result::failed, e.what());
+            }
+        }
+    }
+
+    // One client for the objects named.
+    s3::Client& client(const s3::Url& url) {
+        if (!client_) client_ = store_client(url.str());
+        return *client_;
+    }
+
     void walk(const fs::path& dir) {
         std::vector<fs::path> found;
         std::error_code ec;
@@ -140,6 +188,7 @@ private:
     std::vector<Job> jobs_;
     std::set<fs::path> seen_;
     bool stdin_taken_ = false;
+    std::unique_ptr<s3::Client> client_;
 };
 
 }  // namespace
@@ -148,6 +197,15 @@ std::vector<Job> collect_jobs(const Options& o) {
     Collector c(o);
     for (const auto& in : o.inputs) c.operand(in);
     return c.take();
+}
+
+std::unique_ptr<s3::Client> store_client(const std::string& object) {
+    try {
+        return std::make_unique<s3::Client>(s3::settings_from_environment());
+    } catch (const Error& e) {
+        // "environment" says where they were looked for: the object says what for.
+        throw Error(e.object() == "environment" ? e.message() : e.what(), object);
+    }
 }
 
 void refuse_shared_outputs(std::vector<Job>& jobs) {

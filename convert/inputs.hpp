@@ -2,12 +2,14 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "options.hpp"
 #include "report.hpp"
+#include "xendump/s3.hpp"
 
 namespace xendump::convert {
 
@@ -48,6 +50,12 @@ inline constexpr const char* kStdin = "-";
 // beside it, default_output_name (plus ".age" when encrypted). A flattened
 // input's output is the compact file it carries: NAME.kdump.
 std::filesystem::path output_beside(const Options& options, const std::filesystem::path& input, bool kdump);
+
+// A client of the store for `object` (s3://BUCKET/KEY): its endpoint,
+// region and credentials as xen-dumpd -o s3:// takes them (AWS_* variables,
+// the systemd credential, the shared credentials file; never argv). Throws
+// Error naming `object` when there are none.
+std::unique_ptr<s3::Client> store_client(const std::string& object);
 
 // Settles every job whose output another job would also write (naming all of
 // them: none is converted) or whose output is its own input. Only jobs not

@@ -10,9 +10,10 @@
 namespace xendump::convert {
 
 inline constexpr cli::Option kConvertOptions[] = {
-    {"output", 'o', cli::Arg::required, "FILE", "output file (one input only)"},
+    {"output", 'o', cli::Arg::required, "FILE",
+     "output file (one input only), or the object\ns3://BUCKET/KEY"},
     {"output-dir", 0, cli::Arg::required, "DIR",
-     "write outputs under DIR, keeping the input names\n(default: NAME.v1.core beside each input)"},
+     "write outputs under DIR, keeping the input names; DIR\ns3://BUCKET/PREFIX: objects PREFIX/NAME\n(default: NAME.v1.core beside each input)"},
     {"remove-source", 0, cli::Arg::none, "", "delete each source once its output has verified and\nrecords it"},
     {"no-digests", 0, cli::Arg::none, "", "do not write the digest trailer"},
     {"format", 0, cli::Arg::required, "FORMAT",

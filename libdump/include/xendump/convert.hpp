@@ -78,7 +78,16 @@ struct ConversionPlan {
 ConversionPlan plan_conversion(const std::filesystem::path& input, const ConvertOptions& options = {});
 
 // Writes `output` atomically (never replacing a file). Throws Error; on error
-// nothing appears under `output`.
+// nothing appears under `output`. `input` and `output` may be objects of an
+// S3-compatible store, s3://BUCKET/KEY (xendump/s3.hpp; the client's
+// settings from the environment, settings_from_environment): an input is
+// read by ranged GETs (never written), its identity's mtime the object's
+// Last-Modified; an output is streamed into a multipart upload that
+// completes only once the file is whole and is aborted on any error, so
+// nothing appears under the key (not encrypted: Error with
+// write.recipients; a flattened input is not rearranged into an object;
+// check_before_publish is not called for an object). An object that exists
+// under the key is replaced: the caller decides, as for a file, before.
 ConversionPlan convert_file(const std::filesystem::path& input, const std::filesystem::path& output,
                             const ConvertOptions& options = {});
 

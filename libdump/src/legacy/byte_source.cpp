@@ -10,6 +10,7 @@
 
 #include "legacy/hex.hpp"
 #include "reader/dump_file.hpp"
+#include "store/object_reader.hpp"
 #include "util/util.hpp"
 #include "xendump/error.hpp"
 
@@ -25,6 +26,12 @@ void ByteSource::read(uint64_t offset, std::span<std::byte> out, const char* wha
 }
 
 FileByteSource::FileByteSource(std::string path, const OpenOptions& open) : path_(std::move(path)) {
+    if (s3::is_url(path_)) {
+        through_ = std::make_unique<reader::DumpFile>(path_, reader::DumpFile::identities_of(open));
+        size_ = through_->size();
+        mtime_.tv_sec = static_cast<time_t>(through_->object()->last_modified());
+        return;
+    }
     // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused
     // below); on a regular file the flag changes nothing.
     fd_.reset(::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
@@ -35,16 +42,18 @@ FileByteSource::FileByteSource(std::string path, const OpenOptions& open) : path
     size_ = static_cast<uint64_t>(st.st_size);
     mtime_ = st.st_mtim;
     if (reader::starts_as_age(fd_.get(), size_)) {
-        age_ = std::make_unique<reader::DumpFile>(path_, reader::DumpFile::identities_of(open));
-        size_ = age_->size();
+        through_ = std::make_unique<reader::DumpFile>(path_, reader::DumpFile::identities_of(open));
+        size_ = through_->size();
     }
 }
 
 FileByteSource::~FileByteSource() = default;
 
+bool FileByteSource::encrypted() const noexcept { return through_ && through_->encrypted(); }
+
 ByteSource::Extent FileByteSource::data_from(uint64_t offset) const {
     if (offset >= size_) return {size_, size_};
-    if (age_) return {offset, size_};  // an age file has no holes
+    if (through_) return {offset, size_};  // an age file or an object has no holes
     const off_t data = ::lseek(fd_.get(), static_cast<off_t>(offset), SEEK_DATA);
     if (data < 0) return errno == ENXIO ? Extent{size_, size_} : Extent{offset, size_};
     const off_t hole = ::lseek(fd_.get(), data, SEEK_HOLE);
@@ -53,7 +62,7 @@ ByteSource::Extent FileByteSource::data_from(uint64_t offset) const {
 }
 
 void FileByteSource::read_unchecked(uint64_t offset, std::span<std::byte> out) const {
-    if (age_) return age_->read_exact(offset, out, "input");  // authenticated chunk by chunk
+    if (through_) return through_->read_exact(offset, out, "input");  // authenticated chunk by chunk, or GETs
     const long n = util::pread_full(fd_.get(), out.data(), out.size(), offset);
     if (n < 0) throw_errno("read failed", path_, offset);
     if (static_cast<size_t>(n) < out.size())

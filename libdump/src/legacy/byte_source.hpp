@@ -50,7 +50,13 @@ protected:
 // plaintext, decrypted with `open`'s identities a 64 KiB chunk at a time as
 // DumpReader reads one (reader/dump_file.hpp; an Error says it is
 // encrypted when there is none): size() is the plaintext's, there are no
-// holes and no file ranges. `open` is used in the constructor only.
+// holes and no file ranges. `path` s3://BUCKET/KEY reads an object of the
+// store (never written to) through the readers' byte layer as DumpReader
+// reads one (reader::DumpFile over store/object_reader.hpp: ranged GETs of
+// cached 64 KiB blocks, the client's settings from the environment), an
+// encrypted object as its plaintext; no holes, no file ranges, the mtime
+// the object's Last-Modified (whole seconds). `open` is used in the
+// constructor only.
 class FileByteSource : public ByteSource {
 public:
     explicit FileByteSource(std::string path, const OpenOptions& open = {});
@@ -59,9 +65,9 @@ public:
     // Modification time when it was opened (the source's identity).
     const timespec& mtime() const { return mtime_; }
     const std::string& name() const override { return path_; }
-    bool encrypted() const noexcept { return age_ != nullptr; }
+    bool encrypted() const noexcept;
     std::optional<FileRange> file_range(uint64_t offset) const override {
-        if (age_) return std::nullopt;
+        if (through_) return std::nullopt;
         return FileRange{fd_.get(), offset};
     }
     // SEEK_DATA and SEEK_HOLE (everything is data where they fail).
@@ -75,7 +81,9 @@ private:
     UniqueFd fd_;
     uint64_t size_ = 0;
     timespec mtime_{};
-    std::unique_ptr<reader::DumpFile> age_;  // the plaintext of an encrypted file
+    // The bytes when they are not the file's own: an encrypted file's
+    // plaintext, an object of the store.
+    std::unique_ptr<reader::DumpFile> through_;
 };
 
 // Over bytes in memory (fuzzing, unit tests). Does not own them.

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "io/flattened.hpp"
 #include "kdump/write_kdump.hpp"
@@ -16,11 +17,13 @@
 #include "legacy/legacy_page_source.hpp"
 #include "legacy/source_identity.hpp"
 #include "legacy/xc_core.hpp"
+#include "store/multipart_output.hpp"
 #include "pipeline/zero_copy_source.hpp"
 #include "util/util.hpp"
 #include "xendump/dump_kernel_log.hpp"
 #include "xendump/error.hpp"
 #include "xendump/reader.hpp"
+#include "xendump/s3.hpp"
 #include "xendump_config.h"
 
 namespace xendump {
@@ -152,6 +155,11 @@ kernel::PageSelection select_for_level(const fs::path& input, const DumpReader* 
     return sel;
 }
 
+// `output` s3://BUCKET/KEY: streamed into the object (a multipart upload
+// completed last, aborted on any error: nothing under the key unless the
+// whole file is there), the store's client from the environment as for
+// xen-dumpd -o s3://. Not read back (check_before_publish is not called):
+// the store checks each part it takes.
 void write_converted(const fs::path& input, const SourceIdentity& id, const fs::path& output, DumpSpec& spec,
                      PageSource& pages, const ConvertOptions& opt, const DumpReader* reader = nullptr) {
     WriteOptions wo = opt.write;
@@ -163,13 +171,37 @@ void write_converted(const fs::path& input, const SourceIdentity& id, const fs::
                             input.string());
             check(unpublished, verify);
         };
+    std::optional<s3::Client> client;
+    std::optional<s3::Url> url;
+    if (s3::is_url(output.string())) {
+        url = s3::parse_url(output.string());
+        try {
+            client.emplace(s3::settings_from_environment());
+        } catch (const Error& e) {
+            throw e.with_object(url->str());
+        }
+    }
+    // A compact file into an object: the upload is made here, completed by
+    // the writer's last write, aborted by its destructor on any error.
+    std::optional<store::MultipartOutput> object;
+    if (url && opt.kdump) {
+        try {
+            object.emplace(*client, *url);
+        } catch (const Error& e) {
+            throw e.with_object(url->str());
+        }
+    }
+    const kdump::Destination to =
+        object ? kdump::Destination::object_output(*object, url->str()) : kdump::Destination(output);
     if (opt.kdump && opt.dump_level != 0) {
         const kernel::PageSelection sel = select_for_level(input, reader, pages, opt);
-        kdump::write_kdump_selection(output, spec, pages, sel, {opt.compression, wo});
+        kdump::write_kdump_selection(to, spec, pages, sel, {opt.compression, wo});
         return;
     }
     if (opt.kdump)
-        write_kdump_file(output, spec, pages, {opt.compression, wo});
+        kdump::write_kdump_every_page(to, spec, pages, {opt.compression, wo});
+    else if (url)
+        write_dump_object(*client, *url, spec, pages, wo);
     else
         write_dump_file(output, spec, pages, wo);
 }
@@ -254,6 +286,10 @@ Plan xen_elf(const fs::path& input, const fs::path* output, const ConvertOptions
 // known) rearranged into `output` (rearrange_flattened).
 Plan rearranged(const io::flat::ReadSome& read, const std::string& name, uint64_t total, const fs::path& output,
                 const ConvertOptions& opt) {
+    if (s3::is_url(output.string()))
+        throw Error("a flattened stream is rearranged into a local file, not into object storage (yet): "
+                    "rearrange it into a file, then convert or upload that",
+                    output.string());
     try {
         AtomicFile file(output);
         const auto progress = [&](uint64_t bytes) {

@@ -79,6 +79,8 @@ public:
     bool in_place() const noexcept { return fd_ >= 0 && !age_ && !flat_; }
     // An object in the store: what reading it has fetched so far (nullopt for a file).
     std::optional<StoreInfo> store() const;
+    // The object read, when the bytes come from the store (null for a file).
+    const s3::ObjectReader* object() const noexcept { return object_; }
 
     // When the bytes (the plaintext of an encrypted file) are a flattened
     // stream, reads go from now on to the file it carries: size() and

@@ -2,10 +2,23 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 
 #include "xendump/error.hpp"
 
 namespace xendump::s3 {
+namespace {
+
+// An HTTP date (RFC 9110 IMF-fixdate: "Fri, 04 Dec 2026 04:15:34 GMT"), as
+// HEAD's Last-Modified gives it: seconds since the epoch, 0 when it is not one.
+int64_t http_date(const std::string& text) {
+    std::tm tm{};
+    const char* end = ::strptime(text.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    if (!end || *end) return 0;
+    return static_cast<int64_t>(::timegm(&tm));
+}
+
+}  // namespace
 
 ObjectReader::ObjectReader(std::shared_ptr<Client> client, Url object, uint64_t block_size, size_t blocks)
     : client_(std::move(client)),
@@ -19,6 +32,7 @@ ObjectReader::ObjectReader(std::shared_ptr<Client> client, Url object, uint64_t 
     const auto info = client_->head_object(object_);
     if (!info) throw Error("no such object in the store", name_);
     size_ = info->size;
+    last_modified_ = http_date(info->last_modified);
 }
 
 ObjectReader::~ObjectReader() = default;

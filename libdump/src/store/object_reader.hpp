@@ -39,6 +39,9 @@ public:
 
     uint64_t size() const override { return size_; }
     const std::string& name() const override { return name_; }
+    // When the object was stored (the HEAD's Last-Modified), in seconds
+    // since the epoch; 0 when the store did not say or said it otherwise.
+    int64_t last_modified() const noexcept { return last_modified_; }
     size_t read_at(uint64_t offset, std::span<std::byte> out) const override;
 
     struct Fetched {
@@ -57,6 +60,7 @@ private:
     Url object_;
     std::string name_;
     uint64_t size_ = 0;
+    int64_t last_modified_ = 0;
     uint64_t block_size_;
     // Reads going on where a GET ended: the block after it, and how many
     // blocks the GET brought.
