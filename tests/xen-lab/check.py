@@ -328,6 +328,15 @@ def check_live(name, args, env, tools):
     if not m:
         problems.append(f"{name}: the live dump did not report its pause: {tail(log)}")
     rate = writer_rate(os.path.join(out, f"{name}-console.log"))
+    # Issue 35 item 2: an HVM guest's device model told to log its writes
+    # (the dump is refused when QEMU refuses; a missing socket is a warning).
+    device_model = ""
+    if name == "hvm":
+        socket = env.get("hvm.qmp_socket", "none")
+        if socket == "none" or "device model" in text:
+            problems.append(f"hvm: the device model's dirty logging was not used (socket: {socket}): {tail(log)}")
+        else:
+            device_model = f"; device model told to log its writes on {socket}"
     row["ours s"] = env.get(f"{name}.live.secs", "-")
     info = subprocess.run([tools["xen-dumpctl"], "info", "--json", live_path], capture_output=True, text=True)
     try:
@@ -342,7 +351,7 @@ def check_live(name, args, env, tools):
                                         os.path.join(out, f"{name}-live-crash"), problems)
     LIVE.append(f"{name}: {pause} (the paused dump of this guest took {env.get(name + '.dumpd.secs', '?')} s); "
                 f"writer {'%.1f MB/s' % rate if rate else 'rate unknown'}; live dump {env.get(name + '.live.secs')} s; "
-                f"{equal}/{compared} pages equal to the paused dump of the same instant")
+                f"{equal}/{compared} pages equal to the paused dump of the same instant{device_model}")
     return row, problems
 
 
