@@ -123,10 +123,8 @@ const std::map<std::string, Setter>& upload_setters() {
          }},
         {"Mode", [](Config& c, const std::string& v) {
              if (v.empty() || v == "spool") c.upload.mode = UploadMode::spool;
-             else if (v == "stream")
-                 throw Error("Mode=stream is not implemented by the service: use Mode=spool (a dump is written "
-                             "locally, then uploaded); xen-dumpd --domain N -o s3://BUCKET/KEY streams");
-             else throw Error("Mode must be \"spool\": \"" + v + "\"");
+             else if (v == "stream") c.upload.mode = UploadMode::stream;
+             else throw Error("Mode must be \"spool\" or \"stream\": \"" + v + "\"");
          }},
         {"KeepLocal", [](Config& c, const std::string& v) { c.upload.keep_local = parse_bool(v); }},
         {"PartSize", [](Config& c, const std::string& v) {
@@ -405,6 +403,19 @@ void check_config(const Config& config) {
     };
     check(nullptr, "");
     for (const auto& [name, keys] : config.domain_formats) check(&keys, "domain " + name);
+    if (config.upload.mode == UploadMode::stream && config.upload.keep_local) {
+        // Where each was set last (the drop-ins may set them apart).
+        auto origin_of = [&](const std::string& key) {
+            std::string at;
+            for (const ConfigLine& l : config.lines)
+                if (l.section == "Upload" && l.key == key) at = l.origin;
+            return at;
+        };
+        throw Error(origin_of("KeepLocal") + ": KeepLocal=yes needs Mode=spool, but Mode=stream is set at " +
+                    origin_of("Mode") +
+                    ": a streamed dump is written straight into the store and has no local copy to keep "
+                    "(Mode=spool writes the dump locally, uploads it and, with KeepLocal=yes, keeps it)");
+    }
 }
 
 DumpFormat Config::format_for(std::string_view domain_name) const {

@@ -73,14 +73,18 @@ struct DumpFormatKeys {
 
 // [Upload]: where the service copies each dump it published (issue 34).
 // Target= unset: nothing is uploaded.
-enum class UploadMode { spool };
+// Mode=spool: each dump is written to the dump directory, then uploaded
+// (uploader.hpp). Mode=stream: written straight into the store, nothing
+// local, falling back to spool when the store cannot take it
+// (DumpJobHooks::stream).
+enum class UploadMode { spool, stream };
 struct UploadConfig {
     std::string bucket;        // Target=s3://BUCKET/PREFIX; empty: no upload
     std::string prefix;        // PREFIX without a trailing '/' ("" for the bucket's top)
     std::string endpoint;      // Endpoint=, "": AWS_ENDPOINT_URL, the profile's, else AWS's
     std::string region;        // Region=, "": AWS_REGION, ..., us-east-1
-    UploadMode mode = UploadMode::spool;  // Mode=spool (Mode=stream is refused: not implemented)
-    bool keep_local = false;   // KeepLocal=
+    UploadMode mode = UploadMode::spool;  // Mode=spool|stream
+    bool keep_local = false;   // KeepLocal= (Mode=spool only: check_config refuses it with Mode=stream)
     uint64_t part_size = uint64_t{16} << 20;  // PartSize=, 5M to 5G
     bool enabled() const { return !bucket.empty(); }
     std::string target() const;  // s3://BUCKET/PREFIX as configured
@@ -160,7 +164,9 @@ void apply_config_text(Config& config, const std::string& text, const std::strin
 
 // The checks that need every file: a DumpLevel= above 0 where Format= is
 // v1, for [Dump] and every [Domain]. Throws Error("FILE:LINE: ...") naming
-// the DumpLevel= line (and the Format= line that makes it v1).
+// the DumpLevel= line (and the Format= line that makes it v1). And
+// KeepLocal=yes with Mode=stream (a streamed dump has no local copy to
+// keep), naming both lines.
 void check_config(const Config& config);
 
 // What a missing main file means: the defaults (only for the default path,

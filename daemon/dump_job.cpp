@@ -15,6 +15,7 @@
 #include "guest_log.hpp"
 #include "journal_log.hpp"
 #include "retention.hpp"
+#include "uploader.hpp"
 #include "util/util.hpp"
 #include "util/vocabulary.hpp"
 #include "xendump/error.hpp"
@@ -193,6 +194,152 @@ void vacuum_after(const Config& config, const fs::path& dump) {
     } catch (const Error& e) {
         log_message(LogLevel::warning, std::string("cannot apply storage limits: ") + e.what());
     }
+}
+
+// The guest kernel's log of a written dump into its record: a log that
+// could not be read (or only in part) is said in the journal.
+void keep_guest_log(Sidecar& s, GuestLogRecord& guest, ClearMetadata clear, const std::string& where) {
+    if (!guest.log.error.empty() || guest.log.partial) {
+        const std::string why = !guest.log.error.empty() ? guest.log.error : guest.log.damage.front();
+        log_message(guest.kernel ? LogLevel::warning : LogLevel::info,
+                    "dump of " + s.domain_name + " (domain " + std::to_string(s.domid) + "): " +
+                        (guest.log.error.empty() ? "the guest kernel's log is incomplete: " : "no guest kernel log: ") +
+                        why,
+                    {{"DOMID", std::to_string(s.domid)}, {"DUMP_PATH", where}});
+    }
+    s.guest_log = std::move(guest.log);
+    if (clear.panic) s.guest_panic = std::move(guest.panic);
+    if (clear.backtrace) s.guest_backtrace = std::move(guest.backtrace);
+}
+
+// What the dumper says of a written dump, into its record.
+void take_dump_result(Sidecar& s, const DumpResult& r, const DumpRequest& request, bool kdump) {
+    if (kdump) s.dump_level = r.dump_level;  // the level applied
+    s.pages = r.nr_pages;
+    s.file_size = r.file_size;
+    if (!r.uuid.empty()) s.uuid = r.uuid;
+    s.type = std::string(format::to_string(r.type));
+    if (r.live) {
+        s.live = "precopy";
+        s.pause_usec = r.live->pause_usec;
+        s.live_rounds = r.live->rounds;
+        s.pages_recopied = r.live->pages_recopied;
+    } else if (request.live) {
+        s.live = "inconsistent";
+    }
+}
+
+// The journal entry of a dump's end, `where` it is (a file or an object).
+void log_dump_end(const Sidecar& s, const fs::path& where) {
+    const LogLevel level = s.result == DumpOutcome::ok          ? LogLevel::notice
+                           : s.result == DumpOutcome::cancelled ? LogLevel::warning
+                                                                : LogLevel::error;
+    log_message(level, dump_journal_message(s, where), dump_journal_fields(s, where),
+                s.result == DumpOutcome::ok ? kMessageDumpWritten : kMessageDumpFailed);
+}
+
+// Why a dump is not streamed by Mode=stream ("" when it is): what
+// dump_domain_to_object does not write.
+std::string not_streamed(const DumpFormat& how, const std::vector<std::string>& recipients,
+                         const DumpRequest& request) {
+    if (how.kdump) return "a compact (Format=kdump) dump is not streamed to object storage yet";
+    if (!recipients.empty()) return "an encrypted dump is not streamed to object storage yet";
+    if (request.precopy.on) return "a consistent live dump is rewritten in place, not streamed";
+    return {};
+}
+
+std::span<const std::byte> bytes_of(std::string_view text) { return std::as_bytes(std::span(text)); }
+
+// Mode=stream (DumpJobHooks::stream): the dump into its object, then its
+// kernel log (read from the paused guest: there is no file to read back)
+// and its sidecar beside it. True when the job is done with (written, or
+// cancelled); false when the stream failed (out.stream_error): the caller
+// writes the dump to the dump directory instead. Nothing is written to
+// the dump directory here, unless the sidecar cannot reach the store after
+// the dump did (then it is kept there, so the dump's record is not lost).
+bool stream_dump(Hypervisor& hv, const Config& config, const DumpRequest& request, const DumpJobHooks& hooks,
+                 DumpOptions options, DumpJobResult& out) {
+    Sidecar& s = out.info;
+    const DumpJobHooks::Stream& to = *hooks.stream;
+    const fs::path local = out.path;
+    const std::string name = local.filename().string();
+    const s3::Url url{to.upload.bucket, upload_key(to.upload, to.host, name)};
+    std::optional<GuestLogCapture> captured;
+    options.inspect_guest = [&captured](const GuestView& guest, const kernel::Vmcoreinfo* info) {
+        captured = capture_guest_log(guest, info);
+    };
+    if (hooks.on_start) hooks.on_start(url.str());
+    std::unique_ptr<s3::Client> client;
+    try {
+        client = upload_client(to.upload);
+        s3::UploadOptions up;
+        up.part_size = to.upload.part_size;
+        // What the record knows before the dump; its size and panic line
+        // are in the sidecar object (and the object's own size).
+        up.metadata = upload_metadata(s);
+        up.metadata.erase("size");
+        const DumpResult r = dump_domain_to_object(hv, request.domid, *client, url, options, up);
+        take_dump_result(s, r, request, false);
+        out.warnings = r.warnings;
+    } catch (const std::exception& e) {
+        const auto* cancel = hooks.dump.write.cancel;
+        if (cancel && cancel->load()) {
+            // Cancelled (a request, the service stopping): no record in the
+            // dump directory, the upload aborted, the journal says so.
+            s.result = out.result = DumpOutcome::cancelled;
+            s.error = out.error = e.what();
+            s.end_time = unix_now();
+            s.digests = "none";
+            log_dump_end(s, url.str());
+            return true;
+        }
+        out.stream_error = e.what();
+        log_message(LogLevel::warning,
+                    "streaming the dump of " + s.domain_name + " (domain " + std::to_string(s.domid) + ") to " +
+                        url.str() + " failed: " + out.stream_error + "; writing it to " + local.string() +
+                        " instead, uploaded once the store can be reached",
+                    {{"DOMID", std::to_string(s.domid)},
+                     {"UPLOAD_TARGET", url.str()},
+                     {"UPLOAD_ERROR", out.stream_error},
+                     {"DUMP_PATH", local.string()}},
+                    kMessageUploadFailed);
+        return false;
+    }
+    out.streamed = true;
+    out.path = url.str();
+    out.sidecar = s3::Url{url.bucket, url.key + ".json"}.str();
+    s.result = out.result = DumpOutcome::ok;
+    s.end_time = unix_now();
+    // The kernel log, then the sidecar (last: a sidecar in the store always
+    // stands beside a complete dump), as the uploader orders them.
+    std::optional<std::string> dmesg_text;
+    if (captured) {
+        dmesg_text = std::move(captured->text);
+        if (dmesg_text) captured->record.log.dmesg_file = dmesg_path(local).filename().string();
+        keep_guest_log(s, captured->record, ClearMetadata{true, true}, url.str());  // a plain dump: in clear
+    }
+    const std::map<std::string, std::string> metadata = upload_metadata(s);
+    try {
+        if (dmesg_text)
+            client->put_object({url.bucket, upload_key(to.upload, to.host, dmesg_path(local).filename().string())},
+                               bytes_of(*dmesg_text), metadata);
+        client->put_object({url.bucket, upload_key(to.upload, to.host, sidecar_path(local).filename().string())},
+                           bytes_of(s.to_json()), metadata);
+    } catch (const std::exception& e) {
+        log_message(LogLevel::error,
+                    "the dump is in " + url.str() + ", but its record could not follow it (kept in " +
+                        config.dump_dir.string() + " instead): " + e.what(),
+                    {{"DOMID", std::to_string(s.domid)}, {"UPLOAD_TARGET", url.str()}});
+        try {
+            if (dmesg_text) write_file_atomically(dmesg_path(local), *dmesg_text, 0600);
+            write_sidecar(sidecar_path(local), s);
+        } catch (const Error& le) {
+            log_message(LogLevel::error, std::string("cannot record the dump: ") + le.what(),
+                        dump_journal_fields(s, url.str()));
+        }
+    }
+    log_dump_end(s, url.str());
+    return true;
 }
 
 }  // namespace
@@ -393,15 +540,34 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
             log_message(LogLevel::error, std::string("cannot record the dump: ") + e.what(),
                         dump_journal_fields(s, out.path));
         }
-        const LogLevel level = result == DumpOutcome::ok          ? LogLevel::notice
-                               : result == DumpOutcome::cancelled ? LogLevel::warning
-                                                                  : LogLevel::error;
-        log_message(level, dump_journal_message(s, out.path), dump_journal_fields(s, out.path),
-                    result == DumpOutcome::ok ? kMessageDumpWritten : kMessageDumpFailed);
+        log_dump_end(s, out.path);
         return out;
     };
 
     if (!info) return finish(DumpOutcome::failed, "no domain " + std::to_string(request.domid));
+
+    DumpOptions options = hooks.dump;
+    options.live = request.live;
+    options.precopy = request.precopy;
+    options.reason = request.reason;
+    options.write.digests = request.digests;
+    options.write.threads = request.threads;
+    options.kdump = how.kdump;
+    options.compression = how.compression;
+    options.dump_level = how.dump_level;
+    options.write.recipients = recipients;
+    if (hooks.stream) {
+        const std::string why_not = not_streamed(how, recipients, request);
+        if (why_not.empty()) {
+            name.update(0, 0);  // nothing of it in the dump directory (unless the stream fails)
+            if (stream_dump(hv, config, request, hooks, options, out)) return out;
+        } else {
+            log_message(LogLevel::info, "dump of " + s.domain_name + " (domain " + std::to_string(s.domid) +
+                                            "): " + why_not + ": written to " + out.path.string() +
+                                            ", then uploaded (as Mode=spool)",
+                        {{"DOMID", std::to_string(s.domid)}, {"DUMP_PATH", out.path.string()}});
+        }
+    }
 
     // Space first: a dump without room for its first step is refused before the guest is touched.
     try {
@@ -420,16 +586,6 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
 
     room.emplace(out.path);
     if (hooks.on_start) hooks.on_start(out.path);
-    DumpOptions options = hooks.dump;
-    options.live = request.live;
-    options.precopy = request.precopy;
-    options.reason = request.reason;
-    options.write.digests = request.digests;
-    options.write.threads = request.threads;
-    options.kdump = how.kdump;
-    options.compression = how.compression;
-    options.dump_level = how.dump_level;
-    options.write.recipients = recipients;
     // An encrypted dump's log is read from the paused guest: the file cannot
     // be read back (guest_log.hpp).
     std::optional<GuestLogCapture> captured;
@@ -442,20 +598,8 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     };
     try {
         DumpResult r = dump_domain_to_file(hv, request.domid, out.path, options);
-        if (how.kdump) s.dump_level = r.dump_level;  // the level applied
+        take_dump_result(s, r, request, how.kdump);
         out.warnings = r.warnings;
-        s.pages = r.nr_pages;
-        s.file_size = r.file_size;
-        if (!r.uuid.empty()) s.uuid = r.uuid;
-        s.type = std::string(format::to_string(r.type));
-        if (r.live) {
-            s.live = "precopy";
-            s.pause_usec = r.live->pause_usec;
-            s.live_rounds = r.live->rounds;
-            s.pages_recopied = r.live->pages_recopied;
-        } else if (request.live) {
-            s.live = "inconsistent";
-        }
     } catch (const std::exception& e) {
         // Stopped for want of room: refused with the figures, nothing left
         // behind (the unpublished file is gone with the writer).
@@ -467,19 +611,6 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
         bool cancelled = cancel && cancel->load();
         return finish(cancelled ? DumpOutcome::cancelled : DumpOutcome::failed, e.what());
     }
-    auto keep_guest_log = [&](GuestLogRecord& guest, ClearMetadata clear) {
-        if (!guest.log.error.empty() || guest.log.partial) {
-            const std::string why = !guest.log.error.empty() ? guest.log.error : guest.log.damage.front();
-            log_message(guest.kernel ? LogLevel::warning : LogLevel::info,
-                        "dump of " + s.domain_name + " (domain " + std::to_string(s.domid) + "): " +
-                            (guest.log.error.empty() ? "the guest kernel's log is incomplete: " : "no guest kernel log: ") +
-                            why,
-                        {{"DOMID", std::to_string(s.domid)}, {"DUMP_PATH", out.path.string()}});
-        }
-        s.guest_log = std::move(guest.log);
-        if (clear.panic) s.guest_panic = std::move(guest.panic);
-        if (clear.backtrace) s.guest_backtrace = std::move(guest.backtrace);
-    };
     // The service holds no private key: an encrypted file is not read back
     // (no zero pages); its log, read from the paused guest, is saved
     // encrypted as NAME.dmesg.txt.age, and only what ClearMetadata= allows
@@ -487,7 +618,7 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     if (!recipients.empty()) {
         if (captured) {
             save_encrypted_guest_log(out.path, *captured, recipients);
-            keep_guest_log(captured->record, config.clear_metadata_for(s.domain_name));
+            keep_guest_log(s, captured->record, config.clear_metadata_for(s.domain_name), out.path.string());
         }
         finish(DumpOutcome::ok, {});
         vacuum_after(config, out.path);
@@ -505,7 +636,7 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     // the finished file, while the room for the sidecar is still held, and
     // whatever fails there is recorded, never failing the dump.
     GuestLogRecord guest = record_guest_log(out.path);
-    keep_guest_log(guest, ClearMetadata{true, true});  // a plain dump is in clear anyway
+    keep_guest_log(s, guest, ClearMetadata{true, true}, out.path.string());  // a plain dump is in clear anyway
     finish(DumpOutcome::ok, {});
     vacuum_after(config, out.path);
     return out;

@@ -65,8 +65,14 @@ DumpRequest with_live_default(DumpRequest request, const Config& config);
 
 struct DumpJobResult {
     DumpOutcome result = DumpOutcome::failed;
-    std::filesystem::path path;     // the dump (absent unless result is ok)
-    std::filesystem::path sidecar;  // always written when the dump dir is usable
+    std::filesystem::path path;     // the dump (absent unless result is ok); streamed: s3://BUCKET/KEY
+    std::filesystem::path sidecar;  // always written when the dump dir is usable; streamed: its object's s3:// URL
+    // Mode=stream (DumpJobHooks::stream): true when the dump went into the
+    // store (path names the object, nothing is in the dump directory).
+    bool streamed = false;
+    // Mode=stream: why streaming failed, the dump then written to the dump
+    // directory instead (path) for the uploader ("" when it did not fail).
+    std::string stream_error;
     std::string error;
     std::vector<std::string> warnings;  // the dumper's (DumpResult::warnings)
     Sidecar info;
@@ -80,6 +86,19 @@ struct DumpJobHooks {
     // Progress, warnings, cancel (dump.write) go to the dumper as they are;
     // the request's live, reason, digests and threads replace dump's own.
     DumpOptions dump;
+    // [Upload] Mode=stream: the dump goes straight into the object
+    // PREFIX/HOST/NAME (upload_key, NAME as the dump directory would have
+    // it), its kernel log and sidecar beside it, nothing into the dump
+    // directory. A crash dump is never lost: a stream that fails (the store
+    // unreachable, refusing, erring) is aborted and the dump written to the
+    // dump directory instead (DumpJobResult::stream_error says why) for the
+    // uploader. A dump the library does not stream (Format=kdump, encrypted,
+    // a consistent live one) is written to the dump directory too.
+    struct Stream {
+        UploadConfig upload;
+        std::string host;  // HOST of the keys
+    };
+    std::optional<Stream> stream;
 };
 
 // The journal entry of a dump (or of its failure): DOMID=, DOMAIN=,

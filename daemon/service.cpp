@@ -290,11 +290,14 @@ DumpJobResult Service::run_job(Job& job) {
         log_message(LogLevel::warning, "domain " + std::to_string(job.request.domid) + ": " + w,
                     {{"DOMID", std::to_string(job.request.domid)}});
     };
+    // Mode=stream: straight into the store, else (it failed) into the dump directory for the uploader.
+    if (cfg.upload.enabled() && cfg.upload.mode == UploadMode::stream)
+        hooks.stream = DumpJobHooks::Stream{cfg.upload, local_host_name()};
     DumpJobResult result = run_dump_job(*hv, cfg, job.request, hooks);
     // Published: copied to object storage from here on ([Upload], uploader.hpp).
-    if (result.result == DumpOutcome::ok && cfg.upload.enabled()) {
+    if (result.result == DumpOutcome::ok && !result.streamed && cfg.upload.enabled()) {
         try {
-            uploader_->add(result.path);
+            uploader_->add(result.path, result.stream_error);
         } catch (const Error& e) {
             log_message(LogLevel::error,
                         "cannot record the upload of " + result.path.string() + " (the dump stays local): " + e.what(),

@@ -101,7 +101,9 @@ void check_network_allowed() {
                     kUploadSandboxHint);
 }
 
-std::unique_ptr<s3::Client> make_client(const UploadConfig& cfg) {
+}  // namespace
+
+std::unique_ptr<s3::Client> upload_client(const UploadConfig& cfg) {
     check_network_allowed();
     // The credentials as the AWS tools find them (xendump/s3.hpp), read for
     // every attempt: a credential fixed by the operator is taken at once.
@@ -112,6 +114,9 @@ std::unique_ptr<s3::Client> make_client(const UploadConfig& cfg) {
     s.stall_timeout = std::chrono::seconds(30);
     return std::make_unique<s3::Client>(std::move(s));
 }
+
+namespace {
+
 
 std::string read_fd_text(int fd, uint64_t size, const fs::path& path) {
     if (size > (uint64_t{16} << 20)) throw Error("too large for a sidecar", path.string());
@@ -256,6 +261,7 @@ std::string UploadState::to_json() const {
     }
     j["attempts"] = attempts;
     if (!error.empty()) j["error"] = error;
+    if (stream_failed) j["stream_failed"] = true;
     return j.dump(2) + "\n";
 }
 
@@ -272,6 +278,7 @@ UploadState UploadState::from_json(const std::string& text, const std::string& o
         s.part_size = j.value("part_size", uint64_t{0});
         s.attempts = j.value("attempts", 0u);
         s.error = j.value("error", "");
+        s.stream_failed = j.value("stream_failed", false);
     } catch (const nlohmann::json::exception& e) {
         throw Error(std::string("not an upload state: ") + e.what(), origin);
     }
@@ -347,17 +354,28 @@ void Uploader::start() {
     });
 }
 
-void Uploader::add(const fs::path& dump) {
+void Uploader::add(const fs::path& dump, const std::string& stream_error) {
     UploadState s;
     s.dump = dump.filename().string();
     s.queued = unix_now();
+    if (!stream_error.empty()) {
+        s.attempts = 1;
+        s.error = "streaming it failed: " + stream_error;
+        s.stream_failed = true;
+    }
     // Made with the first upload (mode 0700, as the dump directory).
     if (::mkdir(state_dir().c_str(), 0700) != 0 && errno != EEXIST)
         throw_errno("cannot create the upload state directory", state_dir().string());
     replace_file_atomically(upload_state_path(dump), s.to_json(), 0600);
     {
         std::lock_guard lock(mutex_);
-        entries_[s.dump].state = s;
+        Entry& entry = entries_[s.dump];
+        entry.state = s;
+        if (s.attempts) {
+            const auto delay = upload_backoff(s.attempts);
+            entry.next_try = std::chrono::steady_clock::now() + delay;
+            entry.next_try_unix = unix_now() + delay.count();
+        }
         poked_ = true;
     }
     cv_.notify_all();
@@ -418,7 +436,7 @@ void Uploader::abort_quietly(const UploadConfig& cfg, const std::string& key, co
     if (!cfg.enabled() || upload_id.empty()) return;
     const s3::Url url{cfg.bucket, key};
     try {
-        make_client(cfg)->abort_multipart_upload(url, upload_id);
+        upload_client(cfg)->abort_multipart_upload(url, upload_id);
         log_message(LogLevel::info, "aborted the multipart upload of " + url.str() + " (no longer needed)",
                     {{"UPLOAD_TARGET", url.str()}});
     } catch (const Error& e) {
@@ -487,7 +505,7 @@ void Uploader::sweep(const UploadConfig& cfg) {
             if (!e.state.upload_id.empty()) known.insert(e.state.upload_id);
     }
     try {
-        auto client = make_client(cfg);
+        auto client = upload_client(cfg);
         for (const auto& u : client->list_multipart_uploads(cfg.bucket, prefix)) {
             const std::string name = u.key.substr(std::min(prefix.size(), u.key.size()));
             if (known.count(u.upload_id) || name.find('/') != std::string::npos || !is_dump_file_name(name)) continue;
@@ -607,7 +625,15 @@ void Uploader::attempt(const std::string& name, const UploadConfig& cfg) {
             entries_[name].bytes_total = total;
             entries_[name].bytes_done = done;
         }
-        auto client = make_client(cfg);
+        auto client = upload_client(cfg);
+        if (st.stream_failed) {
+            // What the failed stream left under the dump's key (it could not abort it then).
+            const std::string key = upload_key(cfg, host_, name);
+            for (const auto& u : client->list_multipart_uploads(cfg.bucket, key))
+                if (u.key == key && u.upload_id != st.upload_id) abort_quietly(cfg, u.key, u.upload_id);
+            st.stream_failed = false;
+            save();
+        }
         // The dump first, its kernel log, its sidecar last: a sidecar in the
         // store always stands beside a complete dump.
         for (File& f : files) {

@@ -30,6 +30,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -37,6 +38,7 @@
 
 #include "config.hpp"
 #include "sidecar.hpp"
+#include "xendump/s3.hpp"
 
 namespace xendump::daemon {
 
@@ -54,6 +56,10 @@ struct UploadState {
     uint64_t part_size = 0;          // the upload's part size
     unsigned attempts = 0;           // failed attempts so far
     std::string error;               // the last one's error
+    // Mode=stream: the dump was first streamed to its key and that failed;
+    // whatever multipart upload the stream left there (its abort failed
+    // too, with the store down) is aborted before this upload starts.
+    bool stream_failed = false;
     std::string to_json() const;
     static UploadState from_json(const std::string& text, const std::string& origin);  // throws Error
 };
@@ -72,6 +78,12 @@ int64_t parse_iso_time(const std::string& text);
 // The delay before attempt `attempts` + 1 after `attempts` failed ones:
 // 10 s doubled each time, at most 10 min.
 std::chrono::seconds upload_backoff(unsigned attempts);
+
+// A client for [Upload]'s store: the credentials as the AWS tools find
+// them, read anew each time; the client's own retries short (3 attempts),
+// the caller waits and tries again. Error when the service may not open
+// network sockets (kUploadSandboxHint) or no credentials are found.
+std::unique_ptr<s3::Client> upload_client(const UploadConfig& cfg);
 
 // Whether this process may open network sockets: the unit's
 // RestrictAddressFamilies=AF_UNIX refuses them (EAFNOSUPPORT) unless the
@@ -104,8 +116,11 @@ public:
     // thread that uploads.
     void start();
     // A dump just published (its sidecar written): recorded, then uploaded.
-    // Error when the record cannot be written.
-    void add(const std::filesystem::path& dump);
+    // Error when the record cannot be written. `stream_error`: the dump
+    // was first streamed (Mode=stream) and that failed so: counted as the
+    // upload's first failed attempt (status shows why it waits), the next
+    // after upload_backoff(1), the stream's leftover upload aborted first.
+    void add(const std::filesystem::path& dump, const std::string& stream_error = {});
     // Try the waiting uploads now (a reload, a test).
     void wake();
     std::vector<UploadSnapshot> snapshot() const;

@@ -435,6 +435,26 @@ TEST(Config, UploadSection) {
     EXPECT_FALSE(c.upload.enabled());
 }
 
+// Mode=stream (issue 34 item 2): taken; KeepLocal=yes with it is refused
+// once every file is read (a streamed dump has no local copy), naming both
+// lines, wherever each was set.
+TEST(Config, UploadModeStreamAndKeepLocal) {
+    ConfigFiles f("[Upload]\nTarget=s3://crash-dumps/xen\nMode=stream\n");
+    const Config c = load_config(f.main_file);
+    EXPECT_EQ(c.upload.mode, UploadMode::stream);
+    EXPECT_FALSE(c.upload.keep_local);
+    const auto d = f.drop_in("keep.conf", "[Upload]\n\nKeepLocal=yes\n");
+    const std::string err = load_error(f.main_file);
+    EXPECT_NE(err.find(d.string() + ":3: KeepLocal=yes needs Mode=spool, but Mode=stream is set at " +
+                       f.main_file.string() + ":3"),
+              std::string::npos)
+        << err;
+    f.drop_in("keep.conf", "[Upload]\nKeepLocal=yes\nMode=spool\n");
+    EXPECT_EQ(load_config(f.main_file).upload.mode, UploadMode::spool);
+    f.drop_in("keep.conf", "[Upload]\nKeepLocal=no\n");
+    EXPECT_NO_THROW(load_config(f.main_file));
+}
+
 TEST(Config, UploadBadValuesNameTheLine) {
     expect_refused({
         {"[Upload]\nTarget=/srv/dumps\n", "test.conf:2: Target=: Target must be s3://BUCKET/PREFIX"},
@@ -444,8 +464,7 @@ TEST(Config, UploadBadValuesNameTheLine) {
         {"[Upload]\n\nEndpoint=ftp://store\n", "test.conf:3: Endpoint=:"},
         {"[Upload]\nEndpoint=https://store/x?y\n", "test.conf:2: Endpoint=:"},
         {"[Upload]\nRegion=us east\n", "test.conf:2: Region=:"},
-        {"[Upload]\nMode=stream\n", "test.conf:2: Mode=: Mode=stream is not implemented by the service"},
-        {"[Upload]\nMode=sometimes\n", "test.conf:2: Mode=:"},
+        {"[Upload]\nMode=sometimes\n", "test.conf:2: Mode=: Mode must be \"spool\" or \"stream\""},
         {"[Upload]\nKeepLocal=maybe\n", "test.conf:2: KeepLocal=:"},
         {"[Upload]\nPartSize=1M\n", "test.conf:2: PartSize=: PartSize must be from 5M to 5G"},
         {"[Upload]\nPartSize=6G\n", "test.conf:2: PartSize=:"},

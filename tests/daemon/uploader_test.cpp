@@ -83,6 +83,10 @@ TEST(Uploader, StateRoundTripsAndBadStateIsRefused) {
     EXPECT_EQ(t.part_size, s.part_size);
     EXPECT_EQ(t.attempts, 3u);
     EXPECT_EQ(t.error, s.error);
+    EXPECT_FALSE(t.stream_failed);
+    // A dump whose stream failed (Mode=stream): its leftover upload is aborted first.
+    s.stream_failed = true;
+    EXPECT_TRUE(UploadState::from_json(s.to_json(), "x").stream_failed);
     EXPECT_THROW(UploadState::from_json("not json", "x"), xendump::Error);
     EXPECT_THROW(UploadState::from_json(R"({"queued":1})", "x"), xendump::Error);
     EXPECT_THROW(UploadState::from_json(R"({"dump":"../etc/passwd"})", "x"), xendump::Error);

@@ -9,6 +9,12 @@
 // already stored and intact kept, a damaged one sent again; an upload the
 // store forgot begun anew; an abandoned one aborted); wrong credentials and
 // a missing bucket keep the dump, naming the object, until fixed.
+// Mode=stream: a crash dump goes straight into its object (the bytes of the
+// same guest's dump with Mode=spool but for its TIME=), nothing ever in the
+// dump directory; the store down when the guest crashes, or stopped in the
+// middle of the stream, leaves no object, and the dump is written locally,
+// waits (status says the stream failed) and is uploaded once the store is
+// back, the local copy then removed and the stream's upload aborted.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -16,6 +22,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
+#include <thread>
 
 #include "control_protocol.hpp"
 #include "s3_lab.hpp"
@@ -89,8 +97,9 @@ struct Fixture {
     std::string prefix = "fleet/xen";
     std::unique_ptr<ServiceProcess> service;
 
-    explicit Fixture(const std::string& hint) : bucket(new_bucket(client, hint)) {
-        create_sim_host(host, {{7, "web01", kUuid, kPages}});
+    explicit Fixture(const std::string& hint, const SimDomainSpec& guest = {7, "web01", kUuid, kPages})
+        : bucket(new_bucket(client, hint)) {
+        create_sim_host(host, {guest});
     }
     std::string config(const std::string& upload_extra = "", const std::string& target = "") const {
         return "[Dump]\n[Upload]\nTarget=" + (target.empty() ? "s3://" + bucket + "/" + prefix : target) +
@@ -145,6 +154,18 @@ struct Fixture {
     }
 };
 
+// The metadata of the objects of guest 7's crash dump `name` that the
+// sidecar knows before the dump is written.
+void expect_key_fields(std::map<std::string, std::string> meta, const std::string& name) {
+    EXPECT_EQ(meta["domain"], "web01");
+    EXPECT_EQ(meta["domid"], "7");
+    EXPECT_EQ(meta["uuid"], kUuid);
+    EXPECT_EQ(meta["reason"], "crash");
+    EXPECT_EQ(meta["format"], "v1");
+    EXPECT_EQ(meta["encrypted"], "no");
+    EXPECT_EQ(meta["dump"], name);
+}
+
 TEST(S3Service, CrashDumpIsUploadedWithItsMetadataAndKeptLocalWhenAsked) {
     REQUIRE_S3_LAB();
     Fixture f("svc-keep");
@@ -171,14 +192,8 @@ TEST(S3Service, CrashDumpIsUploadedWithItsMetadataAndKeptLocalWhenAsked) {
     EXPECT_EQ(head->size, local.size());
     EXPECT_NE(head->etag.find("-3"), std::string::npos) << head->etag << ": three parts";
     auto meta = head->metadata;
-    EXPECT_EQ(meta["domain"], "web01");
-    EXPECT_EQ(meta["domid"], "7");
-    EXPECT_EQ(meta["uuid"], kUuid);
-    EXPECT_EQ(meta["reason"], "crash");
-    EXPECT_EQ(meta["format"], "v1");
-    EXPECT_EQ(meta["encrypted"], "no");
+    expect_key_fields(meta, name);
     EXPECT_EQ(meta["size"], std::to_string(local.size()));
-    EXPECT_EQ(meta["dump"], name);
     EXPECT_TRUE(std::regex_match(meta["time"], std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)"))) << meta["time"];
     const auto sidecar_head = f.client.head_object(f.url_of(name + ".json"));
     ASSERT_TRUE(sidecar_head);
@@ -403,6 +418,203 @@ TEST(S3Service, DumpRemovedWhileWaitingDropsItsUpload) {
         << f.service->log();
     EXPECT_FALSE(fs::exists(f.state_file(name)));
     EXPECT_TRUE(f.object_names().empty());
+}
+
+// The bytes two dumps of the same paused guest differ in: TIME= of the
+// NT_XEN_DOMAIN note (seconds apart) and the notes' digest.
+size_t differing_bytes(const std::vector<std::byte>& a, const std::vector<std::byte>& b) {
+    size_t n = 0;
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) n += a[i] != b[i];
+    return n + (a.size() > b.size() ? a.size() - b.size() : b.size() - a.size());
+}
+
+// Looks at a dump directory every few milliseconds while it lives, and
+// remembers every name it saw there but the service's crash state file.
+class DirWatch {
+public:
+    explicit DirWatch(fs::path dir) : dir_(std::move(dir)), thread_([this] { run(); }) {}
+    ~DirWatch() {
+        stop_ = true;
+        thread_.join();
+    }
+    std::set<std::string> seen() {
+        std::lock_guard lock(mutex_);
+        return seen_;
+    }
+
+private:
+    void run() {
+        while (!stop_) {
+            std::error_code ec;
+            for (const auto& e : fs::directory_iterator(dir_, ec)) {
+                const std::string n = e.path().filename().string();
+                if (n.find(".xen-dumpd-state") != std::string::npos) continue;
+                std::lock_guard lock(mutex_);
+                seen_.insert(n);
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+    }
+    fs::path dir_;
+    std::mutex mutex_;
+    std::set<std::string> seen_;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+std::string stream_config(const Fixture& f, const std::string& extra = "") { return f.config("Mode=stream\n" + extra); }
+
+// Mode=stream: the crash dump goes straight into PREFIX/HOST/NAME, its
+// sidecar beside it, nothing ever in the dump directory; its bytes are those
+// of the same crashed guest's dump written with Mode=spool, but for TIME=.
+TEST(S3ServiceStream, CrashDumpGoesStraightIntoTheStore) {
+    REQUIRE_S3_LAB();
+    Fixture f("stream-crash");
+    fs::create_directories(f.dumps);
+    std::string name;
+    {
+        DirWatch watch(f.dumps);
+        f.start(stream_config(f));
+        sim({"crash", f.host.string(), "7"});
+        ASSERT_TRUE(wait_until([&] { return f.object_names().size() == 2; }, std::chrono::seconds(120)))
+            << f.service->log();
+        ASSERT_EQ(f.service->stop(SIGTERM), 0) << f.service->log();
+        EXPECT_TRUE(watch.seen().empty()) << "in the dump directory: " << *watch.seen().begin();
+    }
+    name = f.object_names().at(0);
+    EXPECT_TRUE(name.starts_with("web01-7-") && name.ends_with(".core")) << name;
+    const std::vector<std::string> want = {name, name + ".json"};
+    EXPECT_EQ(f.object_names(), want);
+    EXPECT_TRUE(f.client.list_multipart_uploads(f.bucket, "").empty());
+    EXPECT_TRUE(dumps_in(f.dumps).empty());
+    EXPECT_TRUE(sidecars_in(f.dumps).empty());
+    EXPECT_FALSE(fs::exists(f.dumps / ".xen-dumpd-uploads"));
+    const auto object = f.client.get_object(f.url_of(name));
+    EXPECT_GT(object.size(), 10u << 20);  // three parts
+
+    // The sidecar object: the dump's record, as spool uploads it.
+    const auto sidecar = f.client.get_object(f.url_of(name + ".json"));
+    const auto j = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(sidecar.data()), sidecar.size()));
+    EXPECT_EQ(j.value("result", ""), "ok") << j.dump();
+    EXPECT_EQ(j.value("reason", ""), "crash");
+    EXPECT_EQ(j.value("file_size", uint64_t{0}), object.size()) << j.dump();
+    const auto head = f.client.head_object(f.url_of(name));
+    ASSERT_TRUE(head);
+    expect_key_fields(head->metadata, name);
+    EXPECT_FALSE(head->metadata.contains("size")) << "known only once the dump is written: in its sidecar";
+    EXPECT_EQ(f.client.head_object(f.url_of(name + ".json"))->metadata.at("size"), std::to_string(object.size()));
+    const std::string log = f.service->log();
+    EXPECT_NE(log.find("written to " + f.url_of(name).str()), std::string::npos) << log;
+
+    // The same crashed guest (still there: OnCrash=preserve), dumped by a
+    // service with Mode=spool and a dump directory of its own.
+    const fs::path spool_dumps = f.tmp / "spool-dumps";
+    fs::create_directories(f.tmp / "spool");
+    ServiceProcess spool(f.tmp / "spool", f.host, spool_dumps,
+                         f.config("KeepLocal=yes\n", "s3://" + f.bucket + "/spooled"));
+    spool.start();
+    ASSERT_TRUE(spool.wait_ready()) << spool.log();
+    spool.keep_reading_notifications();
+    ASSERT_TRUE(wait_until([&] { return dumps_in(spool_dumps).size() == 1 && sidecars_in(spool_dumps).size() == 1; },
+                           std::chrono::seconds(60)))
+        << spool.log();
+    const auto local = slurp(dumps_in(spool_dumps).at(0));
+    ASSERT_EQ(object.size(), local.size());
+    EXPECT_LE(differing_bytes(object, local), 16u + 20u);
+    const fs::path back = f.tmp / "back.core";
+    std::ofstream(back, std::ios::binary)
+        .write(reinterpret_cast<const char*>(object.data()), static_cast<std::streamsize>(object.size()));
+    const RunResult v = f.ctl({"verify", back.string()});
+    EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+}
+
+// KeepLocal=yes means nothing with Mode=stream: the service refuses to start.
+TEST(S3ServiceStream, KeepLocalIsRefused) {
+    REQUIRE_S3_LAB();
+    Fixture f("stream-keep");
+    ServiceProcess service(f.tmp.path(), f.host, f.dumps, stream_config(f, "KeepLocal=yes\n"));
+    service.start();
+    ASSERT_TRUE(wait_until([&] { return !service.running(); })) << service.log();
+    EXPECT_NE(service.exit_status(), 0);
+    EXPECT_NE(service.log().find("KeepLocal=yes needs Mode=spool"), std::string::npos) << service.log();
+}
+
+// The store down when the guest crashes: the stream fails at once, the dump
+// is written locally, waits with the stream's failure as its reason, and is
+// uploaded (the local copy removed) once the store is back.
+TEST(S3ServiceStream, StoreDownWhenTheGuestCrashesThenUploadedWhenBack) {
+    REQUIRE_S3_LAB();
+    Fixture f("stream-down");
+    f.start(stream_config(f));
+    std::string name;
+    {
+        GatewayDown down;
+        name = f.crash_and_dump();
+        ASSERT_TRUE(wait_until([&] { return f.uploads().size() == 1; })) << f.service->log();
+        const auto u = f.uploads().at(0);
+        EXPECT_EQ(u["dump"], (f.dumps / name).string());
+        EXPECT_EQ(u["target"], f.url_of(name).str());
+        EXPECT_EQ(u["state"], "waiting");
+        EXPECT_GE(u.value("attempts", 0u), 1u);
+        EXPECT_NE(u.value("error", "").find("streaming it failed"), std::string::npos) << u.dump();
+        EXPECT_NE(u.value("error", "").find(f.url_of(name).str()), std::string::npos) << u.dump();
+        const RunResult st = f.ctl({"status"});
+        EXPECT_NE(st.out.find("Upload of " + (f.dumps / name).string() + " to " + f.url_of(name).str()),
+                  std::string::npos)
+            << st.out;
+        const std::string log = f.service->log();
+        EXPECT_NE(log.find("streaming the dump of web01 (domain 7) to " + f.url_of(name).str() + " failed"),
+                  std::string::npos)
+            << log;
+        EXPECT_TRUE(fs::exists(f.state_file(name)));
+        down.up();
+    }
+    const auto local = slurp(f.dumps / name);
+    f.service->signal(SIGHUP);
+    ASSERT_TRUE(wait_until([&] { return f.uploaded(name); }, std::chrono::seconds(120))) << f.service->log();
+    ASSERT_TRUE(wait_until([&] { return !fs::exists(f.dumps / name); })) << f.service->log();
+    EXPECT_TRUE(f.client.get_object(f.url_of(name)) == local);
+    EXPECT_TRUE(f.uploads().empty());
+    EXPECT_TRUE(f.client.list_multipart_uploads(f.bucket, "").empty());
+}
+
+// The store stopped in the middle of the stream (its first parts stored):
+// no object appears, the dump is written locally, and uploaded once the
+// store is back, the stream's upload aborted then.
+TEST(S3ServiceStream, StoreStoppedMidStreamThenUploadedWhenBack) {
+    REQUIRE_S3_LAB();
+    // 10000 pages at 1 ms each: a 40 MiB dump (eight parts of 5M) taking 10 s.
+    Fixture f("stream-cut", {7, "web01", kUuid, 10000, 1000000});
+    f.start(stream_config(f) + "[Dump]\nThreads=1\n");
+    sim({"crash", f.host.string(), "7"});
+    std::optional<GatewayDown> down;
+    ASSERT_TRUE(wait_until(
+        [&] {
+            for (const auto& u : f.client.list_multipart_uploads(f.bucket, ""))
+                if (!f.client.list_parts({f.bucket, u.key}, u.upload_id).empty()) return true;
+            return false;
+        },
+        std::chrono::seconds(60)))
+        << f.service->log();
+    down.emplace();
+    ASSERT_TRUE(wait_until([&] { return dumps_in(f.dumps).size() == 1 && f.uploads().size() == 1; },
+                           std::chrono::seconds(120)))
+        << f.service->log();
+    const std::string name = dumps_in(f.dumps).at(0).filename().string();
+    EXPECT_NE(f.uploads().at(0).value("error", "").find("streaming it failed"), std::string::npos)
+        << f.uploads().dump();
+    EXPECT_NE(f.service->log().find("streaming the dump of web01 (domain 7) to " + f.url_of(name).str() + " failed"),
+              std::string::npos)
+        << f.service->log();
+    const auto local = slurp(f.dumps / name);
+    down->up();
+    // Back, before the upload's next attempt: no object, complete or not.
+    EXPECT_TRUE(f.object_names().empty());
+    f.service->signal(SIGHUP);
+    ASSERT_TRUE(wait_until([&] { return f.uploaded(name); }, std::chrono::seconds(120))) << f.service->log();
+    ASSERT_TRUE(wait_until([&] { return !fs::exists(f.dumps / name); })) << f.service->log();
+    EXPECT_TRUE(f.client.get_object(f.url_of(name)) == local);
+    EXPECT_TRUE(f.client.list_multipart_uploads(f.bucket, "").empty());
 }
 
 }  // namespace
