@@ -240,9 +240,7 @@ void log_dump_end(const Sidecar& s, const fs::path& where) {
 
 // Why a dump is not streamed by Mode=stream ("" when it is): what
 // dump_domain_to_object does not write.
-std::string not_streamed(const DumpFormat& how, const std::vector<std::string>& recipients,
-                         const DumpRequest& request) {
-    if (how.kdump) return "a compact (Format=kdump) dump is not streamed to object storage yet";
+std::string not_streamed(const std::vector<std::string>& recipients, const DumpRequest& request) {
     if (!recipients.empty()) return "an encrypted dump is not streamed to object storage yet";
     if (request.precopy.on) return "a consistent live dump is rewritten in place, not streamed";
     return {};
@@ -557,7 +555,7 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     options.dump_level = how.dump_level;
     options.write.recipients = recipients;
     if (hooks.stream) {
-        const std::string why_not = not_streamed(how, recipients, request);
+        const std::string why_not = not_streamed(recipients, request);
         if (why_not.empty()) {
             name.update(0, 0);  // nothing of it in the dump directory (unless the stream fails)
             if (stream_dump(hv, config, request, hooks, options, out)) return out;

@@ -30,6 +30,7 @@
 #include "service_harness.hpp"
 #include "test_support.hpp"
 #include "xendump/error.hpp"
+#include "xendump/reader.hpp"
 
 namespace xendump::test {
 namespace {
@@ -526,6 +527,40 @@ TEST(S3ServiceStream, CrashDumpGoesStraightIntoTheStore) {
         .write(reinterpret_cast<const char*>(object.data()), static_cast<std::streamsize>(object.size()));
     const RunResult v = f.ctl({"verify", back.string()});
     EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+}
+
+// Format=kdump with Mode=stream: the compact file goes straight into the
+// store too (its head, bitmaps and descriptors held back until its pages are
+// in), nothing in the dump directory; the object verifies as a compact dump.
+TEST(S3ServiceStream, CompactCrashDumpGoesStraightIntoTheStore) {
+    REQUIRE_S3_LAB();
+    Fixture f("stream-compact");
+    fs::create_directories(f.dumps);
+    std::string text = stream_config(f);
+    text.replace(0, std::string("[Dump]\n").size(), "[Dump]\nFormat=kdump\nDumpLevel=1\n");
+    {
+        DirWatch watch(f.dumps);
+        f.start(text);
+        sim({"crash", f.host.string(), "7"});
+        ASSERT_TRUE(wait_until([&] { return f.object_names().size() == 2; }, std::chrono::seconds(120)))
+            << f.service->log();
+        ASSERT_EQ(f.service->stop(SIGTERM), 0) << f.service->log();
+        EXPECT_TRUE(watch.seen().empty()) << "in the dump directory: " << *watch.seen().begin();
+    }
+    const std::string name = f.object_names().at(0);
+    EXPECT_EQ(f.object_names(), (std::vector<std::string>{name, name + ".json"}));
+    EXPECT_TRUE(f.client.list_multipart_uploads(f.bucket, "").empty());
+    const auto object = f.client.get_object(f.url_of(name));
+    const fs::path back = f.tmp / "back.kdump";
+    std::ofstream(back, std::ios::binary)
+        .write(reinterpret_cast<const char*>(object.data()), static_cast<std::streamsize>(object.size()));
+    EXPECT_TRUE(DumpReader::open(back).compact_format().has_value());
+    const RunResult v = f.ctl({"verify", back.string()});
+    EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+    const auto sidecar = f.client.get_object(f.url_of(name + ".json"));
+    const auto j = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(sidecar.data()), sidecar.size()));
+    EXPECT_EQ(j.value("format", ""), "kdump") << j.dump();
+    EXPECT_EQ(j.value("file_size", uint64_t{0}), object.size()) << j.dump();
 }
 
 // KeepLocal=yes means nothing with Mode=stream: the service refuses to start.
