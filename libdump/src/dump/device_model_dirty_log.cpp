@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "xendump/error.hpp"
+#include "xendump/text.hpp"
 
 namespace xendump::dump {
 
@@ -24,11 +25,9 @@ namespace {
 
 constexpr size_t kMaxLine = 64 * 1024;  // QMP's answers here are short; a longer line is refused
 
-std::string one_line(const std::string& text) {
-    std::string out;
-    for (char c : text.substr(0, 200)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-    return out;
-}
+// What QEMU said, in an error: its first 200 bytes under the one rule for
+// untrusted text (xendump/text.hpp).
+std::string one_line(const std::string& text) { return escape_text(std::string_view(text).substr(0, 200)); }
 
 }  // namespace
 
@@ -66,7 +65,8 @@ DeviceModelDirtyLog::~DeviceModelDirtyLog() {
     try {
         release();
     } catch (const Error&) {
-        // Nothing to tell it to: QEMU's own log-dirty ends with Xen's (off by then).
+        // Nothing to report it to here (an error path already): Xen's log-dirty,
+        // turned off right after, is what QEMU's marking feeds.
     }
 }
 
