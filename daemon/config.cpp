@@ -137,6 +137,15 @@ const std::map<std::string, Setter>& upload_setters() {
                  throw Error("PartSize must be from 5M to 5G (S3's limits on a part): \"" + v + "\"");
              c.upload.part_size = n;
          }},
+        {"PartsInFlight", [](Config& c, const std::string& v) {
+             if (v.empty()) {
+                 c.upload.in_flight = 3;
+                 return;
+             }
+             const unsigned n = parse_unsigned(v, 16);
+             if (n == 0) throw Error("PartsInFlight must be at least 1");
+             c.upload.in_flight = n;
+         }},
     };
     return table;
 }
@@ -378,6 +387,7 @@ const std::vector<KeyDefault>& key_defaults() {
         {"Mode", "spool", "", false, "Upload"},
         {"KeepLocal", "no", "", false, "Upload"},
         {"PartSize", "16M", "", false, "Upload"},
+        {"PartsInFlight", "3", "", false, "Upload"},
     };
     return table;
 }

@@ -86,6 +86,7 @@ struct UploadConfig {
     UploadMode mode = UploadMode::spool;  // Mode=spool|stream
     bool keep_local = false;   // KeepLocal= (Mode=spool only: check_config refuses it with Mode=stream)
     uint64_t part_size = uint64_t{16} << 20;  // PartSize=, 5M to 5G
+    unsigned in_flight = 3;                   // PartsInFlight=, 1 to 16
     bool enabled() const { return !bucket.empty(); }
     std::string target() const;  // s3://BUCKET/PREFIX as configured
     bool operator==(const UploadConfig&) const = default;

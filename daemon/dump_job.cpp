@@ -272,6 +272,7 @@ bool stream_dump(Hypervisor& hv, const Config& config, const DumpRequest& reques
         client = upload_client(to.upload);
         s3::UploadOptions up;
         up.part_size = to.upload.part_size;
+        up.in_flight = to.upload.in_flight;
         // What the record knows before the dump; its size and panic line
         // are in the sidecar object (and the object's own size).
         up.metadata = upload_metadata(s);

@@ -12,6 +12,8 @@
 #include <array>
 #include <cstring>
 #include <ctime>
+#include <deque>
+#include <future>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -145,6 +147,7 @@ struct FileUpload {
     int fd;
     uint64_t size;
     uint64_t part_size;  // PartSize=
+    unsigned in_flight;  // PartsInFlight=
     const std::map<std::string, std::string>& metadata;
     UploadState& state;
     const std::function<void()>& save;
@@ -158,6 +161,34 @@ struct FileUpload {
             log_message(LogLevel::info, std::string("cannot abort an earlier upload: ") + e.what());
         }
         state.upload_id.clear();
+    }
+
+    // Part k (1-based): read, hashed, and sent unless `before` (what the
+    // store listed of it) holds the same bytes already.
+    void send_part(uint64_t k, uint64_t part, const std::optional<s3::PartInfo>& before, s3::PartInfo& sent,
+                   Md5& digest) {
+        const uint64_t at = (k - 1) * part, len = std::min(part, size - at);
+        std::vector<std::byte> buf(static_cast<size_t>(len));
+        const long got = util::pread_full(fd, buf.data(), buf.size(), at);
+        if (got < 0) throw_errno("cannot read", url.str(), at);
+        if (static_cast<uint64_t>(got) != len) throw Error("the file is shorter than it was", url.str(), at);
+        digest = md5_of(buf);
+        const std::string want = hex_of(digest);
+        const unsigned number = static_cast<unsigned>(k);
+        if (before && before->size == len && bare_etag(before->etag) == want) {
+            sent = {number, before->etag, len};  // stored before, and the same bytes
+            return;
+        }
+        if (before)
+            log_message(LogLevel::info, "part " + std::to_string(k) + " of " + url.str() +
+                                            " in the store is not the local one: sending it again",
+                        {{"UPLOAD_TARGET", url.str()}});
+        std::string etag = client.upload_part(url, state.upload_id, number, buf);
+        if (bare_etag(etag) != want)
+            throw Error("part " + std::to_string(k) + ": the store's ETag " + bare_etag(etag) +
+                            " is not the MD5 of the bytes sent (" + want + ")",
+                        url.str());
+        sent = {number, std::move(etag), len};
     }
 
     void run() {
@@ -199,38 +230,38 @@ struct FileUpload {
             state.part_size = part;
             save();
         }
-        std::vector<std::byte> buf(static_cast<size_t>(std::min(part, size)));
-        std::vector<s3::PartInfo> parts;
-        std::string md5s;  // the parts' MD5s, of which the object's ETag is the MD5
-        for (uint64_t k = 1; k <= n; ++k) {
-            if (stop) throw Stopped{};
-            const uint64_t at = (k - 1) * part, len = std::min(part, size - at);
-            const std::span<const std::byte> bytes(buf.data(), static_cast<size_t>(len));
-            const long got = util::pread_full(fd, buf.data(), static_cast<size_t>(len), at);
-            if (got < 0) throw_errno("cannot read", url.str(), at);
-            if (static_cast<uint64_t>(got) != len) throw Error("the file is shorter than it was", url.str(), at);
-            const Md5 digest = md5_of(bytes);
-            md5s.append(reinterpret_cast<const char*>(digest.data()), digest.size());
-            const std::string want = hex_of(digest);
-            const unsigned number = static_cast<unsigned>(k);
-            std::string etag;
-            auto it = stored.find(number);
-            if (it != stored.end() && it->second.size == len && bare_etag(it->second.etag) == want) {
-                etag = it->second.etag;  // stored before, and the same bytes
-            } else {
-                if (it != stored.end())
-                    log_message(LogLevel::info, "part " + std::to_string(k) + " of " + url.str() +
-                                                    " in the store is not the local one: sending it again",
-                                {{"UPLOAD_TARGET", url.str()}});
-                etag = client.upload_part(url, state.upload_id, number, bytes);
-                if (bare_etag(etag) != want)
-                    throw Error("part " + std::to_string(k) + ": the store's ETag " + bare_etag(etag) +
-                                    " is not the MD5 of the bytes sent (" + want + ")",
-                                url.str());
+        // Up to PartsInFlight= parts at once, each read, hashed and sent on a
+        // thread of its own (a buffer of a part each); the parts are listed
+        // and their MD5s kept in part order whatever order they end in.
+        std::vector<s3::PartInfo> parts(static_cast<size_t>(n));
+        std::vector<Md5> digests(static_cast<size_t>(n));
+        std::deque<std::pair<uint64_t, std::future<void>>> flying;
+        std::exception_ptr failed;
+        auto land_oldest = [&] {
+            auto [k, done] = std::move(flying.front());
+            flying.pop_front();
+            try {
+                done.get();
+                progress(parts[k - 1].size);
+            } catch (...) {
+                if (!failed) failed = std::current_exception();
             }
-            parts.push_back({number, etag, len});
-            progress(len);
+        };
+        for (uint64_t k = 1; k <= n && !failed; ++k) {
+            if (stop) break;
+            if (flying.size() >= in_flight) land_oldest();
+            if (failed) break;
+            const std::optional<s3::PartInfo> before =
+                stored.contains(static_cast<unsigned>(k)) ? std::optional(stored.at(static_cast<unsigned>(k))) : std::nullopt;
+            flying.emplace_back(k, std::async(std::launch::async, [this, k, part, before, &parts, &digests] {
+                send_part(k, part, before, parts[k - 1], digests[k - 1]);
+            }));
         }
+        while (!flying.empty()) land_oldest();
+        if (failed) std::rethrow_exception(failed);
+        if (stop) throw Stopped{};
+        std::string md5s;  // the parts' MD5s, of which the object's ETag is the MD5
+        for (const Md5& d : digests) md5s.append(reinterpret_cast<const char*>(d.data()), d.size());
         client.complete_multipart_upload(url, state.upload_id, parts);
         state.upload_id.clear();
         state.key.clear();
@@ -639,7 +670,7 @@ void Uploader::attempt(const std::string& name, const UploadConfig& cfg) {
         for (File& f : files) {
             if (std::find(st.done.begin(), st.done.end(), f.name) != st.done.end()) continue;
             const s3::Url url{cfg.bucket, upload_key(cfg, host_, f.name)};
-            FileUpload{*client, url, f.fd.get(), f.size, cfg.part_size, metadata, st, save, progress, stop_}.run();
+            FileUpload{*client, url, f.fd.get(), f.size, cfg.part_size, cfg.in_flight, metadata, st, save, progress, stop_}.run();
             st.done.push_back(f.name);
             st.part_size = 0;
             save();

@@ -399,6 +399,7 @@ TEST(Config, UploadSection) {
     const Config d = Config::defaults();
     EXPECT_FALSE(d.upload.enabled());
     EXPECT_EQ(d.upload.part_size, 16ull << 20);
+    EXPECT_EQ(d.upload.in_flight, 3u);
     EXPECT_FALSE(d.upload.keep_local);
     EXPECT_EQ(d.upload.mode, UploadMode::spool);
 
@@ -412,6 +413,7 @@ TEST(Config, UploadSection) {
                       "Mode=spool\n"
                       "KeepLocal=yes\n"
                       "PartSize=64M\n"
+                      "PartsInFlight=8\n"
                       "[Dump]\nMaxParallel=3\n",
                       "x.conf");
     EXPECT_TRUE(c.upload.enabled());
@@ -422,6 +424,7 @@ TEST(Config, UploadSection) {
     EXPECT_EQ(c.upload.region, "eu-west-1");
     EXPECT_TRUE(c.upload.keep_local);
     EXPECT_EQ(c.upload.part_size, 64ull << 20);
+    EXPECT_EQ(c.upload.in_flight, 8u);
     EXPECT_EQ(c.max_parallel, 3u);
     ASSERT_GE(c.lines.size(), 2u);
     EXPECT_EQ(c.lines[1].section, "Upload");
@@ -469,6 +472,8 @@ TEST(Config, UploadBadValuesNameTheLine) {
         {"[Upload]\nPartSize=1M\n", "test.conf:2: PartSize=: PartSize must be from 5M to 5G"},
         {"[Upload]\nPartSize=6G\n", "test.conf:2: PartSize=:"},
         {"[Upload]\nPartSize=lots\n", "test.conf:2: PartSize=:"},
+        {"[Upload]\nPartsInFlight=0\n", "test.conf:2: PartsInFlight=: PartsInFlight must be at least 1"},
+        {"[Upload]\nPartsInFlight=17\n", "test.conf:2: PartsInFlight=: must be at most 16"},
         {"[Upload]\nMaxUse=1G\n", "test.conf:2: MaxUse= belongs in [Dump], not [Upload]"},
         {"[Upload]\nSecretKey=x\n", "test.conf:2: unknown key \"SecretKey\" in [Upload]"},
         {"[Dump]\nTarget=s3://bucket/x\n", "test.conf:2: Target= belongs in the [Upload] section"},
