@@ -66,6 +66,29 @@ private:
     bool down_ = true;
 };
 
+// Makes the bucket full for its lifetime: a quota smaller than one part, so
+// that RGW refuses every part at once (HTTP 403 QuotaExceeded), as a store
+// out of room does (tests/s3-lab/README.md: a memstore filled up would hold
+// the writes instead).
+class BucketFull {
+public:
+    explicit BucketFull(const std::string& bucket) : bucket_(bucket) { quota(4u << 20); }
+    ~BucketFull() { lift(); }
+    void lift() {
+        if (full_) quota(0);
+        full_ = false;
+    }
+
+private:
+    void quota(uint64_t bytes) {
+        const RunResult r = run({(source_root() / "tests" / "s3-lab" / "s3-lab").string(), "quota",
+                                 s3_lab().vars.at("S3LAB_DIR"), bucket_, std::to_string(bytes)});
+        if (r.exit_code != 0) throw std::runtime_error("s3-lab quota: " + r.err);
+    }
+    std::string bucket_;
+    bool full_ = true;
+};
+
 // Sets environment variables (unset: nullopt) for the processes started
 // while it lives, and puts the old values back.
 class ScopedEnv {
@@ -400,6 +423,36 @@ TEST(S3Service, MissingBucketKeepsTheDumpUntilTheTargetIsFixed) {
     ASSERT_TRUE(wait_until([&] { return !fs::exists(f.dumps / name); }));
 }
 
+// A full store (the bucket's quota reached): the upload fails with the
+// store's reason naming the object, the dump stays in the dump directory,
+// nothing is listed as a dump in the store; once there is room the same
+// upload completes and the local copy goes.
+TEST(S3Service, FullStoreKeepsTheDumpUntilThereIsRoom) {
+    REQUIRE_S3_LAB();
+    Fixture f("svc-full");
+    std::string name;
+    {
+        BucketFull full(f.bucket);
+        f.start(f.config());
+        name = f.crash_and_dump();
+        ASSERT_TRUE(wait_until([&] {
+            const auto u = f.uploads();
+            return u.size() == 1 && u[0].value("attempts", 0u) >= 1;
+        })) << f.service->log();
+        const auto u = f.uploads().at(0);
+        EXPECT_NE(u.value("error", "").find("QuotaExceeded"), std::string::npos) << u.dump();
+        EXPECT_NE(u.value("error", "").find(f.url_of(name).str()), std::string::npos) << u.dump();
+        EXPECT_TRUE(fs::exists(f.dumps / name));
+        EXPECT_TRUE(f.object_names().empty());
+    }
+    const auto local = slurp(f.dumps / name);
+    f.service->signal(SIGHUP);
+    ASSERT_TRUE(wait_until([&] { return f.uploaded(name); }, std::chrono::seconds(120))) << f.service->log();
+    ASSERT_TRUE(wait_until([&] { return !fs::exists(f.dumps / name); })) << f.service->log();
+    EXPECT_TRUE(f.client.get_object(f.url_of(name)) == local);
+    EXPECT_TRUE(f.client.list_multipart_uploads(f.bucket, "").empty());
+}
+
 // A dump removed while it waits (by hand, or by another process's storage
 // limits): its upload is dropped, with a warning, nothing left in the store.
 TEST(S3Service, DumpRemovedWhileWaitingDropsItsUpload) {
@@ -610,6 +663,31 @@ TEST(S3ServiceStream, StoreDownWhenTheGuestCrashesThenUploadedWhenBack) {
     ASSERT_TRUE(wait_until([&] { return !fs::exists(f.dumps / name); })) << f.service->log();
     EXPECT_TRUE(f.client.get_object(f.url_of(name)) == local);
     EXPECT_TRUE(f.uploads().empty());
+    EXPECT_TRUE(f.client.list_multipart_uploads(f.bucket, "").empty());
+}
+
+// A full store under Mode=stream: the stream fails on its first part, no
+// object appears, the dump lands in the dump directory and is uploaded
+// once the store has room.
+TEST(S3ServiceStream, FullStoreThenUploadedWhenThereIsRoom) {
+    REQUIRE_S3_LAB();
+    Fixture f("stream-full");
+    std::string name;
+    {
+        BucketFull full(f.bucket);
+        f.start(stream_config(f));
+        name = f.crash_and_dump();
+        ASSERT_TRUE(wait_until([&] { return f.uploads().size() == 1; })) << f.service->log();
+        const auto u = f.uploads().at(0);
+        EXPECT_NE(u.value("error", "").find("QuotaExceeded"), std::string::npos) << u.dump();
+        EXPECT_NE(u.value("error", "").find(f.url_of(name).str()), std::string::npos) << u.dump();
+        EXPECT_TRUE(f.object_names().empty());
+    }
+    const auto local = slurp(f.dumps / name);
+    f.service->signal(SIGHUP);
+    ASSERT_TRUE(wait_until([&] { return f.uploaded(name); }, std::chrono::seconds(120))) << f.service->log();
+    ASSERT_TRUE(wait_until([&] { return !fs::exists(f.dumps / name); })) << f.service->log();
+    EXPECT_TRUE(f.client.get_object(f.url_of(name)) == local);
     EXPECT_TRUE(f.client.list_multipart_uploads(f.bucket, "").empty());
 }
 

@@ -11,6 +11,7 @@
 
 #include "dump/hypervisor_page_source.hpp"
 #include "dump/precopy.hpp"
+#include "io/object_output.hpp"
 #include "hv/forwarding_hypervisor.hpp"
 #include "kdump/write_kdump.hpp"
 #include "p2m/p2m.hpp"
@@ -413,8 +414,7 @@ DumpResult dump_domain_to_object(Hypervisor& hv, uint32_t domid, s3::Client& cli
     if (options.flattened)
         throw Error("an object holds the compact file itself, not its flattened stream (no -F)", url.str());
     if (!options.write.recipients.empty())
-        throw Error("encrypted dumps are not streamed to object storage yet: write the .age file, then upload it",
-                    url.str());
+        throw Error(io::kEncryptedNotStreamed, url.str());
     if (options.precopy.on)
         throw Error("a consistent live dump is written to a file: its pages are rewritten in place after the "
                     "first pass (use --live=inconsistent for object storage)", url.str());

@@ -10,6 +10,12 @@
 
 namespace xendump::io {
 
+// Why an encrypted dump does not go to an ObjectOutput: its chunks are
+// sealed once final, and a v1 head (or a compact file's descriptors) is
+// final only at the end; the one wording of the refusal wherever it is met.
+inline constexpr const char* kEncryptedNotStreamed =
+    "encrypted dumps are not streamed to object storage yet: write the .age file, then upload it";
+
 class ObjectOutput {
 public:
     virtual ~ObjectOutput() = default;

@@ -12,6 +12,7 @@
 #include "elfcore/entries_only.hpp"
 #include "elfcore/runs.hpp"
 #include "io/flattened.hpp"
+#include "io/object_output.hpp"
 #include "io/sink.hpp"
 #include "kdump/encoder.hpp"
 #include "kdump/kept_entries.hpp"
@@ -58,7 +59,7 @@ WriteResult write_kdump_to(int fd, bool seekable, const std::string& name, const
     std::optional<io::FlattenedOutput> flat;
     std::optional<io::Sink> positional;
     if (object) {
-        if (!recipients.empty()) throw Error("encrypted dumps are not streamed to object storage yet", name);
+        if (!recipients.empty()) throw Error(io::kEncryptedNotStreamed, name);
         if (options.flattened) throw Error("an object holds the compact file itself, not its flattened stream", name);
         positional.emplace(*object, name);
     } else if (options.flattened) {

@@ -8,6 +8,7 @@
 
 #include "elfcore/entries_only.hpp"
 #include "age/age.hpp"
+#include "io/object_output.hpp"
 #include "io/sink.hpp"
 #include "pipeline/kernel_observer.hpp"
 #include "pipeline/pipeline.hpp"
@@ -135,7 +136,7 @@ WriteResult writer::write_v1(int fd, bool seekable, const std::string& name, con
     const std::vector<age::Recipient> recipients = age::parse_recipient_list(options.recipients);
     std::optional<io::Sink> made;
     if (object) {
-        if (!recipients.empty()) throw Error("encrypted dumps are not sent to object storage yet", name);
+        if (!recipients.empty()) throw Error(io::kEncryptedNotStreamed, name);
         made.emplace(*object, name);
         seekable = true;
     } else {
