@@ -165,6 +165,17 @@ struct Fixture {
             throw std::runtime_error("no dump: " + service->log());
         return dumps_in(dumps).at(0).filename().string();
     }
+    // Told to retry now (SIGHUP), the service uploads the waiting dump
+    // `name`: the object is the local file's bytes, the local copy goes,
+    // no multipart upload is left behind.
+    void expect_uploaded_when_retried(const std::string& name) {
+        const auto local = slurp(dumps / name);
+        service->signal(SIGHUP);
+        ASSERT_TRUE(wait_until([&] { return uploaded(name); }, std::chrono::seconds(120))) << service->log();
+        ASSERT_TRUE(wait_until([&] { return !fs::exists(dumps / name); })) << service->log();
+        EXPECT_TRUE(client.get_object(url_of(name)) == local);
+        EXPECT_TRUE(client.list_multipart_uploads(bucket, "").empty());
+    }
     fs::path state_file(const std::string& name) const { return dumps / ".xen-dumpd-uploads" / (name + ".json"); }
     // The guest crashes while the store is down, and the service stops with
     // the upload pending: the dump's file name.
@@ -445,12 +456,7 @@ TEST(S3Service, FullStoreKeepsTheDumpUntilThereIsRoom) {
         EXPECT_TRUE(fs::exists(f.dumps / name));
         EXPECT_TRUE(f.object_names().empty());
     }
-    const auto local = slurp(f.dumps / name);
-    f.service->signal(SIGHUP);
-    ASSERT_TRUE(wait_until([&] { return f.uploaded(name); }, std::chrono::seconds(120))) << f.service->log();
-    ASSERT_TRUE(wait_until([&] { return !fs::exists(f.dumps / name); })) << f.service->log();
-    EXPECT_TRUE(f.client.get_object(f.url_of(name)) == local);
-    EXPECT_TRUE(f.client.list_multipart_uploads(f.bucket, "").empty());
+    f.expect_uploaded_when_retried(name);
 }
 
 // A dump removed while it waits (by hand, or by another process's storage
@@ -657,13 +663,8 @@ TEST(S3ServiceStream, StoreDownWhenTheGuestCrashesThenUploadedWhenBack) {
         EXPECT_TRUE(fs::exists(f.state_file(name)));
         down.up();
     }
-    const auto local = slurp(f.dumps / name);
-    f.service->signal(SIGHUP);
-    ASSERT_TRUE(wait_until([&] { return f.uploaded(name); }, std::chrono::seconds(120))) << f.service->log();
-    ASSERT_TRUE(wait_until([&] { return !fs::exists(f.dumps / name); })) << f.service->log();
-    EXPECT_TRUE(f.client.get_object(f.url_of(name)) == local);
+    f.expect_uploaded_when_retried(name);
     EXPECT_TRUE(f.uploads().empty());
-    EXPECT_TRUE(f.client.list_multipart_uploads(f.bucket, "").empty());
 }
 
 // A full store under Mode=stream: the stream fails on its first part, no
@@ -683,12 +684,7 @@ TEST(S3ServiceStream, FullStoreThenUploadedWhenThereIsRoom) {
         EXPECT_NE(u.value("error", "").find(f.url_of(name).str()), std::string::npos) << u.dump();
         EXPECT_TRUE(f.object_names().empty());
     }
-    const auto local = slurp(f.dumps / name);
-    f.service->signal(SIGHUP);
-    ASSERT_TRUE(wait_until([&] { return f.uploaded(name); }, std::chrono::seconds(120))) << f.service->log();
-    ASSERT_TRUE(wait_until([&] { return !fs::exists(f.dumps / name); })) << f.service->log();
-    EXPECT_TRUE(f.client.get_object(f.url_of(name)) == local);
-    EXPECT_TRUE(f.client.list_multipart_uploads(f.bucket, "").empty());
+    f.expect_uploaded_when_retried(name);
 }
 
 // The store stopped in the middle of the stream (its first parts stored):
