@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
     cfg.prefix = slash == std::string::npos ? "" : target.substr(slash + 1);
     cfg.keep_local = true;  // the file is the caller's
     if (argc == 4) cfg.part_size = std::stoull(argv[3]) << 20;
+    if (const char* n = std::getenv("BENCH_PARTS_IN_FLIGHT")) cfg.in_flight = static_cast<unsigned>(std::stoul(n));
     std::string name = file.filename().string();
     if (!name.ends_with(".core")) name += ".core";  // a dump's name, as the service's are
 
