@@ -183,7 +183,7 @@ struct FileUpload {
             log_message(LogLevel::info, "part " + std::to_string(k) + " of " + url.str() +
                                             " in the store is not the local one: sending it again",
                         {{"UPLOAD_TARGET", url.str()}});
-        std::string etag = client.upload_part(url, state.upload_id, number, buf);
+        std::string etag = client.upload_part(url, state.upload_id, number, buf, digest);
         if (bare_etag(etag) != want)
             throw Error("part " + std::to_string(k) + ": the store's ETag " + bare_etag(etag) +
                             " is not the MD5 of the bytes sent (" + want + ")",

@@ -5,7 +5,8 @@
 // machine's host name): the dump first, its kernel log file next (when
 // there is one), its sidecar last, so that a sidecar in the store always
 // stands beside a complete dump. Each file goes as a multipart upload of
-// PartSize= parts; each part's ETag is checked against the MD5 of the
+// PartSize= parts, each sent with its MD5 (Content-MD5, which the store
+// checks; no SHA-256 of it taken) and its ETag checked against the MD5 of the
 // local bytes, and the finished object's size (and multipart ETag) by
 // HEAD, before the next file starts. With KeepLocal=no the local files
 // are removed once all of them are in the store.

@@ -4,6 +4,8 @@
 // errors that name the object and carry S3's code. The settings as
 // operators give them (environment, shared credentials file, systemd's
 // credentials directory) and the XML parser's refusals need no store.
+#include <openssl/evp.h>
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -120,6 +122,29 @@ TEST(S3Client, MultipartUploadListCompleteAbort) {
     EXPECT_NE(e.find("EntityTooSmall"), std::string::npos) << e;
     EXPECT_NE(e.find("s3://" + bucket + "/aborted"), std::string::npos) << e;
     c.abort_multipart_upload(gone, id3);
+}
+
+// A part sent with its MD5 (Content-MD5, the payload unsigned: the
+// service's uploader, which has the MD5 anyway): the store checks the MD5
+// against the bytes, so a wrong one is refused and nothing is stored.
+TEST(S3Client, PartWithContentMd5IsCheckedByTheStore) {
+    REQUIRE_S3_LAB();
+    s3::Client c(s3_lab().settings());
+    const std::string bucket = new_bucket(c, "md5");
+    const s3::Url obj{bucket, "part"};
+    const auto bytes = random_bytes(1000, 7);
+    std::array<unsigned char, 16> md5{};
+    unsigned int len = 0;
+    ASSERT_EQ(EVP_Digest(bytes.data(), bytes.size(), md5.data(), &len, EVP_md5(), nullptr), 1);
+    const std::string id = c.create_multipart_upload(obj);
+    auto wrong = md5;
+    wrong[0] ^= 1;
+    const std::string e = error_of([&] { c.upload_part(obj, id, 1, bytes, wrong); });
+    EXPECT_NE(e.find("BadDigest"), std::string::npos) << e;
+    EXPECT_TRUE(c.list_parts(obj, id).empty());
+    std::vector<s3::PartInfo> parts = {{1, c.upload_part(obj, id, 1, bytes, md5), bytes.size()}};
+    c.complete_multipart_upload(obj, id, parts);
+    EXPECT_EQ(c.get_object(obj), bytes);
 }
 
 TEST(S3Client, WrongCredentialsAndMissingBucketNameTheObject) {

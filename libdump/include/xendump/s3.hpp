@@ -9,6 +9,7 @@
 // Credentials never appear in an error, a log line or a command line.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -128,9 +129,15 @@ public:
                                          unsigned page_size = 1000);
 
     std::string create_multipart_upload(const Url& obj, const std::map<std::string, std::string>& metadata = {});
-    // Returns the part's ETag.
+    // Returns the part's ETag. The request carries the SHA-256 of `data`
+    // (SigV4's signed payload).
     std::string upload_part(const Url& obj, const std::string& upload_id, unsigned part_number,
                             std::span<const std::byte> data);
+    // The same for a caller that has the part's MD5 already: it goes as
+    // Content-MD5, signed, which the store checks against the bytes, and the
+    // payload as UNSIGNED-PAYLOAD (no SHA-256 of it taken).
+    std::string upload_part(const Url& obj, const std::string& upload_id, unsigned part_number,
+                            std::span<const std::byte> data, const std::array<unsigned char, 16>& content_md5);
     std::vector<PartInfo> list_parts(const Url& obj, const std::string& upload_id);
     void complete_multipart_upload(const Url& obj, const std::string& upload_id, std::span<const PartInfo> parts);
     void abort_multipart_upload(const Url& obj, const std::string& upload_id);

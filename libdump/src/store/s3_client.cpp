@@ -44,6 +44,14 @@ std::string uri_encode(std::string_view s, bool keep_slash) {
     return out;
 }
 
+// Padded base64 (RFC 4648), as Content-MD5 takes it.
+std::string base64_of(std::span<const unsigned char> data) {
+    std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
+    const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data.data(), static_cast<int>(data.size()));
+    out.resize(static_cast<size_t>(n));
+    return out;
+}
+
 std::string sha256_hex(std::span<const std::byte> data) {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
@@ -88,6 +96,9 @@ struct Request {
     Query query;
     std::vector<std::string> headers;
     std::span<const std::byte> body;
+    // The body's SHA-256 is not taken: x-amz-content-sha256 says
+    // UNSIGNED-PAYLOAD (a signed Content-MD5 header covers the body instead).
+    bool unsigned_payload = false;
     std::span<std::byte> into;  // a ranged GET: exactly these bytes
     bool has_into = false;
 };
@@ -289,7 +300,7 @@ struct Client::Impl {
             (void)headers.release();
             headers.reset(n);
         };
-        add("x-amz-content-sha256: " + sha256_hex(r.body));
+        add("x-amz-content-sha256: " + (r.unsigned_payload ? std::string("UNSIGNED-PAYLOAD") : sha256_hex(r.body)));
         if (!s.credentials.session_token.empty()) add("x-amz-security-token: " + s.credentials.session_token);
         for (const auto& h : r.headers) add(h);
         if (method == "PUT") {
@@ -357,6 +368,9 @@ struct Client::Impl {
 
     // The request, which must answer 2xx (a 200 that carries an <Error>, as
     // CompleteMultipartUpload may, is an error too).
+    std::string upload_part(const Url& obj, const std::string& upload_id, unsigned part_number,
+                            std::span<const std::byte> data, const std::array<unsigned char, 16>* md5);
+
     Response expect_ok(const Request& r, const std::string& what, const char* doing) {
         Response resp = perform(r, what);
         bool ok = resp.status / 100 == 2;
@@ -533,6 +547,16 @@ std::string Client::create_multipart_upload(const Url& obj, const std::map<std::
 
 std::string Client::upload_part(const Url& obj, const std::string& upload_id, unsigned part_number,
                                 std::span<const std::byte> data) {
+    return impl_->upload_part(obj, upload_id, part_number, data, nullptr);
+}
+
+std::string Client::upload_part(const Url& obj, const std::string& upload_id, unsigned part_number,
+                                std::span<const std::byte> data, const std::array<unsigned char, 16>& content_md5) {
+    return impl_->upload_part(obj, upload_id, part_number, data, &content_md5);
+}
+
+std::string Client::Impl::upload_part(const Url& obj, const std::string& upload_id, unsigned part_number,
+                                      std::span<const std::byte> data, const std::array<unsigned char, 16>* md5) {
     if (part_number < 1 || part_number > 10000) throw Error("part number " + std::to_string(part_number) + " out of 1..10000", obj.str());
     Request r;
     r.method = "PUT";
@@ -540,7 +564,11 @@ std::string Client::upload_part(const Url& obj, const std::string& upload_id, un
     r.key = obj.key;
     r.body = data;
     r.query = {{"partNumber", std::to_string(part_number)}, {"uploadId", upload_id}};
-    Response resp = impl_->expect_ok(r, obj.str(), ("UploadPart " + std::to_string(part_number)).c_str());
+    if (md5) {
+        r.unsigned_payload = true;
+        r.headers.push_back("Content-MD5: " + base64_of(*md5));
+    }
+    Response resp = expect_ok(r, obj.str(), ("UploadPart " + std::to_string(part_number)).c_str());
     std::string etag = resp.headers["etag"];
     if (etag.empty()) throw Error("malformed response: UploadPart without an ETag", obj.str());
     return etag;
