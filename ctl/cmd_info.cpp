@@ -202,6 +202,7 @@ nlohmann::json describe(const DumpReader& r) {
     j["pause_usec"] = optional_key(kv, keys::kPauseUsec);
     j["live_rounds"] = optional_key(kv, keys::kLiveRounds);
     j["pages_recopied"] = optional_key(kv, keys::kPagesRecopied);
+    j["live_restarts"] = optional_key(kv, keys::kLiveRestarts);
     j["unreadable"] = r.unreadable_pfns().size();
     auto xv = xen_version_string(r.xen_version());
     j["xen_version"] = xv.empty() ? nlohmann::json(nullptr) : nlohmann::json(xv);
@@ -281,7 +282,11 @@ void print_text(const nlohmann::json& j) {
     if (j["live"] == "precopy")
         line("Live:", "consistent (pre-copy): the guest paused " + text_of(j["pause_usec"]) + " us after " +
                           text_of(j["live_rounds"]) + " round(s), " + text_of(j["pages_recopied"]) +
-                          " page(s) copied again");
+                          " page(s) copied again" +
+                          (j["live_restarts"].is_null()
+                               ? std::string()
+                               : ", started over " + text_of(j["live_restarts"]) +
+                                     " time(s) as the guest's memory layout changed"));
     else if (!j["live"].is_null())
         line("Live:", text_of(j["live"]) + (j["live"] == "inconsistent" ? " (never paused: pages of different instants)" : ""));
     line("Unreadable:", text_of(j["unreadable"]) + " pages");

@@ -39,6 +39,7 @@ constexpr const char* kUsage =
     "  pause DIR DOMID             as xl pause\n"
     "  unpause DIR DOMID           as xl unpause\n"
     "  balloon DIR DOMID PFN COUNT the guest gives pfns PFN..PFN+COUNT-1 back (p2m entries become ~0)\n"
+    "  unballoon DIR DOMID PFN COUNT  the guest takes ballooned pfns back (p2m entries name their frames)\n"
     "\n"
     "DOMID is a domain id or a domain name.\n"
     "Exit status: 0 success, 1 failure, 2 bad command line.\n"
@@ -134,13 +135,16 @@ int run(int argc, char** argv) {
         else print_list(nlohmann::json::parse(host.list_json()));
         return cli::kExitOk;
     }
-    static const std::vector<std::string> domain_cmds = {"info", "crash", "destroy", "pause", "unpause", "balloon"};
+    static const std::vector<std::string> domain_cmds = {"info",    "crash",   "destroy",
+                                                        "pause",   "unpause", "balloon",
+                                                        "unballoon"};
     if (std::find(domain_cmds.begin(), domain_cmds.end(), cmd) == domain_cmds.end())
         throw UsageError{"unknown command \"" + cmd + "\""};
-    if (cmd == "balloon") want(5, "balloon DIR DOMID PFN COUNT");
+    const bool ballooning = cmd == "balloon" || cmd == "unballoon";
+    if (ballooning) want(5, (cmd + " DIR DOMID PFN COUNT").c_str());
     else want(3, (cmd + " DIR DOMID").c_str());
     uint64_t pfn = 0, count = 0;
-    if (cmd == "balloon") {
+    if (ballooning) {
         pfn = number_arg(pos[3], "PFN");
         count = number_arg(pos[4], "COUNT");
     }
@@ -157,8 +161,10 @@ int run(int argc, char** argv) {
         host.pause(domid);
     } else if (cmd == "unpause") {
         host.unpause(domid);
-    } else {
+    } else if (cmd == "balloon") {
         host.balloon(domid, pfn, count);
+    } else {
+        host.unballoon(domid, pfn, count);
     }
     return cli::kExitOk;
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include <gtest/gtest.h>
+
 #include "xendump/reader.hpp"
 
 namespace xendump::test::live {
@@ -74,6 +76,26 @@ Instant check_instant(const std::filesystem::path& dump, const xendump::sim::Wri
     for (const auto& [i, gen] : seen)
         if (gen != last[i]) ++out.torn;
     return out;
+}
+
+uint64_t pages_differing(const std::filesystem::path& a_file, const std::filesystem::path& b_file) {
+    DumpReader a = DumpReader::open(a_file), b = DumpReader::open(b_file);
+    if (a.nr_pages() != b.nr_pages()) {
+        ADD_FAILURE() << a.nr_pages() << " pages against " << b.nr_pages();
+        return UINT64_MAX;
+    }
+    std::vector<std::byte> pa(4096), pb(4096);
+    uint64_t differ = 0;
+    for (uint64_t i = 0; i < a.nr_pages(); ++i) {
+        if (a.entry(i).pfn != b.entry(i).pfn || a.entry(i).gmfn != b.entry(i).gmfn) {
+            ADD_FAILURE() << "entry " << i << ": pfn " << a.entry(i).pfn << " against " << b.entry(i).pfn;
+            return UINT64_MAX;
+        }
+        a.read_pages(i, 1, pa);
+        b.read_pages(i, 1, pb);
+        if (pa != pb) ++differ;
+    }
+    return differ;
 }
 
 json sim_info(const test::sim::Host& host, uint32_t domid) {

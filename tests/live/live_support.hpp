@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hv/forwarding_hypervisor.hpp"
 #include "sim/sim_writer.hpp"
 #include "sim_test_util.hpp"
 
@@ -41,6 +42,29 @@ struct Instant {
 Instant check_instant(const std::filesystem::path& dump, const xendump::sim::WriterSpec& w,
                       const std::set<uint64_t>& skip = {});
 std::set<uint64_t> p2m_pfns(const test::sim::Host& host, uint32_t domid);
+
+// The pages of two dumps that differ, read pfn by pfn; a failure (and
+// UINT64_MAX) when they do not hold the same pfns on the same frames.
+uint64_t pages_differing(const std::filesystem::path& a, const std::filesystem::path& b);
+
+// A hypervisor that knows whether the domain is paused by the calls
+// passing through it (the dump's own pause).
+class PauseTracking : public ForwardingHypervisor {
+public:
+    using ForwardingHypervisor::ForwardingHypervisor;
+    void pause(uint32_t domid) override {
+        ForwardingHypervisor::pause(domid);
+        ++paused_;
+    }
+    void unpause(uint32_t domid) override {
+        --paused_;
+        ForwardingHypervisor::unpause(domid);
+    }
+    bool paused() const { return paused_ > 0; }
+
+private:
+    int paused_ = 0;
+};
 
 // The writer's writes so far, from xen-dump-sim info --json.
 json sim_info(const test::sim::Host& host, uint32_t domid);

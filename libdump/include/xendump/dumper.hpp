@@ -37,6 +37,9 @@ struct LiveStats {
     uint64_t pages_recopied = 0;  // pages copied again after the first pass, the pause's included
     uint64_t pages_in_pause = 0;  // of them, copied while the guest was paused
     bool left_paused = false;     // Precopy::leave_paused
+    // Times the pre-copy started over because the guest's memory layout
+    // changed (ballooning, its p2m, its highest gfn): at most 3.
+    unsigned restarts = 0;
 };
 
 struct GuestView;  // xendump/dump_kernel_log.hpp

@@ -54,6 +54,7 @@ inline constexpr const char* kKernelOffset = "KERNELOFFSET";
 inline constexpr const char* kLive = "LIVE";
 inline constexpr const char* kPauseUsec = "PAUSE_USEC";
 inline constexpr const char* kLiveRounds = "LIVE_ROUNDS";        // rounds of re-copying while the guest ran
+inline constexpr const char* kLiveRestarts = "LIVE_RESTARTS";    // pre-copies started over (the layout changed)
 inline constexpr const char* kPagesRecopied = "PAGES_RECOPIED";  // pages copied again after the first pass
 }  // namespace keys
 

@@ -46,6 +46,9 @@ public:
     void unpause(uint32_t domid);  // as xl unpause
     // The guest gives pfns [pfn, pfn+count) back: ~0 in its p2m, the frames no longer its own.
     void balloon(uint32_t domid, uint64_t pfn, uint64_t count);
+    // The guest takes ballooned pfns [pfn, pfn+count) back: its p2m names
+    // their frames again (an HVM/PVH gfn is populated again).
+    void unballoon(uint32_t domid, uint64_t pfn, uint64_t count);
 
     // JSON text of `xen-dump-sim list --json` (every domain: domid, name,
     // type, state, nr_pages) and `info --json` (one live domain: its spec

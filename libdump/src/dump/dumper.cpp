@@ -64,6 +64,7 @@ struct Prepared {
     std::vector<std::string> warnings;
     DomainInfo info;
     std::string name;
+    dump::DiscoveredLayout layout;  // a pre-copy's: what tells later whether the layout changed
 };
 
 Prepared prepare(Hypervisor& hv, uint32_t domid, const DumpOptions& opt, bool paused) {
@@ -120,6 +121,17 @@ Prepared prepare(Hypervisor& hv, uint32_t domid, const DumpOptions& opt, bool pa
     for (const auto& r : duplicates.dropped()) dropped.push_back({r.first, r.end});
     if (!dropped.empty()) present = present.without(dropped);
     P2mMap discovered = windows.header();
+    if (opt.precopy.on) {
+        p.layout.tot_pages = info->tot_pages;
+        if (spec.type == GuestType::pv) {
+            PvP2mShape& shape = p.layout.pv.emplace();
+            shape.kind = discovered.kind;
+            shape.width = discovered.guest_width;
+            shape.p2m_size = discovered.p2m_size;
+            shape.leaf_frames.assign(windows.leaf_frames().begin(), windows.leaf_frames().end());
+            p.layout.shared_info = discovered.shared_info;
+        }
+    }
     if (spec.type == GuestType::pv && discovered.shared_info.size() == format::kSharedInfoSize)
         spec.shared_info = std::move(discovered.shared_info);
 
@@ -268,7 +280,10 @@ kernel::PageSelection select_live_pages(const Prepared& p, const DumpOptions& op
 // a dump and for an estimate alike.
 class PreparedDomain {
 public:
-    PreparedDomain(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt) : hv_(real_hv, opt.write.cancel, domid) {
+    // `restarts`: the pre-copies started over before this one (their
+    // guest's layout changed).
+    PreparedDomain(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt, unsigned restarts = 0)
+        : hv_(real_hv, opt.write.cancel, domid) {
         // A consistent live dump turns log-dirty on before it reads anything
         // (a refusal comes before any work), and pauses only at the end.
         if (opt.precopy.on) precopy_.emplace(hv_, real_hv, domid, opt.precopy);
@@ -279,6 +294,10 @@ public:
         // this dump pauses such a domain once more all the same.
         else if (!opt.live) pause_.emplace(real_hv, domid);
         p_ = prepare(hv_, domid, opt, pause_.has_value());
+        if (precopy_) {
+            if (p_.layout.pv) p_.layout.frame_to_pfn = frame_to_pfn(*p_.source);
+            precopy_->discovered(std::move(p_.layout), restarts);
+        }
         for (const auto& w : p_.warnings)
             if (opt.write.on_warning) opt.write.on_warning(w);
     }
@@ -302,27 +321,11 @@ WriteResult write_compact(const kdump::Destination& to, const DumpSpec& spec, Pa
     return kdump::write_kdump_every_page(to, spec, src, ko);
 }
 
+// One attempt of run_dump: discovery, the pass, and a pre-copy's rounds.
 template <typename Write>
-DumpResult run_dump(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt, Write&& write) {
+DumpResult dump_once(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt, Write& write, unsigned restarts) {
     const WriteOptions& wo = opt.write;
-    if (opt.dump_level > kernel::kMaxDumpLevel)
-        throw Error("dump level " + std::to_string(opt.dump_level) + " is not 0 to 31", object_of(domid));
-    if (opt.dump_level != 0 && !opt.kdump)
-        throw Error("a dump level needs the compact (kdump) format: a v1 file's missing pages mean absent, "
-                    "not left out", object_of(domid));
-    if (opt.flattened && !opt.kdump)
-        throw Error("the flattened format carries a compact (kdump) file: a v1 file is streamed as it is",
-                    object_of(domid));
-    if (opt.precopy.on) {
-        if (opt.live) throw Error("a live dump is either consistent (pre-copy) or inconsistent, not both", object_of(domid));
-        if (opt.kdump)
-            throw Error("a consistent live dump is written in the v1 format only (pre-copy of compact dumps is "
-                        "not built yet); use --format v1 or --live=inconsistent", object_of(domid));
-        if (!wo.recipients.empty())
-            throw Error("a consistent live dump cannot be encrypted yet (its pages are rewritten in place); "
-                        "leave out the recipients or use --live=inconsistent", object_of(domid));
-    }
-    PreparedDomain prepared(real_hv, domid, opt);
+    PreparedDomain prepared(real_hv, domid, opt, restarts);
     Prepared& p = prepared.get();
     std::optional<kernel::PageSelection> selection;
     if (opt.dump_level != 0) selection = select_live_pages(p, opt, p.warnings);
@@ -357,6 +360,49 @@ DumpResult run_dump(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt,
         r.warnings.push_back(std::move(w));
     }
     return r;
+}
+
+template <typename Write>
+DumpResult run_dump(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt, Write&& write) {
+    const WriteOptions& wo = opt.write;
+    if (opt.dump_level > kernel::kMaxDumpLevel)
+        throw Error("dump level " + std::to_string(opt.dump_level) + " is not 0 to 31", object_of(domid));
+    if (opt.dump_level != 0 && !opt.kdump)
+        throw Error("a dump level needs the compact (kdump) format: a v1 file's missing pages mean absent, "
+                    "not left out", object_of(domid));
+    if (opt.flattened && !opt.kdump)
+        throw Error("the flattened format carries a compact (kdump) file: a v1 file is streamed as it is",
+                    object_of(domid));
+    if (opt.precopy.on) {
+        if (opt.live) throw Error("a live dump is either consistent (pre-copy) or inconsistent, not both", object_of(domid));
+        if (opt.kdump)
+            throw Error("a consistent live dump is written in the v1 format only (pre-copy of compact dumps is "
+                        "not built yet); use --format v1 or --live=inconsistent", object_of(domid));
+        if (!wo.recipients.empty())
+            throw Error("a consistent live dump cannot be encrypted yet (its pages are rewritten in place); "
+                        "leave out the recipients or use --live=inconsistent", object_of(domid));
+    }
+    // A pre-copy whose guest's layout changed (dump::LayoutChanged) starts
+    // over: the unfinished file is gone, log-dirty off, the guest running.
+    std::vector<std::string> restart_warnings;
+    for (unsigned restarts = 0;; ++restarts) {
+        try {
+            DumpResult r = dump_once(real_hv, domid, opt, write, restarts);
+            r.warnings.insert(r.warnings.begin(), restart_warnings.begin(), restart_warnings.end());
+            return r;
+        } catch (const dump::LayoutChanged& c) {
+            if (restarts == dump::kMaxLayoutRestarts)
+                throw Error("the guest's memory layout kept changing (ballooning) during the pre-copy: " +
+                                std::to_string(restarts) + " restarts, the last because " + c.why +
+                                "; dump it paused or with --live=inconsistent",
+                            object_of(domid));
+            std::string w = "the guest's memory layout changed during the pre-copy (" + c.why +
+                            "): starting over with a fresh discovery (restart " + std::to_string(restarts + 1) +
+                            " of at most " + std::to_string(dump::kMaxLayoutRestarts) + ")";
+            if (wo.on_warning) wo.on_warning(w);
+            restart_warnings.push_back(std::move(w));
+        }
+    }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "util/util.hpp"
 #include "xendump/error.hpp"
 
 namespace xendump::dump {
@@ -50,7 +51,176 @@ Precopy::Precopy(Hypervisor& hv, Hypervisor& real_hv, uint32_t domid, const Dump
     }
 }
 
+void Precopy::discovered(DiscoveredLayout layout, unsigned restarts) {
+    stats_.restarts = restarts;
+    layout_ = std::move(layout);
+    leaf_frames_.clear();
+    leaf_pfns_.clear();
+    untracked_leaves_.clear();
+    if (!layout_->pv) return;
+    const PvP2mShape& shape = *layout_->pv;
+    anchor_ = pv_p2m_anchor(layout_->shared_info, shape.width);
+    leaf_frames_ = shape.leaf_frames;
+    // A p2m page is a page of the guest: its pfn's dirty bit says the guest
+    // rewrote it. One whose frame the dump does not hold is read under every pause.
+    for (uint64_t j = 0; j < leaf_frames_.size(); ++j) {
+        if (leaf_frames_[j] == PvP2mShape::kNoLeaf) continue;
+        const auto pfn = layout_->frame_to_pfn ? layout_->frame_to_pfn(leaf_frames_[j]) : std::nullopt;
+        if (pfn && *pfn < pages_)
+            leaf_pfns_.push_back({*pfn, j});
+        else
+            untracked_leaves_.push_back(j);
+    }
+    leaf_pfns_.shrink_to_fit();
+}
+
 void Precopy::pass_begins() { pass_start_ = Clock::now(); }
+
+void Precopy::changed(const std::string& why) const { throw LayoutChanged{why}; }
+
+void Precopy::check_counts() {
+    if (!layout_) return;
+    const uint64_t max_gpfn = hv_.maximum_gpfn(domid_);
+    if (max_gpfn != pages_ - 1)
+        changed("its highest gfn went from " + util::hex(pages_ - 1) + " to " + util::hex(max_gpfn));
+    const auto info = real_hv_.domain_info(domid_);
+    if (!info) throw Error("the domain disappeared during the pre-copy", object_of(domid_));
+    if (info->tot_pages != layout_->tot_pages)
+        changed("its pages went from " + std::to_string(layout_->tot_pages) + " to " +
+                std::to_string(info->tot_pages));
+}
+
+std::vector<bool> Precopy::populated(std::span<const uint64_t> gfns) {
+    std::vector<bool> out;
+    out.reserve(gfns.size());
+    try {
+        for (size_t done = 0; done < gfns.size(); done += kGfnTypesPerCall) {
+            const auto batch = gfns.subspan(done, std::min(kGfnTypesPerCall, gfns.size() - done));
+            for (GfnType t : hv_.gfn_types(domid_, batch)) out.push_back(t == GfnType::present);
+        }
+        return out;
+    } catch (const Error& e) {
+        if (e.sys_errno() == 0) throw;  // a cancel, no refusal
+    }
+    // Refused (an XSM policy, say): a gfn that maps is populated.
+    out.clear();
+    for (size_t done = 0; done < gfns.size(); done += kBatch) {
+        const auto batch = gfns.subspan(done, std::min(kBatch, gfns.size() - done));
+        auto m = hv_.map_foreign(domid_, batch);
+        for (size_t i = 0; i < batch.size(); ++i) out.push_back(m->error(i) == 0);
+    }
+    return out;
+}
+
+void Precopy::check_marked(const PageSource& source, bool paused) {
+    if (!layout_) return;
+    // The marked pfns the dump does not hold.
+    std::vector<uint64_t> outside;
+    for (uint64_t w = 0; w < bitmap_.size(); ++w) {
+        for (uint64_t bits = bitmap_[w]; bits; bits &= bits - 1) {
+            const uint64_t pfn = w * 64 + static_cast<uint64_t>(std::countr_zero(bits));
+            if (!layout_->pv && translated_gfn_never_dumped(pfn)) continue;  // video RAM, say
+            if (!source.index_of_pfn(pfn)) outside.push_back(pfn);
+        }
+    }
+    if (!layout_->pv) {
+        // A gfn populated since discovery is dirty (Xen marks what it adds).
+        const std::vector<bool> now = populated(outside);
+        for (size_t i = 0; i < outside.size(); ++i)
+            if (now[i]) changed("gfn " + util::hex(outside[i]) + " was populated: ballooned in");
+        return;
+    }
+    const PvP2mShape& shape = *layout_->pv;
+    std::vector<uint64_t> leaves;
+    for (uint64_t pfn : outside) leaves.push_back(pfn / shape.entries_per_page());
+    for (const auto& [pfn, leaf] : leaf_pfns_)
+        if (marked(pfn)) leaves.push_back(leaf);
+    if (paused) {
+        leaves.insert(leaves.end(), untracked_leaves_.begin(), untracked_leaves_.end());
+        leaves.insert(leaves.end(), deferred_leaves_.begin(), deferred_leaves_.end());
+        // The p2m's anchor, then its upper levels: walked again unless the
+        // guest publishes a generation (with its linear list) that did not move.
+        const uint64_t frame = real_hv_.domain_info(domid_).value_or(DomainInfo{}).shared_info_frame;
+        auto m = hv_.map_foreign(domid_, std::span(&frame, 1));
+        if (m->error(0)) throw Error("cannot map shared_info in the final round", object_of(domid_));
+        const PvP2mAnchor now = pv_p2m_anchor(std::span(m->page(0), format::kPageSize), shape.width);
+        m.reset();
+        if (!now.same_structure(anchor_)) changed("its p2m moved: shared_info's p2m fields changed");
+        const bool generation = shape.kind == format::P2mKind::linear;
+        if (!generation || now.p2m_generation != anchor_.p2m_generation) {
+            std::vector<uint64_t> frames = pv_p2m_leaf_frames(hv_, domid_, shape, now);
+            for (uint64_t j = 0; j < frames.size() && j < leaf_frames_.size(); ++j)
+                if (frames[j] != leaf_frames_[j]) leaves.push_back(j);
+            leaf_frames_ = std::move(frames);
+        }
+    }
+    check_leaves(source, std::move(leaves), !paused);
+}
+
+void Precopy::check_failed(const PageSource& source, std::span<const uint64_t> failed) {
+    if (!layout_ || failed.empty()) return;
+    if (!layout_->pv) {
+        const std::vector<bool> now = populated(failed);
+        for (size_t i = 0; i < failed.size(); ++i)
+            if (!now[i]) changed("gfn " + util::hex(failed[i]) + " was unpopulated: ballooned out");
+        return;
+    }
+    std::vector<uint64_t> leaves;
+    for (uint64_t pfn : failed) leaves.push_back(pfn / layout_->pv->entries_per_page());
+    check_leaves(source, std::move(leaves), false);
+}
+
+void Precopy::check_leaves(const PageSource& source, std::vector<uint64_t> leaves, bool defer) {
+    std::sort(leaves.begin(), leaves.end());
+    leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());
+    if (!defer) deferred_leaves_.clear();
+    const PvP2mShape& shape = *layout_->pv;
+    // The dump's entry of each pfn against the p2m's now: a pfn given back
+    // (a hole now), taken back (a frame now, not a duplicate the discovery
+    // dropped), or moved to another frame.
+    auto compare = [&](uint64_t pfn, std::optional<uint64_t> frame) {
+        PageEntry held{};
+        const std::optional<uint64_t> index = source.index_of_pfn(pfn);
+        if (index) source.read_entries(*index, std::span(&held, 1));
+        if (!frame) {
+            if (index) changed("pfn " + util::hex(pfn) + " was given back: ballooned out");
+            return;
+        }
+        if (index) {
+            if (held.gmfn != *frame)
+                changed("pfn " + util::hex(pfn) + " moved from mfn " + util::hex(held.gmfn) + " to " +
+                        util::hex(*frame));
+            return;
+        }
+        const auto owner = layout_->frame_to_pfn ? layout_->frame_to_pfn(*frame) : std::nullopt;
+        if (!owner || *owner >= pfn) changed("pfn " + util::hex(pfn) + " was taken back: ballooned in");
+    };
+    std::vector<uint64_t> batch, frames;
+    auto flush = [&] {
+        if (frames.empty()) return;
+        auto m = hv_.map_foreign(domid_, frames);
+        for (size_t i = 0; i < batch.size(); ++i) {
+            if (m->error(i) && defer) {
+                deferred_leaves_.push_back(batch[i]);
+                continue;
+            }
+            for_each_p2m_entry(shape, batch[i], m->error(i) ? nullptr : m->page(i), compare);
+        }
+        batch.clear();
+        frames.clear();
+    };
+    for (uint64_t j : leaves) {
+        const uint64_t frame = j < leaf_frames_.size() ? leaf_frames_[j] : PvP2mShape::kNoLeaf;
+        if (frame == PvP2mShape::kNoLeaf) {
+            for_each_p2m_entry(shape, j, nullptr, compare);
+            continue;
+        }
+        batch.push_back(j);
+        frames.push_back(frame);
+        if (frames.size() == kBatch) flush();
+    }
+    flush();
+}
 
 uint64_t Precopy::copy_marked(writer::SlotRewriter& slots, const PageSource& source, std::vector<uint64_t>& unreadable) {
     std::vector<uint64_t> indices, frames, pfns;
@@ -78,8 +248,8 @@ uint64_t Precopy::copy_marked(writer::SlotRewriter& slots, const PageSource& sou
         while (bits) {
             const uint64_t pfn = w * 64 + static_cast<uint64_t>(std::countr_zero(bits));
             bits &= bits - 1;
-            // A dirty pfn the dump does not hold (a hole, or one populated
-            // since discovery) is left out: the file holds the pages found then.
+            // A dirty pfn the dump does not hold is left out: check_marked
+            // found it still outside the guest's layout (a change ends the copy).
             const std::optional<uint64_t> index = source.index_of_pfn(pfn);
             if (!index) continue;
             source.read_entries(*index, std::span(&e, 1));
@@ -120,6 +290,9 @@ writer::LiveFinal Precopy::run(writer::SlotRewriter& slots, const PageSource& so
         const auto clean_start = Clock::now();
         const uint64_t dirty = hv_.read_dirty(domid_, DirtyRead::clean, bitmap_, pages_);
         const double fixed_us = vcpu_us + seconds_since(clean_start) * 1e6;
+        // A layout that changed ends the pre-copy here, before the pause.
+        check_counts();
+        check_marked(source, false);
         decision = precopy_decision(options_, stats_.rounds, dirty, previous, rate, fixed_us);
         if (on_progress) {
             WriteProgress progress;
@@ -150,7 +323,11 @@ writer::LiveFinal Precopy::run(writer::SlotRewriter& slots, const PageSource& so
     for (uint64_t pfn : retry) mark(pfn);
     uint64_t in_pause = copy_marked(slots, source, final.unreadable_pfns);
     hv_.read_dirty(domid_, DirtyRead::final_clean, bitmap_, pages_);
+    // The layout of the paused guest, for certain: a change unpauses it at once.
+    check_counts();
+    check_marked(source, true);
     in_pause += copy_marked(slots, source, final.unreadable_pfns);
+    check_failed(source, final.unreadable_pfns);
     for (const VcpuContext& v : vcpus) {
         auto ctx = hv_.vcpu_context(domid_, v.id);
         if (!ctx || ctx->size() != v.bytes.size())
@@ -190,6 +367,7 @@ writer::LiveFinal Precopy::run(writer::SlotRewriter& slots, const PageSource& so
     final.domain_keys.set(keys::kPauseUsec, std::to_string(stats_.pause_usec));
     final.domain_keys.set(keys::kLiveRounds, std::to_string(stats_.rounds));
     final.domain_keys.set(keys::kPagesRecopied, std::to_string(stats_.pages_recopied));
+    if (stats_.restarts) final.domain_keys.set(keys::kLiveRestarts, std::to_string(stats_.restarts));
     return final;
 }
 

@@ -49,6 +49,18 @@ struct AnomalyCount {
     }
 };
 
+// A value that can name a machine frame: below 2^40 (x86-64 physical
+// addresses have 52 bits); for 32-bit guests below 2^30, as Linux keeps
+// bits 31 and 30 of a p2m entry for FOREIGN_FRAME_BIT and
+// IDENTITY_FRAME_BIT (arch/x86/include/asm/xen/page.h). Zero is Xen's.
+inline bool plausible_frame(uint64_t value, unsigned width) {
+    return value != 0 && value < (width == 8 ? uint64_t{1} << 40 : uint64_t{1} << 30);
+}
+// ~0 at guest width: INVALID_P2M_ENTRY, an ordinary hole.
+inline bool invalid_p2m_entry(uint64_t value, unsigned width) {
+    return value == (width == 8 ? ~uint64_t{0} : 0xffffffffu);
+}
+
 // State of one discovery run.
 struct Walk {
     Hypervisor& hv;
@@ -62,15 +74,8 @@ struct Walk {
     AnomalyCount unmappable_structure;  // tables or frame lists that did not map
     AnomalyCount bad_structure_entry;   // table entries with impossible values
 
-    // A value that can name a machine frame: below 2^40 (x86-64 physical
-    // addresses have 52 bits); for 32-bit guests below 2^30, as Linux keeps
-    // bits 31 and 30 of a p2m entry for FOREIGN_FRAME_BIT and
-    // IDENTITY_FRAME_BIT (arch/x86/include/asm/xen/page.h). Zero is Xen's.
-    bool plausible_mfn(uint64_t value) const {
-        return value != 0 && value < (width == 8 ? uint64_t{1} << 40 : uint64_t{1} << 30);
-    }
-    // ~0 at guest width: INVALID_P2M_ENTRY, an ordinary hole.
-    bool invalid_entry(uint64_t value) const { return value == (width == 8 ? ~uint64_t{0} : 0xffffffffu); }
+    bool plausible_mfn(uint64_t value) const { return plausible_frame(value, width); }
+    bool invalid_entry(uint64_t value) const { return invalid_p2m_entry(value, width); }
     uint64_t entries_per_page() const { return format::kPageSize / width; }
     uint64_t p2m_pages() const { return (p2m_size + entries_per_page() - 1) / entries_per_page(); }
     // Records `mfn` in `role`; throws Error when it already has another role.
@@ -126,6 +131,10 @@ private:
 // Drops every entry whose gmfn a lower pfn already names (in memory).
 void drop_duplicate_frames(std::vector<PageEntry>& pages, AnomalyCount& duplicate);
 std::string duplicate_warning(const AnomalyCount& duplicate);
+
+// HVM/PVH: whether `gfn` lies in a device window discovery never dumps (the
+// VGA hole, the MMIO window below 4 GiB).
+bool in_device_window(uint64_t gfn);
 
 // HVM/PVH: probes gfns 0 … p2m_size-1 and fills map.pages (and its warnings).
 void probe_translated(Hypervisor& hv, const DomainInfo& info, uint64_t p2m_size, P2mMap& map);

@@ -61,6 +61,11 @@ bool P2mWindows::next(std::vector<PageEntry>& window) {
     return !window.empty();
 }
 
+std::span<const uint64_t> P2mWindows::leaf_frames() const {
+    if (!impl_->pv) return {};
+    return impl_->pv->frames;
+}
+
 uint64_t P2mWindows::examined() const {
     const Impl& d = *impl_;
     return d.entries ? d.entries->examined() : d.prober->examined();

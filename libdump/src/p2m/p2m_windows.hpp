@@ -39,6 +39,9 @@ public:
     // Replaces `window` with the next present pages (ascending pfn, above
     // every earlier window; duplicates not dropped); false when none is left.
     bool next(std::vector<PageEntry>& window);
+    // PV: the frame of each p2m page as the walk found it (index j holds
+    // pfns j * entries-per-page …; ~0 where there is none); empty for HVM/PVH.
+    std::span<const uint64_t> leaf_frames() const;
     // The pfns examined so far, of header().p2m_size: progress.
     uint64_t examined() const;
     // After the last window: discover_p2m()'s warnings, in its order, with

@@ -61,6 +61,12 @@ constexpr size_t kLongestHole = kMapBatch;
 
 }  // namespace
 
+bool in_device_window(uint64_t gfn) {
+    for (const GfnRange& r : kSkipped)
+        if (gfn >= r.first && gfn < r.end) return true;
+    return false;
+}
+
 void TranslatedProber::map_probe(std::span<const uint64_t> gfns, std::vector<PageEntry>& out) {
     if (gfns.empty()) return;
     // What maps is present: Xen fails an unpopulated gfn (and a broken page).

@@ -41,6 +41,20 @@ void DomainState::add_ballooned(uint64_t pfn, uint64_t count) {
     ballooned = std::move(merged);
 }
 
+void DomainState::remove_ballooned(uint64_t pfn, uint64_t count) {
+    std::vector<PfnRange> kept;
+    for (const PfnRange& r : ballooned) {
+        const uint64_t end = r.pfn + r.count;
+        if (end <= pfn || r.pfn >= pfn + count) {
+            kept.push_back(r);
+            continue;
+        }
+        if (r.pfn < pfn) kept.push_back({r.pfn, pfn - r.pfn});
+        if (end > pfn + count) kept.push_back({pfn + count, end - (pfn + count)});
+    }
+    ballooned = std::move(kept);
+}
+
 std::string DomainState::name() const {
     if (destroyed) return "destroyed";
     if (shutdown) return shutdown_reason == ShutdownReason::crash ? "crashed" : "shutdown";
@@ -66,6 +80,7 @@ DomainState read_state(const fs::path& path) {
         s.shutdown_reason = static_cast<ShutdownReason>(j.at("shutdown_reason").get<unsigned>());
         s.destroyed = j.at("destroyed").get<bool>();
         s.logdirty = j.value("logdirty", false);
+        s.p2m_changes = j.value("p2m_changes", uint64_t{0});
         for (auto& r : j.at("ballooned")) s.ballooned.push_back({r.at(0).get<uint64_t>(), r.at(1).get<uint64_t>()});
         return s;
     });
@@ -88,6 +103,7 @@ void write_state(const fs::path& path, const DomainState& s) {
     j["shutdown_reason"] = static_cast<unsigned>(s.shutdown_reason);
     j["destroyed"] = s.destroyed;
     j["logdirty"] = s.logdirty;
+    if (s.p2m_changes) j["p2m_changes"] = s.p2m_changes;
     j["ballooned"] = json::array();
     for (auto& r : s.ballooned) j["ballooned"].push_back({r.pfn, r.count});
     replace_file(path, j.dump() + "\n", "the domain state");

@@ -55,10 +55,16 @@ struct DomainState {
     bool destroyed = false;
     bool logdirty = false;  // log-dirty mode on (someone holds it)
     std::vector<PfnRange> ballooned;  // sorted, disjoint, merged
+    // PV: the changes the guest made to its p2m since it was created (a
+    // balloon in or out each); a guest with the linear p2m list publishes
+    // p2m_generation = the created value + 2 per change (it bumps it before
+    // and after each, as Linux does).
+    uint64_t p2m_changes = 0;
 
     bool is_ballooned(uint64_t pfn) const;
     uint64_t ballooned_pages() const;
     void add_ballooned(uint64_t pfn, uint64_t count);
+    void remove_ballooned(uint64_t pfn, uint64_t count);  // each pfn ballooned
     std::string name() const;  // running / paused / crashed / shutdown / destroyed
 };
 

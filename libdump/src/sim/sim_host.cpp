@@ -376,39 +376,73 @@ void SimHost::unpause(uint32_t domid) {
     });
 }
 
-void SimHost::balloon(uint32_t domid, uint64_t pfn, uint64_t count) {
+void SimHost::balloon(uint32_t domid, uint64_t pfn, uint64_t count) { change_population(domid, pfn, count, false); }
+
+void SimHost::unballoon(uint32_t domid, uint64_t pfn, uint64_t count) { change_population(domid, pfn, count, true); }
+
+uint64_t SimHost::p2m_generation(const SimDomain& d, const DomainState& s) const {
+    const json& arch = d.derived().shared_info_arch;
+    const uint64_t created = arch.is_object() ? arch.value("p2m_generation", uint64_t{0}) : 0;
+    // Only a guest with the linear p2m list keeps the generation.
+    return d.derived().top_table_mfn ? created + 2 * s.p2m_changes : created;
+}
+
+void SimHost::change_population(uint32_t domid, uint64_t pfn, uint64_t count, bool populate) {
     const SimDomain& d = live(domid);
     const DomainSpec& spec = d.spec();
     const std::string object = domain_object(domid);
-    if (count == 0) throw Error("balloon: count is 0", object);
+    const char* what = populate ? "unballoon" : "balloon";
+    if (count == 0) throw Error(std::string(what) + ": count is 0", object);
     if (pfn >= spec.p2m_size || count > spec.p2m_size - pfn)
-        throw Error("balloon: pfns " + std::to_string(pfn) + "+" + std::to_string(count) + " are outside p2m_size " +
-                        std::to_string(spec.p2m_size),
+        throw Error(std::string(what) + ": pfns " + std::to_string(pfn) + "+" + std::to_string(count) +
+                        " are outside p2m_size " + std::to_string(spec.p2m_size),
                     object);
+    LiveFiles& files = live_files(d);
     change_state(domid, nullptr, [&](DomainState& s) {
         for (uint64_t p = pfn; p < pfn + count; ++p) {
-            if (!spec.extent_of_pfn(p) || s.is_ballooned(p))
+            if (populate && !s.is_ballooned(p))
+                throw Error("unballoon: pfn " + std::to_string(p) + " is not ballooned out", object);
+            if (!populate && (!spec.extent_of_pfn(p) || s.is_ballooned(p)))
                 throw Error("balloon: pfn " + std::to_string(p) + " is not present", object);
-            if (d.holds_p2m_structure(p))
+            if (!populate && d.holds_p2m_structure(p))
                 throw Error("balloon: pfn " + std::to_string(p) + " holds the guest's p2m", object);
         }
+        auto mark = [&](uint64_t p, bool dirty) {
+            if (!s.logdirty || p / 64 >= files.dirty.size()) return;
+            uint64_t& word = files.dirty.data()[p / 64];
+            word = dirty ? word | (uint64_t{1} << (p % 64)) : word & ~(uint64_t{1} << (p % 64));
+        };
         if (spec.is_pv()) {
-            // The guest writes INVALID_P2M_ENTRY into its own p2m pages.
+            // The guest writes its own p2m pages: INVALID_P2M_ENTRY for a pfn
+            // given back, the pfn's frame for one taken back.
             UniqueFd fd(::open(paths_.overlay(domid).c_str(), O_RDWR | O_CLOEXEC));
             if (!fd) throw_errno("cannot open", paths_.overlay(domid).string());
-            const std::vector<std::byte> invalid(kPageSize, std::byte{0xff});
+            const uint64_t per_page = d.derived().entries_per_page;
+            std::vector<std::byte> entries;
             uint64_t p = pfn;
             while (p < pfn + count) {
                 auto [page_pfn, offset] = d.p2m_entry_location(p);
-                uint64_t in_page = std::min(pfn + count - p, d.derived().entries_per_page - p % d.derived().entries_per_page);
-                size_t bytes = static_cast<size_t>(in_page * spec.guest_width);
-                off_t at = static_cast<off_t>(d.overlay_offset(page_pfn) + offset);
-                if (::pwrite(fd.get(), invalid.data(), bytes, at) != static_cast<ssize_t>(bytes))
+                const uint64_t in_page = std::min(pfn + count - p, per_page - p % per_page);
+                entries.assign(static_cast<size_t>(in_page * spec.guest_width), std::byte{0xff});
+                for (uint64_t i = 0; populate && i < in_page; ++i) {
+                    const Extent* e = spec.extent_of_pfn(p + i);
+                    const uint64_t mfn = e->mfn + (p + i - e->pfn);
+                    std::memcpy(entries.data() + i * spec.guest_width, &mfn, spec.guest_width);  // little-endian
+                }
+                const off_t at = static_cast<off_t>(d.overlay_offset(page_pfn) + offset);
+                if (::pwrite(fd.get(), entries.data(), entries.size(), at) != static_cast<ssize_t>(entries.size()))
                     throw_errno("cannot write the p2m", paths_.overlay(domid).string(), static_cast<uint64_t>(at));
+                mark(page_pfn, true);
                 p += in_page;
             }
+            ++s.p2m_changes;
+        } else {
+            for (uint64_t p = pfn; p < pfn + count; ++p) mark(p, populate);
         }
-        s.add_ballooned(pfn, count);
+        if (populate)
+            s.remove_ballooned(pfn, count);
+        else
+            s.add_ballooned(pfn, count);
     });
 }
 
@@ -517,6 +551,7 @@ json SimHost::info_json(uint32_t domid) const {
     for (auto& r : s->ballooned) j["ballooned"].push_back({r.pfn, r.count});
     if (d.spec().is_pv()) {
         j["shared_info"] = d.derived().shared_info_arch;
+        j["shared_info"]["p2m_generation"] = p2m_generation(d, *s);
         j["p2m_cr3"] = d.derived().shared_info_arch.at("p2m_cr3");
     }
     j["maximum_gpfn"] = d.spec().p2m_size - 1;

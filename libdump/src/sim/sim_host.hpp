@@ -59,6 +59,17 @@ public:
     void unpause(uint32_t domid);
     // The guest gives pfns [pfn, pfn+count) back: ~0 in its p2m pages, mfns no longer its own.
     void balloon(uint32_t domid, uint64_t pfn, uint64_t count);
+    // The guest takes ballooned pfns [pfn, pfn+count) back: a PV guest's p2m
+    // entries name their frames again (each pfn its extent's mfn), an
+    // HVM/PVH gfn is populated again. Both, like balloon(), are what the
+    // guest and Xen do with log-dirty on (xen-dump-sim(1) "Ballooning"): a
+    // PV guest's p2m pages it rewrites are marked dirty, and its
+    // p2m_generation bumped where it publishes one (the linear p2m list);
+    // an HVM/PVH gfn populated is marked dirty, one unpopulated clean (as
+    // Xen's p2m code does).
+    void unballoon(uint32_t domid, uint64_t pfn, uint64_t count);
+    // shared_info.arch.p2m_generation as the guest keeps it now.
+    uint64_t p2m_generation(const SimDomain& d, const DomainState& s) const;
 
     // Log-dirty mode (simulated-host.md "Log-dirty and the writer"), as
     // Hypervisor::enable_logdirty / read_dirty / disable_logdirty.
@@ -80,6 +91,7 @@ public:
 private:
     template <typename Change>
     void change_state(uint32_t domid, const char* event, Change change);
+    void change_population(uint32_t domid, uint64_t pfn, uint64_t count, bool populate);
 
     struct CachedState {
         uint64_t ino = 0;

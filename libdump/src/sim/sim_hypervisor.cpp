@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "hv/backends.hpp"
+#include "sim/guest_abi.hpp"
 #include "sim/map_cost.hpp"
 #include "sim/sim_host.hpp"
 #include "sim/vcpu_context.hpp"
@@ -187,7 +188,13 @@ public:
         for (size_t i = 0; i < frames.size(); ++i) {
             const uint64_t frame = frames[i];
             if (spec.is_pv() && frame == d.derived().shared_info_mfn) {
-                std::memcpy(mapping->page_for_write(i), d.shared_info_page().data(), kPageSize);
+                std::byte* page = mapping->page_for_write(i);
+                std::memcpy(page, d.shared_info_page().data(), kPageSize);
+                // The generation the guest keeps now (SimHost::p2m_generation).
+                const uint64_t generation = host_.p2m_generation(d, *state);
+                const unsigned w = spec.guest_width;
+                const size_t arch = w == 8 ? sim::abi::kSharedInfoArch64 : sim::abi::kSharedInfoArch32;
+                std::memcpy(page + arch + sim::abi::kP2mGeneration * w, &generation, w);  // little-endian
                 continue;
             }
             const Frame f = frame_of(d, *state, frame);

@@ -37,6 +37,9 @@ void SimulatedHost::destroy(uint32_t domid) { impl_->host.destroy(domid); }
 void SimulatedHost::pause(uint32_t domid) { impl_->host.pause(domid); }
 void SimulatedHost::unpause(uint32_t domid) { impl_->host.unpause(domid); }
 void SimulatedHost::balloon(uint32_t domid, uint64_t pfn, uint64_t count) { impl_->host.balloon(domid, pfn, count); }
+void SimulatedHost::unballoon(uint32_t domid, uint64_t pfn, uint64_t count) {
+    impl_->host.unballoon(domid, pfn, count);
+}
 
 std::string SimulatedHost::list_json(int indent) const { return impl_->host.list_json().dump(indent); }
 std::string SimulatedHost::info_json(uint32_t domid, int indent) const {

@@ -21,8 +21,9 @@ namespace xendump::writer {
 // kKernelKeysRoom bytes of keys after the NT_XEN_DOMAIN text.
 inline constexpr size_t kMaxVmcoreinfoText = 4096;  // Linux VMCOREINFO_BYTES (one page)
 inline constexpr size_t kKernelKeysRoom = 128;      // "KERNEL=" + 64-byte release + KERNELOFFSET=
-// LIVE=precopy, PAUSE_USEC=, LIVE_ROUNDS=, PAGES_RECOPIED= (20-digit values at most).
-inline constexpr size_t kLiveKeysRoom = 128;
+// LIVE=precopy, PAUSE_USEC=, LIVE_ROUNDS=, PAGES_RECOPIED=, LIVE_RESTARTS=
+// (20-digit values at most).
+inline constexpr size_t kLiveKeysRoom = 160;
 
 // Offsets of every part of the file, computed before anything is written.
 struct Layout {
