@@ -3,7 +3,11 @@
 // patterns, the torn image of --live=inconsistent caught by the same check,
 // the policy, every refusal with its reason, log-dirty off after an error
 // or a cancel, the same bytes for any thread count.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstring>
 #include <fstream>
 #include <set>
 
@@ -12,6 +16,9 @@
 #include "dump/precopy.hpp"
 #include "hv/forwarding_hypervisor.hpp"
 #include "live_support.hpp"
+#include "pipeline/read_behind.hpp"
+#include "stream_hash.hpp"
+#include "xendump/fd.hpp"
 #include "xendump/dumper.hpp"
 #include "xendump/error.hpp"
 #include "xendump/reader.hpp"
@@ -229,6 +236,79 @@ TEST(Precopy, SameBytesForAnyThreads) {
         EXPECT_TRUE(pages[i] == pages[0]) << "pages differ with another thread count";
         EXPECT_EQ(digests[i], digests[0]);
     }
+}
+
+// The digests of every chunk are made again from the file after the final
+// round: that reading is the read-back the check before publication gets
+// (VerifyOptions::pages_read_back), so the check reads no chunk of
+// .xen_pages again. It is the fold of the final file's own chunks, the
+// same for any thread count; stored digests that do not fold to it are not
+// proven by it.
+TEST(Precopy, CheckBeforePublishReadsThePagesOnce) {
+    std::vector<PagesReadBack> folds;
+    for (unsigned threads : {1u, 2u, 5u}) {
+        SCOPED_TRACE(threads);
+        const json d = guest(44, "hvm", kPages, 300, "random");
+        Host host(host_spec({d}));
+        const auto file = host.tmp / "c.core";
+        DumpOptions o = precopy_options(threads);
+        PagesReadBack rb;
+        std::vector<Finding> findings;
+        bool drops = false;
+        uint64_t reread = 0;
+        o.write.check_before_publish = [&](const std::filesystem::path& p, const VerifyOptions& vo) {
+            ASSERT_NE(vo.pages_read_back, nullptr);
+            rb = *vo.pages_read_back;
+            {
+                UniqueFd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+                ::fdatasync(fd.get());
+                ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+            }
+            drops = cached_pages(p, rb.pages_offset, rb.pages_size) == 0;
+            findings = DumpReader::open(p).verify(vo);
+            // Not chunk 0 nor the last: within the read-ahead of the headers and the trailer.
+            reread = cached_pages(p, rb.pages_offset + rb.chunk_bytes, rb.pages_size - 2 * rb.chunk_bytes);
+        };
+        const DumpResult r = dump_domain_to_file(*host.hv, 44, file, o);
+        ASSERT_TRUE(r.live);
+        EXPECT_EQ(r.live->rounds, 0u);  // fits at once: the same instant every time
+        EXPECT_TRUE(findings.empty()) << findings.front().check << ": " << findings.front().message;
+        const DumpReader reader = DumpReader::open(file);
+        EXPECT_EQ(rb.pages_offset, reader.pages_offset());
+        EXPECT_EQ(rb.pages_size, reader.nr_pages() * 4096);
+        EXPECT_EQ(rb.chunks, (reader.nr_pages() + 255) / 256);  // every chunk
+        ASSERT_GT(rb.chunks, 2u);
+        if (drops) {
+            EXPECT_EQ(reread, 0u);
+        }
+        // The fold of the published file's chunks, the last (shorter) one too.
+        std::vector<std::byte> pages(rb.pages_size);
+        UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+        pipeline::read_back(fd.get(), pages.data(), pages.size(), rb.pages_offset, "c.core");
+        ChunkedHash hash(rb.chunk_bytes);
+        DigestFold fold;
+        hash.update(pages.data(), pages.size(), [&](const XXH128_canonical_t& c) { fold.add(c); });
+        if (hash.pending()) fold.add(hash.finish());
+        const XXH128_canonical_t of_file = fold.digest();
+        EXPECT_EQ(std::memcmp(&of_file, rb.digest_of_chunks.data(), sizeof of_file), 0);
+        folds.push_back(rb);
+
+        // A chunk changed since, with a read-back that does not fold to the
+        // stored digests: every chunk is read, and the changed one is named.
+        {
+            std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+            f.seekp(static_cast<std::streamoff>(rb.pages_offset + 2 * rb.chunk_bytes + 100));
+            f.put('\x5a');
+        }
+        PagesReadBack wrong = rb;
+        wrong.digest_of_chunks[0] ^= std::byte{1};
+        VerifyOptions vo;
+        vo.pages_read_back = &wrong;
+        const auto changed = reader.verify(vo);
+        ASSERT_EQ(changed.size(), 1u);
+        EXPECT_EQ(changed[0].structure, "page chunk [2]");
+    }
+    for (size_t i = 1; i < folds.size(); ++i) EXPECT_EQ(folds[i].digest_of_chunks, folds[0].digest_of_chunks);
 }
 
 // Paused at the first CLEAN: what is copied in the pause is exactly what the

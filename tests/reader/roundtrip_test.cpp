@@ -2,7 +2,6 @@
 // the reader finds again, page by page, and the verifier accepts.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 
 #include <fstream>
 
@@ -102,21 +101,6 @@ TEST(RoundTrip, UnreadablePagesAreListed) {
     auto r = DumpReader::open(dir / "u.core");
     EXPECT_EQ(r.unreadable_pfns(), src.unreadable_pfns);
     EXPECT_TRUE(r.verify().empty());
-}
-
-// Pages of `path` in [offset, offset + size) held in the page cache.
-uint64_t cached_pages(const std::filesystem::path& path, uint64_t offset, uint64_t size) {
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    EXPECT_TRUE(fd);
-    const auto len = static_cast<size_t>(std::filesystem::file_size(path));
-    void* m = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd.get(), 0);
-    EXPECT_NE(m, MAP_FAILED);
-    std::vector<unsigned char> in_core((len + 4095) / 4096);
-    EXPECT_EQ(::mincore(m, len, in_core.data()), 0);
-    ::munmap(m, len);
-    uint64_t n = 0;
-    for (uint64_t p = offset / 4096; p < (offset + size) / 4096; ++p) n += in_core[p] & 1;
-    return n;
 }
 
 void read_whole(const std::filesystem::path& path) {

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,6 +36,22 @@ namespace fs = std::filesystem;
 std::string slurp_text(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+uint64_t cached_pages(const std::filesystem::path& path, uint64_t offset, uint64_t size) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error("cannot open " + path.string());
+    const auto len = static_cast<size_t>(std::filesystem::file_size(path));
+    void* m = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (m == MAP_FAILED) throw std::runtime_error("cannot map " + path.string());
+    std::vector<unsigned char> in_core((len + 4095) / 4096);
+    const int r = ::mincore(m, len, in_core.data());
+    ::munmap(m, len);
+    if (r != 0) throw std::runtime_error("mincore failed on " + path.string());
+    uint64_t n = 0;
+    for (uint64_t p = offset / 4096; p < (offset + size) / 4096; ++p) n += in_core[p] & 1;
+    return n;
 }
 
 std::vector<std::byte> slurp(const fs::path& p) {

@@ -63,6 +63,9 @@ std::vector<std::string> bash_completion(const std::string& program, const std::
 std::vector<std::byte> slurp(const std::filesystem::path& p);
 // The same as text.
 std::string slurp_text(const std::filesystem::path& p);
+// Pages of `path` in [offset, offset + size) held in the page cache
+// (mincore): after a POSIX_FADV_DONTNEED of the file, the pages read since.
+uint64_t cached_pages(const std::filesystem::path& path, uint64_t offset, uint64_t size);
 
 // What `write(fd)` writes into a real pipe, drained by a reader thread (the
 // writer sees a pipe, not a file); `fd` is closed after write() returns or

@@ -107,9 +107,10 @@ struct WriteOptions {
     // write_dump_file only: reads the finished, unpublished file (through the
     // path it is given) while fsync makes it durable; if it throws, the file
     // is never published (AtomicFile::commit). `verify` carries what the
-    // writer read back from the file as the write-behind dropped it: pass it
-    // (with your own settings) to DumpReader::verify, which then need not
-    // read those pages again.
+    // writer read back from the file as the write-behind dropped it (a
+    // consistent live dump's: every chunk, read after its final round to
+    // digest it): pass it (with your own settings) to DumpReader::verify,
+    // which then need not read those pages again.
     std::function<void(const std::filesystem::path& unpublished, const VerifyOptions& verify)> check_before_publish;
     // The room the file may take on disk, for a storage policy (xen-dumpd's
     // MaxUse= and KeepFree=) that counts what a dump occupies, not its

@@ -3,6 +3,10 @@
 // from the page cache; the part inside .xen_pages is read back from the file
 // (from the page cache, no disk read) and hashed in digest chunks, whose
 // digests are folded into one (DigestFold): nothing is held per chunk.
+//
+// A live dump's writer, which digests every chunk again from the file after
+// its final round (write_dump.cpp), reads the file back the same way and
+// folds its chunks with ReadBackFold.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +18,27 @@
 
 namespace xendump::pipeline {
 
+// Reads `size` bytes of the file at `offset` into `out` as they are now;
+// bytes past the end of the file so far are zeros: pages of zeros left as a
+// hole that no write has reached yet (the file is extended with zeros at its
+// end, Sink::finish), zeros for good.
+void read_back(int fd, std::byte* out, uint64_t size, uint64_t offset, const std::string& name);
+
+// Chunk digests of .xen_pages, read back from the file, folded in order
+// into a PagesReadBack (chunks 0 .. count-1).
+class ReadBackFold {
+public:
+    ReadBackFold(uint64_t pages_offset, uint64_t pages_size, uint64_t chunk_bytes)
+        : pages_offset_(pages_offset), pages_size_(pages_size), chunk_bytes_(chunk_bytes) {}
+    // The next chunk's digest (canonical XXH3-128 of its bytes as read back).
+    void add(const XXH128_canonical_t& digest) { fold_.add(digest); }
+    PagesReadBack result() const;
+
+private:
+    uint64_t pages_offset_, pages_size_, chunk_bytes_;
+    DigestFold fold_;
+};
+
 class ReadBehind {
 public:
     ReadBehind(int fd, uint64_t pages_offset, uint64_t pages_size, uint64_t chunk_bytes, std::string name);
@@ -21,17 +46,15 @@ public:
     // [offset, offset + size) of the file; ranges follow each other.
     void take(uint64_t offset, uint64_t size);
     // The chunks hashed so far (every one complete), and their fold.
-    PagesReadBack result() const;
+    PagesReadBack result() const { return fold_.result(); }
 
 private:
-    void hash(const std::byte* p, uint64_t n);
-
     int fd_;
     std::string name_;
     uint64_t next_ = 0;  // the next file offset expected
-    uint64_t pages_offset_, pages_size_, chunk_bytes_;
+    uint64_t pages_offset_, pages_size_;
     ChunkedHash hash_;
-    DigestFold fold_;
+    ReadBackFold fold_;
     std::vector<std::byte> buf_;
 };
 

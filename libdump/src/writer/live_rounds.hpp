@@ -3,9 +3,9 @@
 // the trailer, the dumper's pre-copy rounds write the pages the guest
 // dirtied again, each in its fixed slot of .xen_pages (a v1 page's place
 // depends on its pfn alone), and the final, paused round gives the vcpu
-// state the head is written again with. The chunk digests of the chunks
-// rewritten are re-done from the file (NT_XEN_DIGEST is written after),
-// so the file's digests are those of its final bytes.
+// state the head is written again with. The digests of every chunk are
+// re-done from the file (NT_XEN_DIGEST is written after), so the file's
+// digests are those of its final bytes.
 #pragma once
 
 #include <cstdint>
@@ -43,9 +43,11 @@ struct LiveFinal {
 using LiveRounds = std::function<LiveFinal(SlotRewriter&, std::span<const uint64_t> unreadable_in_pass)>;
 
 // write_dump_file with the rounds run after the pass, before the trailer.
-// No read-back behind the write (the pages change after it): a
-// check_before_publish reads the whole file. Plaintext only (Error with
-// recipients).
+// No read-back behind the write (the pages change after it): the re-digest
+// after the final round reads .xen_pages back instead, and a
+// check_before_publish is given that read-back (VerifyOptions::
+// pages_read_back), so it reads the pages no second time. Plaintext only
+// (Error with recipients).
 WriteResult write_dump_file_live(const std::filesystem::path& path, const DumpSpec& spec, PageSource& pages,
                                  const WriteOptions& options, const LiveRounds& rounds);
 

@@ -11,9 +11,9 @@
 #include "io/object_output.hpp"
 #include "io/sink.hpp"
 #include "pipeline/kernel_observer.hpp"
+#include "pipeline/ordered_batches.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/read_behind.hpp"
-#include "util/util.hpp"
 #include "store/multipart_output.hpp"
 #include "writer/v1_encoder.hpp"
 #include "writer/write_v1.hpp"
@@ -26,21 +26,19 @@ namespace xendump {
 
 namespace {
 
-// The slots of .xen_pages rewritten by a live dump's rounds, and the
-// digest chunks they touch (a bit per 256 pages). Pages of consecutive
-// slots are gathered (up to 1 MiB) and written at once: a round's pages
-// come in pfn order, often in runs, and the pause's share of them should
-// not cost a system call a page.
+// The slots of .xen_pages rewritten by a live dump's rounds. Pages of
+// consecutive slots are gathered (up to 1 MiB) and written at once: a
+// round's pages come in pfn order, often in runs, and the pause's share of
+// them should not cost a system call a page.
 class FileSlots final : public writer::SlotRewriter {
 public:
-    FileSlots(io::Sink& sink, const writer::DumpPlan& plan) : sink_(sink), plan_(plan), chunks_(plan.nr_chunks) {}
+    FileSlots(io::Sink& sink, const writer::DumpPlan& plan) : sink_(sink), plan_(plan) {}
     void rewrite(uint64_t index, std::span<const std::byte> page) override {
         if (page.size() != format::kPageSize || index >= plan_.layout.pages_size / format::kPageSize)
             throw Error("internal error: page " + std::to_string(index) + " rewritten outside .xen_pages");
         if (!run_.empty() && (index != first_ + run_.size() / format::kPageSize || run_.size() >= kRunBytes)) flush();
         if (run_.empty()) first_ = index;
         run_.insert(run_.end(), page.begin(), page.end());
-        if (!chunks_.empty()) chunks_[index / format::kDigestChunkPages] = true;
     }
     // Writes what is gathered (before the file is read back).
     void flush() {
@@ -48,23 +46,72 @@ public:
         sink_.write_at(plan_.layout.pages_offset + first_ * format::kPageSize, run_);
         run_.clear();
     }
-    const std::vector<bool>& chunks() const { return chunks_; }
 
 private:
     static constexpr size_t kRunBytes = size_t{1} << 20;
     io::Sink& sink_;
     const writer::DumpPlan& plan_;
-    std::vector<bool> chunks_;
     uint64_t first_ = 0;
     std::vector<std::byte> run_;
 };
 
+// Every chunk's digest made again from the file after the final round (not
+// only the chunks the rounds rewrote): a running guest's page can change
+// between the pass hashing it and writing it through a write the dirty log
+// does not see (a dom0 backend writing through its own mapping, as the
+// console ring's consumer index in the Xen lab), and the pass's digest would
+// then not be the file's. The chunks are read in order on one thread and
+// hashed on the write threads (pipeline::OrderedBatches), their digests
+// stored and folded in chunk order: the same file for any thread count. What
+// is read is .xen_pages as the file holds it now, so the fold of those
+// digests is a read-back of it (pages_read_back.hpp): the check before
+// publication does not read the pages again.
+PagesReadBack redigest_from_file(int fd, const std::string& name, const WriteOptions& options,
+                                 writer::V1Encoder& encoder, io::Sink& sink) {
+    static constexpr uint64_t kChunkPages = format::kDigestChunkPages;
+    const writer::DumpPlan& plan = encoder.plan();
+    const uint64_t pages_offset = plan.layout.pages_offset;
+    const uint64_t nr_pages = plan.layout.pages_size / format::kPageSize;
+    pipeline::ReadBackFold fold(pages_offset, plan.layout.pages_size, kChunkPages * format::kPageSize);
+    const pipeline::BatchPlan batches = pipeline::plan_batches(pipeline::kMaxBatchPages, kChunkPages, options.threads);
+    struct ChunkDigests final : pipeline::BatchWork {
+        std::vector<XXH128_canonical_t> of_chunk;
+    };
+    auto read = [&](pipeline::PageBatch& b) {
+        b.data.resize(b.count * format::kPageSize);
+        pipeline::read_back(fd, b.data.data(), b.data.size(), pages_offset + b.first * format::kPageSize, name);
+    };
+    auto hash = [](pipeline::PageBatch& b) {
+        if (!b.work) b.work = std::make_unique<ChunkDigests>();
+        auto& digests = static_cast<ChunkDigests&>(*b.work).of_chunk;
+        digests.clear();
+        for (uint64_t at = 0; at < b.count; at += kChunkPages) {
+            const uint64_t n = std::min<uint64_t>(kChunkPages, b.count - at);
+            const auto bytes = std::span(b.data).subspan(at * format::kPageSize, n * format::kPageSize);
+            digests.push_back(writer::digest_of(bytes));
+        }
+    };
+    uint64_t chunk = 0;
+    auto deliver = [&](pipeline::PageBatch& b) {
+        for (const XXH128_canonical_t& d : static_cast<ChunkDigests&>(*b.work).of_chunk) {
+            encoder.redigest(chunk++, d, sink);
+            fold.add(d);
+        }
+    };
+    const size_t per_batch = static_cast<size_t>(std::min<uint64_t>(batches.pages, std::max<uint64_t>(nr_pages, 1)));
+    pipeline::OrderedBatches run(static_cast<size_t>((nr_pages + per_batch - 1) / per_batch), batches.workers,
+                                 batches.in_flight, per_batch, read, hash);
+    run.run(deliver, static_cast<size_t>(nr_pages));
+    return fold.result();
+}
+
 // The rounds, then what they change: the head (vcpu state), the late keys,
 // the unreadable pages and the digests of every chunk, read back from the
-// file.
-void run_live_rounds(int fd, const std::string& name, const DumpSpec& spec_in, const WriteOptions& options,
-                     const writer::LiveRounds& rounds, writer::V1Encoder& encoder, io::Sink& sink,
-                     pipeline::PassOutcome& pass, pipeline::FoundNotes& found) {
+// file (returned: what was read back, when the file has digests).
+std::optional<PagesReadBack> run_live_rounds(int fd, const std::string& name, const DumpSpec& spec_in,
+                                             const WriteOptions& options, const writer::LiveRounds& rounds,
+                                             writer::V1Encoder& encoder, io::Sink& sink, pipeline::PassOutcome& pass,
+                                             pipeline::FoundNotes& found) {
     FileSlots slots(sink, encoder.plan());
     writer::LiveFinal final = rounds(slots, pass.unreadable_pfns);
     slots.flush();
@@ -83,26 +130,8 @@ void run_live_rounds(int fd, const std::string& name, const DumpSpec& spec_in, c
     std::sort(pass.unreadable_pfns.begin(), pass.unreadable_pfns.end());
     pass.unreadable_pfns.erase(std::unique(pass.unreadable_pfns.begin(), pass.unreadable_pfns.end()),
                                pass.unreadable_pfns.end());
-    const writer::DumpPlan& plan = encoder.plan();
-    const uint64_t nr_pages = plan.layout.pages_size / format::kPageSize;
-    std::vector<std::byte> chunk;
-    // Every chunk's digest is made again from the file, after the final
-    // round (not only the chunks the rounds rewrote): a running guest's page
-    // can change between the pass hashing it and writing it through a write
-    // the dirty log does not see (a dom0 backend writing through its own
-    // mapping, as the console ring's consumer index in the Xen lab), and the
-    // pass's digest would then not be the file's.
-    for (uint64_t c = 0; c < slots.chunks().size(); ++c) {
-        const uint64_t first = c * format::kDigestChunkPages;
-        const uint64_t count = std::min<uint64_t>(format::kDigestChunkPages, nr_pages - first);
-        chunk.resize(count * format::kPageSize);
-        const uint64_t at = plan.layout.pages_offset + first * format::kPageSize;
-        const long got = util::pread_full(fd, chunk.data(), chunk.size(), at);
-        if (got < 0) throw_errno("cannot read back rewritten pages", name, at);
-        // Zero pages at the end may be a hole the file does not reach yet (Sink::finish sets its size).
-        std::fill(chunk.begin() + got, chunk.end(), std::byte{0});
-        encoder.redigest(c, writer::digest_of(chunk), sink);
-    }
+    if (encoder.plan().nr_chunks == 0) return std::nullopt;  // no digests
+    return redigest_from_file(fd, name, options, encoder, sink);
 }
 
 }  // namespace
@@ -126,7 +155,9 @@ WriteResult writer::write_v1(int fd, bool seekable, const std::string& name, con
             throw Error("a consistent live dump is written to a plaintext file (its pages are rewritten in place)",
                         name);
         encoder.before_finish([&, fd](io::Sink& out, pipeline::PassOutcome& pass, pipeline::FoundNotes& found) {
-            run_live_rounds(fd, name, spec_in, options, *live, encoder, out, pass, found);
+            const std::optional<PagesReadBack> final_bytes =
+                run_live_rounds(fd, name, spec_in, options, *live, encoder, out, pass, found);
+            if (read_back && final_bytes) *read_back = *final_bytes;
             live_unreadable = pass.unreadable_pfns;
         });
     }
@@ -144,8 +175,10 @@ WriteResult writer::write_v1(int fd, bool seekable, const std::string& name, con
     }
     io::Sink& sink = *made;
     sink.cancel_on(options.cancel);
-    // What an encrypted file holds on disk is not the pages: nothing to read back.
-    if (read_back && plan.digest_note_size && !sink.encrypted() && !object) {
+    // What an encrypted file holds on disk is not the pages: nothing to read
+    // back. A live dump's rounds rewrite pages after the write-behind would
+    // have read them back: its pages are read back after the final round.
+    if (read_back && plan.digest_note_size && !sink.encrypted() && !object && !live) {
         behind.emplace(fd, plan.layout.pages_offset, plan.layout.pages_size,
                        uint64_t{format::kDigestChunkPages} * format::kPageSize, name);
         sink.before_drop([&behind](uint64_t offset, uint64_t size) { behind->take(offset, size); });
@@ -202,13 +235,11 @@ WriteResult write_file(const std::filesystem::path& path, const DumpSpec& spec, 
         // An encrypted file cannot be read back without a private key.
         const auto& check = options.recipients.empty() ? options.check_before_publish : nullptr;
         PagesReadBack read_back;
-        // A live dump's rounds rewrite pages after the write-behind read them back.
-        const bool behind = check && !live;
         WriteResult r = writer::write_v1(file.fd(), true, path.string(), spec, pages, options, {},
-                                         behind ? &read_back : nullptr, live);
+                                         check ? &read_back : nullptr, live);
         if (check) {
             VerifyOptions verify;
-            if (behind) verify.pages_read_back = &read_back;
+            verify.pages_read_back = &read_back;
             file.commit([&](const std::filesystem::path& p) { check(p, verify); });
         } else {
             file.commit();
