@@ -368,9 +368,6 @@ struct Client::Impl {
 
     // The request, which must answer 2xx (a 200 that carries an <Error>, as
     // CompleteMultipartUpload may, is an error too).
-    std::string upload_part(const Url& obj, const std::string& upload_id, unsigned part_number,
-                            std::span<const std::byte> data, const std::array<unsigned char, 16>* md5);
-
     Response expect_ok(const Request& r, const std::string& what, const char* doing) {
         Response resp = perform(r, what);
         bool ok = resp.status / 100 == 2;
@@ -545,18 +542,12 @@ std::string Client::create_multipart_upload(const Url& obj, const std::map<std::
     return id;
 }
 
-std::string Client::upload_part(const Url& obj, const std::string& upload_id, unsigned part_number,
-                                std::span<const std::byte> data) {
-    return impl_->upload_part(obj, upload_id, part_number, data, nullptr);
-}
+namespace {
 
-std::string Client::upload_part(const Url& obj, const std::string& upload_id, unsigned part_number,
-                                std::span<const std::byte> data, const std::array<unsigned char, 16>& content_md5) {
-    return impl_->upload_part(obj, upload_id, part_number, data, &content_md5);
-}
-
-std::string Client::Impl::upload_part(const Url& obj, const std::string& upload_id, unsigned part_number,
-                                      std::span<const std::byte> data, const std::array<unsigned char, 16>* md5) {
+// An UploadPart request; with the part's MD5, as Content-MD5 and an
+// unsigned payload (Client::upload_part).
+Request part_request(const Url& obj, const std::string& upload_id, unsigned part_number,
+                     std::span<const std::byte> data, const std::array<unsigned char, 16>* md5) {
     if (part_number < 1 || part_number > 10000) throw Error("part number " + std::to_string(part_number) + " out of 1..10000", obj.str());
     Request r;
     r.method = "PUT";
@@ -568,10 +559,29 @@ std::string Client::Impl::upload_part(const Url& obj, const std::string& upload_
         r.unsigned_payload = true;
         r.headers.push_back("Content-MD5: " + base64_of(*md5));
     }
-    Response resp = expect_ok(r, obj.str(), ("UploadPart " + std::to_string(part_number)).c_str());
+    return r;
+}
+
+std::string part_etag(Response& resp, const Url& obj) {
     std::string etag = resp.headers["etag"];
     if (etag.empty()) throw Error("malformed response: UploadPart without an ETag", obj.str());
     return etag;
+}
+
+}  // namespace
+
+std::string Client::upload_part(const Url& obj, const std::string& upload_id, unsigned part_number,
+                                std::span<const std::byte> data) {
+    Response resp = impl_->expect_ok(part_request(obj, upload_id, part_number, data, nullptr), obj.str(),
+                                     ("UploadPart " + std::to_string(part_number)).c_str());
+    return part_etag(resp, obj);
+}
+
+std::string Client::upload_part(const Url& obj, const std::string& upload_id, unsigned part_number,
+                                std::span<const std::byte> data, const std::array<unsigned char, 16>& content_md5) {
+    Response resp = impl_->expect_ok(part_request(obj, upload_id, part_number, data, &content_md5), obj.str(),
+                                     ("UploadPart " + std::to_string(part_number)).c_str());
+    return part_etag(resp, obj);
 }
 
 std::vector<PartInfo> Client::list_parts(const Url& obj, const std::string& upload_id) {
