@@ -139,7 +139,7 @@ const std::map<std::string, Setter>& upload_setters() {
          }},
         {"PartsInFlight", [](Config& c, const std::string& v) {
              if (v.empty()) {
-                 c.upload.in_flight = 3;
+                 c.upload.in_flight = UploadConfig{}.in_flight;
                  return;
              }
              const unsigned n = parse_unsigned(v, 16);

@@ -247,12 +247,12 @@ struct FileUpload {
                 if (!failed) failed = std::current_exception();
             }
         };
-        for (uint64_t k = 1; k <= n && !failed; ++k) {
+        for (uint64_t k = 1; k <= n; ++k) {
             if (stop) break;
             if (flying.size() >= in_flight) land_oldest();
             if (failed) break;
-            const std::optional<s3::PartInfo> before =
-                stored.contains(static_cast<unsigned>(k)) ? std::optional(stored.at(static_cast<unsigned>(k))) : std::nullopt;
+            const auto it = stored.find(static_cast<unsigned>(k));
+            const std::optional<s3::PartInfo> before = it != stored.end() ? std::optional(it->second) : std::nullopt;
             flying.emplace_back(k, std::async(std::launch::async, [this, k, part, before, &parts, &digests] {
                 send_part(k, part, before, parts[k - 1], digests[k - 1]);
             }));
