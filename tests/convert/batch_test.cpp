@@ -492,6 +492,26 @@ TEST(Batch, DryRunWritesNothing) {
     EXPECT_NE(f["layout"].get<std::string>().find("p2m-tree"), std::string::npos) << f.dump();
 }
 
+// Issue 36.4: in a batch, a warning names the file it is about (the
+// progress of other files runs between them).
+TEST(Batch, AWarningNamesItsFile) {
+    TempDir dir;
+    make_legacy(dir / "a.core", gen::Variant::pv_page_list, 8, 300, 8);
+    make_xl(dir / "b.core", false, 300, 9);
+    auto r = run({"xen-dump-convert", "--format", "kdump", "--dump-level", "31", "--output-dir",
+                  (dir / "out").string(), dir.path().string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    size_t warnings = 0;
+    for (const auto& l : lines_of(r.err)) {
+        if (l.find("warning:") == std::string::npos) continue;
+        ++warnings;
+        EXPECT_TRUE(l.find((dir / "a.core").string()) != std::string::npos ||
+                    l.find((dir / "b.core").string()) != std::string::npos)
+            << "a warning that names no file: " << l;
+    }
+    EXPECT_GE(warnings, 2u) << "each input's level is limited (no kernel to classify by):\n" << r.err;
+}
+
 TEST(Batch, OutputOptions) {
     TempDir dir;
     make_legacy(dir / "a.core", gen::Variant::pv_page_list, 8, 300, 6);
