@@ -15,6 +15,7 @@
 #include <deque>
 #include <future>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -141,6 +142,52 @@ void verify_object(s3::Client& c, const s3::Url& url, uint64_t size, const std::
         throw Error("the object's ETag " + got + " is not that of the bytes uploaded (" + etag + ")", url.str());
 }
 
+// The buffers of the parts in flight, used again part after part: a fresh
+// buffer of a part (16 MiB) costs its zeroing by the constructor, and its
+// pages faulted in and zeroed by the kernel, every time (as much memory
+// traffic as the part itself).
+class PartBuffers {
+public:
+    explicit PartBuffers(uint64_t part) : part_(part) {}
+
+    // A buffer of `len` bytes (at most a part), back to the pool when it goes.
+    class Lease {
+    public:
+        Lease(PartBuffers& pool, std::unique_ptr<std::byte[]> b, uint64_t len)
+            : pool_(pool), b_(std::move(b)), len_(len) {}
+        Lease(const Lease&) = delete;
+        Lease& operator=(const Lease&) = delete;
+        ~Lease() {
+            std::lock_guard lock(pool_.m_);
+            pool_.free_.push_back(std::move(b_));
+        }
+        std::span<std::byte> bytes() const { return {b_.get(), static_cast<size_t>(len_)}; }
+
+    private:
+        PartBuffers& pool_;
+        std::unique_ptr<std::byte[]> b_;
+        uint64_t len_;
+    };
+
+    Lease take(uint64_t len) {
+        std::unique_ptr<std::byte[]> b;
+        {
+            std::lock_guard lock(m_);
+            if (!free_.empty()) {
+                b = std::move(free_.back());
+                free_.pop_back();
+            }
+        }
+        if (!b) b.reset(new std::byte[static_cast<size_t>(part_)]);  // not zeroed: read over at once
+        return Lease(*this, std::move(b), std::min(len, part_));
+    }
+
+private:
+    std::mutex m_;
+    std::vector<std::unique_ptr<std::byte[]>> free_;
+    uint64_t part_;
+};
+
 struct FileUpload {
     s3::Client& client;
     const s3::Url& url;
@@ -153,6 +200,7 @@ struct FileUpload {
     const std::function<void()>& save;
     const std::function<void(uint64_t)>& progress;
     const std::atomic<bool>& stop;
+    std::optional<PartBuffers> buffers{};
 
     void abort_old() {
         try {
@@ -168,7 +216,8 @@ struct FileUpload {
     void send_part(uint64_t k, uint64_t part, const std::optional<s3::PartInfo>& before, s3::PartInfo& sent,
                    Md5& digest) {
         const uint64_t at = (k - 1) * part, len = std::min(part, size - at);
-        std::vector<std::byte> buf(static_cast<size_t>(len));
+        const PartBuffers::Lease held = buffers->take(len);
+        const std::span<std::byte> buf = held.bytes();
         const long got = util::pread_full(fd, buf.data(), buf.size(), at);
         if (got < 0) throw_errno("cannot read", url.str(), at);
         if (static_cast<uint64_t>(got) != len) throw Error("the file is shorter than it was", url.str(), at);
@@ -233,6 +282,7 @@ struct FileUpload {
         // Up to PartsInFlight= parts at once, each read, hashed and sent on a
         // thread of its own (a buffer of a part each); the parts are listed
         // and their MD5s kept in part order whatever order they end in.
+        buffers.emplace(part);
         std::vector<s3::PartInfo> parts(static_cast<size_t>(n));
         std::vector<Md5> digests(static_cast<size_t>(n));
         std::deque<std::pair<uint64_t, std::future<void>>> flying;
