@@ -42,6 +42,11 @@ uint64_t disk_bytes(const fs::path& p, int64_t* mtime = nullptr) {
 
 }  // namespace
 
+fs::path logdirty_records_dir(const Config& config) {
+    std::error_code ec;
+    return fs::is_directory(config.dump_dir, ec) ? config.dump_dir : fs::path();
+}
+
 void ensure_dump_dir(const fs::path& dir, DumpDirOrigin origin) {
     struct stat st {};
     bool exists = ::stat(dir.c_str(), &st) == 0;

@@ -47,6 +47,13 @@ bool is_sidecar_name(std::string_view name);
 void ensure_dump_dir(const std::filesystem::path& dir, DumpDirOrigin origin);
 inline void ensure_dump_dir(const Config& config) { ensure_dump_dir(config.dump_dir, config.dump_dir_origin); }
 
+// Where a consistent live dump records the log-dirty mode it turned on
+// (DumpOptions::Precopy::records, xendump/logdirty_records.hpp), for the
+// service's start and the next live dump to turn off after a killed
+// dumper: the dump directory, beside the crash book; empty when it is not
+// there (a one-shot -o FILE on a host without the service's directory).
+std::filesystem::path logdirty_records_dir(const Config& config);
+
 // Every dump ("*.core") and sidecar ("*.core.json") in `dir`, oldest first
 // (a dump's "*.core.dmesg.txt" counts with it, never as a dump of its own):
 // everything but the temporaries of writers (see is_leftover), hidden names

@@ -548,6 +548,7 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     DumpOptions options = hooks.dump;
     options.live = request.live;
     options.precopy = request.precopy;
+    options.precopy.records = logdirty_records_dir(config);
     options.reason = request.reason;
     options.write.digests = request.digests;
     options.write.threads = request.threads;

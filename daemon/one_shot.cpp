@@ -10,6 +10,7 @@
 
 #include "cli.hpp"
 #include "control_protocol.hpp"
+#include "dump_dir.hpp"
 #include "dump_job.hpp"
 #include "journal_log.hpp"
 #include "level_estimate.hpp"
@@ -191,6 +192,7 @@ int run_one_shot(const OneShotOptions& o) {
         DumpOptions opts;
         opts.live = o.live;
         opts.precopy = o.precopy;
+        opts.precopy.records = logdirty_records_dir(cfg);
         const DumpFormat how = o.format.value_or(DumpFormat{});  // -o: the command line's only
         opts.kdump = how.kdump;
         opts.compression = how.compression;

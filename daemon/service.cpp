@@ -16,6 +16,7 @@
 #include "retention.hpp"
 #include "sd_notify.hpp"
 #include "xendump/error.hpp"
+#include "xendump/logdirty_records.hpp"
 
 namespace xendump::daemon {
 
@@ -105,6 +106,8 @@ void Service::setup() {
     for (const auto& name : clean_temporaries(cfg.dump_dir))
         log_message(LogLevel::notice, "removed leftover temporary " + (cfg.dump_dir / name).string());
     hv_ = open_hypervisor(cfg.host);
+    // What a live dump killed before it could turn log-dirty off left on.
+    for (const auto& line : release_stale_logdirty(*hv_, cfg.dump_dir)) log_message(LogLevel::warning, line);
     watch_ = hv_->watch_domains();
     crash_book_ = std::make_unique<CrashBook>(cfg.dump_dir / ".xen-dumpd-state.json");
     if (!crash_book_->load_warning().empty()) log_message(LogLevel::warning, crash_book_->load_warning());

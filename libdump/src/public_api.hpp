@@ -20,6 +20,7 @@
 #include "xendump/format.hpp"
 #include "xendump/hypervisor.hpp"
 #include "xendump/kdump.hpp"
+#include "xendump/logdirty_records.hpp"
 #include "xendump/kernel/backtrace.hpp"
 #include "xendump/kernel/dump_level.hpp"
 #include "xendump/kernel/guest_memory.hpp"

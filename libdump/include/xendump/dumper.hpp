@@ -62,6 +62,10 @@ struct DumpOptions {
         std::chrono::microseconds max_pause{100000};  // pause once what is left copies in this
         unsigned max_rounds = 5;                      // rounds of re-copying at most (Xen's save: 5)
         bool leave_paused = false;                    // the guest stays paused after the final round
+        // A directory where the dump records the log-dirty mode it turned
+        // on while it is on, for release_stale_logdirty() after the dumper
+        // is killed (xendump/logdirty_records.hpp); empty: no record.
+        std::filesystem::path records{};
     };
     Precopy precopy;
     format::Reason reason = format::Reason::request;

@@ -40,7 +40,8 @@ std::filesystem::path qmp_socket_of(uint32_t domid) {
     return qmp_socket_dir() / ("qmp-libxl-" + std::to_string(domid));
 }
 
-DeviceModelDirtyLog::DeviceModelDirtyLog(std::filesystem::path socket, std::chrono::milliseconds timeout)
+DeviceModelDirtyLog::DeviceModelDirtyLog(std::filesystem::path socket, std::chrono::milliseconds timeout,
+                                         Initial initial)
     : socket_(std::move(socket)), timeout_(timeout) {
     const std::string name = socket_.string();
     sockaddr_un addr{};
@@ -56,8 +57,8 @@ DeviceModelDirtyLog::DeviceModelDirtyLog(std::filesystem::path socket, std::chro
     if (!g.is_object() || !g.contains("QMP"))
         throw Error("the device model's QMP socket did not greet as QMP: \"" + one_line(greeting) + "\"", name);
     execute("qmp_capabilities", "");
-    execute("xen-set-global-dirty-log", R"({"enable": true})");
-    on_ = true;
+    execute("xen-set-global-dirty-log", initial == Initial::on ? R"({"enable": true})" : R"({"enable": false})");
+    on_ = initial == Initial::on;
 }
 
 DeviceModelDirtyLog::~DeviceModelDirtyLog() {

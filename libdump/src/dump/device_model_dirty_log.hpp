@@ -31,11 +31,16 @@ std::filesystem::path qmp_socket_of(uint32_t domid);
 
 class DeviceModelDirtyLog {
 public:
+    // on: dirty logging turned on (and off by release() or the destructor);
+    // off: turned off only (what a killed dumper left on:
+    // xendump/logdirty_records.hpp).
+    enum class Initial { on, off };
     // Connects to `socket`, negotiates QMP and turns the device model's
-    // dirty logging on; Error naming the socket and QEMU's answer when it
-    // cannot.
+    // dirty logging on (or off); Error naming the socket and QEMU's answer
+    // when it cannot.
     explicit DeviceModelDirtyLog(std::filesystem::path socket,
-                                 std::chrono::milliseconds timeout = std::chrono::seconds(10));
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(10),
+                                 Initial initial = Initial::on);
     ~DeviceModelDirtyLog();  // off, if still on (errors cannot be reported here)
     DeviceModelDirtyLog(const DeviceModelDirtyLog&) = delete;
     DeviceModelDirtyLog& operator=(const DeviceModelDirtyLog&) = delete;

@@ -30,7 +30,12 @@ PrecopyDecision precopy_decision(const DumpOptions::Precopy& policy, unsigned li
 }
 
 Precopy::Precopy(Hypervisor& hv, Hypervisor& real_hv, uint32_t domid, const DumpOptions::Precopy& options)
-    : hv_(hv), real_hv_(real_hv), domid_(domid), options_(options), logdirty_(real_hv, domid) {
+    : hv_(hv),
+      real_hv_(real_hv),
+      domid_(domid),
+      options_(options),
+      record_(options.records, real_hv, domid),
+      logdirty_(real_hv, domid) {
     // Xen's CLEAN covers pfns [0, pages): the whole p2m (xg_sr_save.c passes
     // its p2m_size, maximum gpfn + 1).
     pages_ = hv_.maximum_gpfn(domid_) + 1;
@@ -39,10 +44,14 @@ Precopy::Precopy(Hypervisor& hv, Hypervisor& real_hv, uint32_t domid, const Dump
     // An HVM guest's emulated devices write through its device model, which
     // must mark those pages too (PV and PVH guests have none).
     const auto info = real_hv.domain_info(domid);
+    const std::filesystem::path socket = qmp_socket_of(domid);
+    std::error_code ec;
+    const bool device_model = info && info->hvm && !info->pvh && std::filesystem::exists(socket, ec);
+    // Recorded before the device model is told, which is undone harmlessly
+    // if it never was; log-dirty only once Xen turned it on for this dump.
+    record_.on(info ? uuid_to_string(info->handle) : std::string(), device_model);
     if (info && info->hvm && !info->pvh) {
-        const std::filesystem::path socket = qmp_socket_of(domid);
-        std::error_code ec;
-        if (std::filesystem::exists(socket, ec))
+        if (device_model)
             device_model_.emplace(socket);
         else if (real_hv.describe() == "xen")
             device_model_warning_ = "no device model QMP socket at " + socket.string() +
@@ -297,6 +306,7 @@ writer::LiveFinal Precopy::run(writer::SlotRewriter& slots, const PageSource& so
                                const std::function<void(const std::string&)>& on_warning,
                                const std::function<void(const WriteProgress&)>& on_progress) {
     writer::LiveFinal final;
+    if (!record_.released().empty() && on_warning) on_warning(record_.released());
     if (!device_model_warning_.empty() && on_warning) on_warning(device_model_warning_);
     // The pass's rate (reading, hashing and writing every page) is the first
     // measure of what a page costs; each round then measures its own.
@@ -378,6 +388,7 @@ writer::LiveFinal Precopy::run(writer::SlotRewriter& slots, const PageSource& so
         }
     }
     logdirty_.release();
+    record_.off();
     stats_.pages_recopied += in_pause;
     stats_.pages_in_pause = in_pause;
     stats_.pause_usec = static_cast<uint64_t>(

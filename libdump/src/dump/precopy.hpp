@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "dump/device_model_dirty_log.hpp"
+#include "dump/logdirty_record.hpp"
 #include "p2m/p2m_recheck.hpp"
 #include "writer/live_rounds.hpp"
 #include "xendump/dumper.hpp"
@@ -101,7 +102,10 @@ public:
     // is read; Error with the hypervisor's reason when it refuses. An HVM
     // guest's device model is told to log its writes too (its QMP socket,
     // device_model_dirty_log.hpp); Error when it refuses, and a warning
-    // from run() when real Xen's HVM guest has no such socket.
+    // from run() when real Xen's HVM guest has no such socket. With
+    // options.records, a record says log-dirty is on while it is
+    // (logdirty_record.hpp); a record of this domain that a killed dumper
+    // left is released first (a warning from run() says so).
     // `hv` reads the guest (cancellable), `real_hv` pauses and unpauses it.
     Precopy(Hypervisor& hv, Hypervisor& real_hv, uint32_t domid, const DumpOptions::Precopy& options);
 
@@ -151,6 +155,7 @@ private:
     Hypervisor& real_hv_;
     uint32_t domid_;
     DumpOptions::Precopy options_;
+    LogDirtyRecord record_;  // before logdirty_: removed after it is off
     LogDirtyGuard logdirty_;
     std::optional<DeviceModelDirtyLog> device_model_;  // after logdirty_: off before it
     std::string device_model_warning_;
