@@ -18,6 +18,7 @@
 #include <functional>
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include "age/age.hpp"
 #include "age_write_helpers.hpp"
@@ -367,6 +368,115 @@ TEST(EncryptingOutput, SameWritesAndBytesForAnyNumberOfThreads) {
             }
             EXPECT_TRUE(n.plain == one.plain);
         }
+}
+
+// Chunks sealed ahead (seal_ahead, as a v1 batch's pages on the pipeline's
+// workers) from other threads, in any order, then put by the caller: the
+// same file as when put() seals them, byte for byte (the same chunks at the
+// same places), on a positional output; on an in-order one nothing is
+// sealed ahead. A put over part of a chunk sealed ahead, bytes sealed
+// ahead and never put, and a last chunk sealed ahead (as not the last) are
+// internal errors, never a chunk sealed twice.
+TEST(EncryptingOutput, ChunksSealedAheadOnOtherThreadsGiveTheSameFile) {
+    using Out = io::EncryptingOutput;
+    const age::Identity id = age::Identity::generate();
+    const std::vector<age::Recipient> to{id.recipient()};
+    const uint64_t head = 3 * 4096, batch = 512 * 4096, nr = 9;  // pages at 12 KiB: chunks straddle batches
+    const auto pages = bytes_of(nr * batch, 31);
+    const auto tail = bytes_of(70000, 32);
+    TempDir dir;
+    auto run = [&](bool ahead, Out::Placing placing) {
+        const fs::path p = dir / (ahead ? "ahead" : "put");
+        UniqueFd fd(::open(p.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+        std::mutex m;
+        std::vector<std::pair<uint64_t, uint64_t>> writes;
+        Out out(
+            to,
+            [&](uint64_t at, std::span<const uint8_t> b) {
+                std::lock_guard lock(m);
+                writes.emplace_back(at, b.size());
+                EXPECT_EQ(::pwrite(fd.get(), b.data(), b.size(), static_cast<off_t>(at)), static_cast<ssize_t>(b.size()));
+            },
+            p.string(), 2, placing);
+        EXPECT_EQ(out.seals_ahead(), placing == Out::Placing::positional);
+        out.begin();
+        out.hold(0, 100);
+        const std::vector<std::byte> h(head, std::byte{7});
+        out.put(0, h.data(), h.size());
+        // Batches sealed ahead two at a time on two threads (the later one
+        // first), a page's iovec each, in steps as the hashing goes.
+        for (uint64_t k = 0; k < nr; k += 2) {
+            auto seal = [&](uint64_t b) {
+                if (!ahead || b >= nr) return;
+                std::vector<iovec> iov;
+                for (uint64_t i = 0; i < batch; i += 4096)
+                    iov.push_back({const_cast<std::byte*>(pages.data() + b * batch + i), 4096});
+                Out::AheadRun sealed;
+                const uint64_t at = head + b * batch;
+                uint64_t from = at;
+                for (uint64_t end = at + 5 * 4096; end < at + batch + 5 * 4096; end += 5 * 4096)
+                    from = out.seal_ahead(at, iov, from, end, sealed);
+                out.flush_ahead(sealed);
+            };
+            std::thread t1([&] { seal(k + 1); }), t2([&] { seal(k); });
+            t1.join();
+            t2.join();
+            for (uint64_t b = k; b < std::min(k + 2, nr); ++b) {
+                std::vector<iovec> iov{{const_cast<std::byte*>(pages.data() + b * batch), batch}};
+                out.put(head + b * batch, iov);
+            }
+        }
+        out.put(head + nr * batch, tail.data(), tail.size());
+        out.finish(head + nr * batch + tail.size());
+        EXPECT_EQ(out.pending_chunks(), 0u);
+        std::sort(writes.begin(), writes.end());
+        UniqueFd in(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+        age::Decryptor d(in.get(), p.string(), std::span(&id, 1));
+        std::vector<std::byte> plain(d.size());
+        EXPECT_EQ(d.read(0, std::span(reinterpret_cast<uint8_t*>(plain.data()), plain.size())), plain.size());
+        EXPECT_TRUE(std::equal(pages.begin(), pages.end(), plain.begin() + static_cast<std::ptrdiff_t>(head)));
+        EXPECT_TRUE(std::equal(tail.begin(), tail.end(), plain.end() - static_cast<std::ptrdiff_t>(tail.size())));
+        return std::make_pair(plain, slurp(p).size());
+    };
+    const auto by_put = run(false, Out::Placing::positional);
+    const auto by_ahead = run(true, Out::Placing::positional);
+    EXPECT_TRUE(by_ahead.first == by_put.first);
+    EXPECT_EQ(by_ahead.second, by_put.second);
+    const auto in_order = run(true, Out::Placing::in_order);
+    EXPECT_TRUE(in_order.first == by_put.first);
+
+    // Misuse: an internal Error each time.
+    const auto data = bytes_of(8 * kChunkSize, 33);
+    auto output = [&] {
+        return std::make_unique<Out>(to, [](uint64_t, std::span<const uint8_t>) {}, "mem", 1, Out::Placing::positional);
+    };
+    const iovec all{const_cast<std::byte*>(data.data()), data.size()};
+    {
+        auto out = output();
+        out->begin();
+        Out::AheadRun run;
+        EXPECT_EQ(out->seal_ahead(0, std::span(&all, 1), 0, 3 * kChunkSize, run), 3 * kChunkSize);
+        out->flush_ahead(run);
+        EXPECT_THROW(out->put(0, data.data(), kChunkSize + 5), Error);  // chunk 1 in part
+    }
+    {
+        auto out = output();
+        out->begin();
+        Out::AheadRun run;
+        out->seal_ahead(0, std::span(&all, 1), kChunkSize, 3 * kChunkSize, run);  // chunks 1, 2
+        out->flush_ahead(run);
+        out->put(0, data.data(), 2 * kChunkSize);  // chunk 2 never put
+        EXPECT_THROW(out->finish(2 * kChunkSize), Error);
+    }
+    {
+        auto out = output();
+        out->begin();
+        Out::AheadRun run;
+        out->seal_ahead(0, std::span(&all, 1), 0, 2 * kChunkSize, run);  // chunk 1: the last after all
+        out->flush_ahead(run);
+        out->put(0, data.data(), 2 * kChunkSize);
+        EXPECT_THROW(out->finish(2 * kChunkSize), Error);
+    }
 }
 
 // A write that fails (a full disk) while chunks are sealed on other

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -16,6 +18,7 @@
 #include "dump_check.hpp"
 #include "io/sink.hpp"
 #include "pipeline/batch_source.hpp"
+#include "pipeline/ordered_batches.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/selector.hpp"
 #include "writer/v1_encoder.hpp"
@@ -122,6 +125,34 @@ TEST(Pipeline, BatchesInFlightStayWithinTheBudgetFrom1To64Threads) {
     // One: the reader fills one batch of 4 MiB while the caller works on the other.
     EXPECT_EQ(pipeline::plan_batches(1024, 1, 1).pages, 1024u);
     EXPECT_EQ(pipeline::plan_batches(1024, 1, 1).in_flight, 2u);
+}
+
+// The reader keeps near the workers when the work is what takes the time
+// (an encrypted file's pages hashed and sealed there): a batch is worked on
+// soon after it was read, not after all 16 slots have been filled ahead of
+// it; every batch is still delivered once, in order.
+TEST(Pipeline, TheReaderStaysAFewBatchesAheadOfSlowWorkers) {
+    constexpr size_t kBatches = 60, kInFlight = 16;
+    constexpr unsigned kWorkers = 2;
+    std::atomic<size_t> started = 0, most_ahead = 0;
+    pipeline::OrderedBatches batches(
+        kBatches, kWorkers, kInFlight, 1,
+        [&](pipeline::PageBatch& b) {
+            const size_t ahead = b.first - std::min<size_t>(b.first, started.load());
+            size_t m = most_ahead.load();
+            while (ahead > m && !most_ahead.compare_exchange_weak(m, ahead)) {
+            }
+        },
+        [&](pipeline::PageBatch&) {
+            ++started;
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        });
+    std::vector<size_t> delivered;
+    batches.run([&](pipeline::PageBatch& b) { delivered.push_back(b.first); }, kBatches);
+    ASSERT_EQ(delivered.size(), kBatches);
+    for (size_t k = 0; k < kBatches; ++k) EXPECT_EQ(delivered[k], k);
+    // Two read ahead of those taken, and one per worker taken but not started yet.
+    EXPECT_LE(most_ahead.load(), 2u + kWorkers);
 }
 
 // Records the pfns and first bytes of what it sees.

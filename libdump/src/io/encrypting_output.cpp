@@ -95,7 +95,7 @@ public:
             uint64_t total = 0;
             for (const Item& it : items_) total += it.size + age::kTagSize;
             try {
-                room_(total);
+                room_(total, enc_.chunk_offset(items_.front().index));
             } catch (...) {
                 items_.clear();
                 throw;
@@ -111,7 +111,11 @@ public:
         }
         next_ = 0;
         failed_ = false;
-        work_cv_.notify_all();
+        // The caller takes a job itself: threads are woken for the others only.
+        if (jobs_.size() > threads_.size())
+            work_cv_.notify_all();
+        else
+            for (size_t i = 1; i < jobs_.size(); ++i) work_cv_.notify_one();
         for (size_t e = 0; e < jobs_.size() && !failed_; ++e) {
             Job& j = jobs_[e];
             // Seal rather than wait idle.
@@ -238,7 +242,8 @@ private:
 
 EncryptingOutput::EncryptingOutput(std::span<const age::Recipient> recipients, Emit emit, std::string name,
                                    unsigned threads, Placing placing, Room room)
-    : enc_(recipients), emit_(std::move(emit)), room_(std::move(room)), name_(std::move(name)) {
+    : enc_(recipients), emit_(std::move(emit)), room_(std::move(room)), name_(std::move(name)),
+      positional_(placing == Placing::positional) {
     threads = std::min(threads, kMaxWriteThreads);
     pool_ = std::make_unique<SealPool>(enc_, emit_, room_, placing == Placing::positional, threads > 1 ? threads : 0);
 }
@@ -249,7 +254,7 @@ EncryptingOutput::~EncryptingOutput() { pool_.reset(); }
 size_t EncryptingOutput::seal_slots() const noexcept { return pool_->chunks(); }
 
 void EncryptingOutput::begin() {
-    if (room_) room_(enc_.head().size());
+    if (room_) room_(enc_.head().size(), 0);
     emit_(0, enc_.head());
 }
 
@@ -258,7 +263,7 @@ uint64_t EncryptingOutput::file_offset(uint64_t plain) const noexcept {
 }
 
 EncryptingOutput::Pending& EncryptingOutput::pending(uint64_t index, uint64_t at) {
-    if (sealed(index))
+    if (sealed(index) || sealed_ahead(index))
         throw Error("internal error: writing into chunk " + std::to_string(index) +
                         " of the encrypted file, sealed already (a chunk is sealed once: its nonce is used once)",
                     name_, at);
@@ -272,9 +277,77 @@ bool EncryptingOutput::held(uint64_t index) const {
     return std::any_of(holds_.begin(), holds_.end(), [&](const auto& h) { return h.first < e && b < h.second; });
 }
 
-void EncryptingOutput::queue(uint64_t index, const Plain& plain, uint64_t size, bool last) {
+void EncryptingOutput::mark_sealed(uint64_t index) {
     if (index >= sealed_.size()) sealed_.resize(std::max<uint64_t>(index + 1, sealed_.size() * 2));
     sealed_[index] = true;
+}
+
+bool EncryptingOutput::sealed_ahead(uint64_t index) {
+    if (!positional_) return false;
+    std::lock_guard lock(ahead_mutex_);
+    return ahead_.count(index) != 0;
+}
+
+bool EncryptingOutput::take_ahead(uint64_t index) {
+    if (!positional_) return false;
+    std::lock_guard lock(ahead_mutex_);
+    return ahead_.erase(index) != 0;
+}
+
+uint64_t EncryptingOutput::seal_ahead(uint64_t offset, std::span<const iovec> iov, uint64_t from, uint64_t to,
+                                      AheadRun& run) {
+    if (!positional_) return from;
+    uint64_t n = 0;
+    for (const iovec& v : iov) n += v.iov_len;
+    from = std::max(from, offset);
+    to = std::min(to, offset + n);
+    // Chunks [first, end) lie whole in [from, to).
+    const uint64_t first = (from + kChunk - 1) / kChunk, end = to / kChunk;
+    if (first >= end) return from;
+    Cursor c{iov};
+    c.pass(first * kChunk - offset, [](const uint8_t*, uint64_t) {});
+    for (uint64_t index = first; index < end; ++index) {
+        if (run.count > 0 && (run.next != index || run.count == kAheadChunks)) flush_ahead(run);
+        if (run.count == 0) run.at = enc_.chunk_offset(index);
+        run.pieces.clear();
+        c.pass(kChunk, [&](const uint8_t* p, uint64_t k) { run.pieces.emplace_back(p ? p : zero_chunk(), k); });
+        {
+            std::lock_guard lock(ahead_mutex_);
+            ahead_.insert(index);
+            if (!run.sealed) {
+                if (ahead_free_.empty()) {
+                    run.sealed = std::make_unique<std::vector<uint8_t>>(kAheadChunks * age::kSealedChunkSize);
+                } else {
+                    run.sealed = std::move(ahead_free_.back());
+                    ahead_free_.pop_back();
+                }
+            }
+        }
+        // The Encryptor refuses a chunk sealed already (by put(), or ahead twice).
+        enc_.seal(index, run.pieces, false, std::span(run.sealed->data() + run.bytes, age::kSealedChunkSize));
+        run.bytes += age::kSealedChunkSize;
+        run.next = index + 1;
+        ++run.count;
+    }
+    return end * kChunk;
+}
+
+void EncryptingOutput::flush_ahead(AheadRun& run) {
+    if (run.count > 0) {
+        const uint64_t at = run.at, bytes = run.bytes;
+        run.count = 0;
+        run.bytes = 0;
+        if (room_) room_(bytes, at);
+        emit_(at, std::span<const uint8_t>(run.sealed->data(), bytes));
+    }
+    if (run.sealed) {
+        std::lock_guard lock(ahead_mutex_);
+        ahead_free_.push_back(std::move(run.sealed));
+    }
+}
+
+void EncryptingOutput::queue(uint64_t index, const Plain& plain, uint64_t size, bool last) {
+    mark_sealed(index);
     pool_->add({.index = index, .size = size, .plain = plain, .last = last});
     if (pool_->queued() >= kWindowChunks) seal_queued();
 }
@@ -323,7 +396,15 @@ void EncryptingOutput::put(uint64_t offset, std::span<const iovec> iov) {
     for (uint64_t at = offset; at < offset + n;) {
         const uint64_t index = at / kChunk, in = at % kChunk;
         const uint64_t len = std::min(kChunk - in, offset + n - at);
-        if (len == kChunk && !pending_.count(index) && extent_ > (index + 1) * kChunk && !held(index)) {
+        if (take_ahead(index)) {
+            // Sealed and written already (seal_ahead()), from these bytes.
+            if (len != kChunk || pending_.count(index) || held(index))
+                throw Error("internal error: chunk " + std::to_string(index) +
+                                " of the encrypted file was sealed ahead, but its bytes are not put whole",
+                            name_, at);
+            mark_sealed(index);
+            c.pass(len, [](const uint8_t*, uint64_t) {});
+        } else if (len == kChunk && !pending_.count(index) && extent_ > (index + 1) * kChunk && !held(index)) {
             // A whole chunk at once: sealed from the caller's bytes where they lie.
             if (sealed(index)) pending(index, at);  // throws
             const iovec* from = c.here();
@@ -380,7 +461,7 @@ void EncryptingOutput::rewrite(uint64_t offset, std::span<const std::byte> data)
     const uint64_t end = offset + data.size();
     const auto* src = reinterpret_cast<const uint8_t*>(data.data());
     for (uint64_t index = offset / kChunk; index <= (end - 1) / kChunk; ++index)
-        if (sealed(index)) pending(index, std::max(offset, index * kChunk));  // throws: sealed already
+        if (sealed(index) || sealed_ahead(index)) pending(index, std::max(offset, index * kChunk));  // throws
     // Every byte rewritten is reserved (not filled yet) or held: collect the
     // reserved pieces taken (they become final), then check the rest is held.
     std::vector<std::pair<uint64_t, uint64_t>> taken;
@@ -426,6 +507,13 @@ void EncryptingOutput::rewrite(uint64_t offset, std::span<const std::byte> data)
 void EncryptingOutput::finish(uint64_t size) {
     if (finished_) return;
     if (extent_ > size) throw Error("internal error: bytes written past the end of the encrypted file", name_, size);
+    {
+        std::lock_guard lock(ahead_mutex_);
+        if (!ahead_.empty())
+            throw Error("internal error: chunk " + std::to_string(*ahead_.begin()) +
+                            " of the encrypted file was sealed ahead of bytes never put",
+                        name_, *ahead_.begin() * kChunk);
+    }
     finished_ = true;
     holds_.clear();
     const uint64_t last = size == 0 ? 0 : (size - 1) / kChunk;
@@ -443,6 +531,9 @@ void EncryptingOutput::finish(uint64_t size) {
         queue(index, plain, len, index == last);
     }
     seal_queued();
+    // A chunk sealed ahead (not as the last) that turns out to be the last.
+    if (!enc_.complete())
+        throw Error("internal error: the encrypted file's last chunk was sealed as not the last", name_, size);
     pending_.clear();
     reserved_.clear();
 }

@@ -38,6 +38,14 @@
 // sealed, their bytes and where they go do not depend on the number of
 // threads; memory grows by the runs being sealed (kSlotsPerThread for each
 // thread, 256 KiB each), not with the file.
+//
+// Sealing ahead (seal_ahead(), a positional output only): a caller that
+// knows bytes before it puts them (a v1 batch's pages, on the pipeline's
+// worker that has just hashed them) has their whole chunks sealed and
+// written there and then, on its own thread, while the bytes are still in
+// the CPU's cache; the put() of those bytes later passes over them. The
+// bytes and the places are the same as put() would make: only the thread
+// and the time differ.
 #pragma once
 
 #include <sys/uio.h>
@@ -47,8 +55,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "age/age.hpp"
@@ -64,8 +74,9 @@ public:
     // caller's thread, the offsets following each other.
     using Emit = std::function<void(uint64_t offset, std::span<const uint8_t> bytes)>;
     enum class Placing { in_order, positional };
-    // Told on the caller's thread before `n` bytes are emitted (the Sink's room on disk).
-    using Room = std::function<void(uint64_t n)>;
+    // Told before `n` bytes are emitted at file offset `at` (the Sink's room
+    // on disk): on the caller's thread, and on seal_ahead()'s.
+    using Room = std::function<void(uint64_t n, uint64_t at)>;
     // `threads`: how many threads seal (1: the caller's only; clamped to kMaxWriteThreads).
     EncryptingOutput(std::span<const age::Recipient> recipients, Emit emit, std::string name, unsigned threads = 1,
                      Placing placing = Placing::in_order, Room room = {});
@@ -86,6 +97,35 @@ public:
     // Seals every chunk not sealed yet, the one holding byte `size` - 1 as
     // the last. Nothing may be put past `size`.
     void finish(uint64_t size);
+
+    // A thread's run of chunks sealed ahead and not written yet (up to
+    // kAheadChunks chunks that follow each other, written at once): kept by
+    // the caller of seal_ahead(), one per thread at a time (a pipeline
+    // batch's work). Its buffer is the output's, lent while the run is not
+    // empty: there are as many as threads sealing ahead at once.
+    struct AheadRun {
+        std::unique_ptr<std::vector<uint8_t>> sealed;
+        uint64_t at = 0, bytes = 0;  // where the run goes in the file, how many bytes so far
+        uint64_t next = 0;           // the chunk after the run's last
+        size_t count = 0;
+        std::vector<std::span<const uint8_t>> pieces;  // a chunk's plaintext
+    };
+    static constexpr size_t kAheadChunks = 16;  // a run sealed ahead: 1 MiB, one write
+    // Whether seal_ahead() seals anything: a positional output.
+    bool seals_ahead() const noexcept { return positional_; }
+    // Any thread, at once with the others' calls (but not with finish()):
+    // the bytes [offset, offset + size of `iov`) (an iov_base of nullptr:
+    // zeros), which put() will be given later, the same bytes; of them the
+    // chunks lying whole in [from, to) are sealed now and written (a run at
+    // a time, through `run`; flush_ahead() writes what is left). Returns
+    // the end of the last chunk sealed (`from` when none): the `from` of
+    // the next call over the same bytes. The caller promises that no
+    // hold() or reserve() covers these bytes and that more bytes follow
+    // them (none of their chunks is the last): put() and finish() check it
+    // (an internal Error, never a chunk sealed twice). Not positional: does
+    // nothing and returns `from`.
+    uint64_t seal_ahead(uint64_t offset, std::span<const iovec> iov, uint64_t from, uint64_t to, AheadRun& run);
+    void flush_ahead(AheadRun& run);
 
     // Where plaintext offset `plain` lies in the file (its chunk's place
     // plus the offset in the chunk), and the file's size for `plain` bytes.
@@ -126,6 +166,11 @@ private:
     void queue(uint64_t index, const Plain& plain, uint64_t size, bool last);
     void seal_queued();
     void grow_extent(uint64_t end);
+    void mark_sealed(uint64_t index);
+    // Chunk `index` was sealed ahead and not put yet; take_ahead(): and is
+    // then taken (put() passes over it).
+    bool sealed_ahead(uint64_t index);
+    bool take_ahead(uint64_t index);
 
     age::Encryptor enc_;
     Emit emit_;
@@ -139,6 +184,10 @@ private:
     uint64_t extent_ = 0;  // the end of the furthest byte put or reserved
     size_t peak_ = 0;
     bool finished_ = false;
+    bool positional_ = false;
+    std::mutex ahead_mutex_;
+    std::unordered_set<uint64_t> ahead_;  // chunks sealed ahead that put() has not passed over yet
+    std::vector<std::unique_ptr<std::vector<uint8_t>>> ahead_free_;  // AheadRun buffers not lent
     std::unique_ptr<SealPool> pool_;
 };
 

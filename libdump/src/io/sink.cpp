@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <mutex>
 #include <vector>
 
 #include "age/age.hpp"
@@ -52,10 +53,14 @@ Sink::Sink(int fd, bool seekable, bool sparse, std::string name, std::span<const
             [this](uint64_t at, std::span<const uint8_t> bytes) {
                 iovec v{const_cast<uint8_t*>(bytes.data()), bytes.size()};
                 emit(at, std::span<const iovec>(&v, 1), false);
+                if (room_) {  // on disk now: counted by the file's blocks
+                    std::lock_guard lock(room_mutex_);
+                    room_unwritten_ -= std::min<uint64_t>(room_unwritten_, bytes.size());
+                }
             },
             name_, seal_threads,
             seekable ? EncryptingOutput::Placing::positional : EncryptingOutput::Placing::in_order,
-            [this](uint64_t n) { make_room(n); });
+            [this](uint64_t n, uint64_t at) { make_room(n, at, true); });
     }
     init(sparse);
     if (enc_) enc_->begin();
@@ -107,10 +112,18 @@ void Sink::ask_room(RoomFn f, uint64_t planned) {
     make_room(0);
 }
 
+EncryptingOutput* Sink::sealer_ahead() const noexcept { return enc_ && seekable_ ? enc_.get() : nullptr; }
+
 void Sink::make_room(uint64_t n) {
+    if (room_) make_room(n, disk_pos());
+}
+
+void Sink::make_room(uint64_t n, uint64_t at, bool unwritten) {
     if (!room_) return;
+    std::lock_guard lock(room_mutex_);
     if (room_asked_ && room_bound_ <= room_granted_ && room_granted_ - room_bound_ >= n) {
         room_bound_ += n;
+        if (unwritten) room_unwritten_ += n;
         return;
     }
     struct stat st {};
@@ -120,7 +133,6 @@ void Sink::make_room(uint64_t n) {
         // What is still to come: up to the planned end (and a few blocks
         // more for the filesystem's rounding), else a step at a time.
         constexpr uint64_t kSlack = 64 << 10;
-        const uint64_t at = disk_pos();
         const uint64_t rest = room_planned_ > at ? room_planned_ - at + kSlack : kSlack;
         const uint64_t step = std::max(n, room_planned_ ? std::min(kRoomStep, rest) : kRoomStep);
         const uint64_t needed = occupied + step;
@@ -130,11 +142,13 @@ void Sink::make_room(uint64_t n) {
             throw Error("no room on disk to go on: the file occupies " + std::to_string(occupied) +
                             " bytes and needs " + std::to_string(needed) + ", " + std::to_string(granted) +
                             " granted",
-                        name_, disk_pos());
+                        name_, at);
         room_granted_ = granted;
         room_asked_ = true;
     }
-    room_bound_ = occupied + n;
+    // The blocks seen, and the bytes other threads are writing meanwhile.
+    room_bound_ = occupied + room_unwritten_ + n;
+    if (unwritten) room_unwritten_ += n;
 }
 
 void Sink::write_at(uint64_t offset, std::span<const std::byte> data) {

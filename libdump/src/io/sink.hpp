@@ -16,6 +16,7 @@
 #include <functional>
 #include <span>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace xendump::age {
@@ -115,11 +116,20 @@ public:
     bool encrypted() const noexcept { return enc_ != nullptr; }
     bool holes() const noexcept { return holes_; }
     bool positional() const noexcept { return seekable_; }
+    // An encrypted file's chunks sealed ahead of their bytes' writev(), on
+    // any thread (EncryptingOutput::seal_ahead()), when the output can: an
+    // encrypted seekable file; else null.
+    EncryptingOutput* sealer_ahead() const noexcept;
 
 private:
     void init(bool sparse);
     void write_behind();
     void make_room(uint64_t n);  // before `n` more bytes are written (ask_room)
+    // The same for `n` bytes at file offset `at`, from any thread (an
+    // encrypted file's sealed chunks, sealed ahead on other threads);
+    // `unwritten`: the bytes are counted as written meanwhile until the
+    // EncryptingOutput's emit has written them.
+    void make_room(uint64_t n, uint64_t at, bool unwritten = false);
     // Writes `iov` at file offset `at` (a seekable output; else at the end
     // of the stream), whole; `stream`: the bytes at the position (which
     // then moves past each part written, also when the rest fails).
@@ -142,6 +152,8 @@ private:
     RoomFn room_;
     uint64_t room_planned_ = 0, room_bound_ = 0, room_granted_ = 0;
     bool room_asked_ = false;
+    uint64_t room_unwritten_ = 0;  // an encrypted file's bytes given room and not written yet
+    std::mutex room_mutex_;  // the room's members: chunks are sealed and written on several threads
     std::string name_;
     std::unique_ptr<EncryptingOutput> enc_;
     ObjectOutput* obj_ = nullptr;

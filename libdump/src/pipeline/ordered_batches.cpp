@@ -44,7 +44,13 @@ void OrderedBatches::reader(size_t total_pages) {
             Slot& s = slots_[k % slots_.size()];
             {
                 std::unique_lock lock(m_);
-                if (!wait(free_, lock, [&] { return s.state == State::free; })) return;
+                // No further ahead of the workers than read_lead() batches.
+                const auto may_read = [&] {
+                    return s.state == State::free && (nr_workers_ == 0 || k < next_work_ + read_lead());
+                };
+                reader_waits_ = !may_read();
+                if (!wait(free_, lock, may_read)) return;
+                reader_waits_ = false;
                 s.state = State::reading;
                 s.k = k;
             }
@@ -67,7 +73,7 @@ void OrderedBatches::worker() {
     try {
         for (;;) {
             Slot* s = nullptr;
-            bool last = false, more = false;
+            bool last = false, more = false, reader = false;
             {
                 std::unique_lock lock(m_);
                 const auto next_read = [&] {
@@ -81,7 +87,9 @@ void OrderedBatches::worker() {
                 ++next_work_;
                 last = next_work_ == nr_batches_;
                 more = !last && next_read();
+                reader = reader_waits_;
             }
+            if (reader) free_.notify_one();  // it may read one more now
             // The others have nothing left to take: they end. Else if the
             // next batch was read too (this worker may have taken the one
             // whose notification woke another), one is woken for it.

@@ -9,8 +9,15 @@
 // With workers == 0 the work runs on the calling thread just before its
 // delivery: the reader fills the next batch while the caller works on and
 // delivers the current one (double buffering).
+//
+// The reader stays at most read_lead() batches ahead of the batches the
+// workers have taken: when the work is what takes the time (an encrypted
+// file's pages hashed and sealed), a batch is worked on soon after it was
+// read, its pages still in the CPU's cache, rather than after every slot
+// has been filled ahead of it.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
@@ -51,6 +58,7 @@ private:
     template <class Pred>
     bool wait(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, Pred pred);  // false when stopped
     void stop(std::exception_ptr e);  // stop_ (and the first error), every waiter woken
+    size_t read_lead() const { return std::max<size_t>(2, nr_workers_); }
 
     size_t nr_batches_;
     size_t per_batch_;
@@ -62,6 +70,7 @@ private:
     // slot, workers for a read batch, the caller for the next batch in order.
     std::condition_variable free_, read_done_, ready_;
     size_t next_work_ = 0;
+    bool reader_waits_ = false;  // for a free slot or for the workers to take a batch
     bool stop_ = false;
     std::exception_ptr error_;
     unsigned nr_workers_;

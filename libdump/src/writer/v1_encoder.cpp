@@ -6,6 +6,7 @@
 
 #include "elfcore/notes.hpp"
 #include "elfcore/p2m_table.hpp"
+#include "io/encrypting_output.hpp"
 #include "stream_hash.hpp"
 #include "util/util.hpp"
 #include "writer/late_notes.hpp"
@@ -25,11 +26,14 @@ using util::kPage;
 
 // The digests of a batch's 256-page chunks (xen-dump-core(5) "Trailer notes"), computed in
 // Encoder::prepare on any thread: batches start on chunk boundaries
-// (batch_alignment), so no chunk spans two batches.
+// (batch_alignment), so no chunk spans two batches. An encrypted file's
+// chunks that lie whole in the batch are sealed there too (seal_ahead).
 class ChunkDigests final : public pipeline::BatchWork {
 public:
     std::vector<XXH128_canonical_t> digests;
     StreamHash hash;  // kept with the batch: one XXH3 state per batch slot
+    std::vector<iovec> pages;  // the batch's pages, a piece per stretch of adjacent memory
+    io::EncryptingOutput::AheadRun sealed;
 };
 
 XXH128_canonical_t zero_chunk_digest() {
@@ -41,7 +45,7 @@ XXH128_canonical_t zero_chunk_digest() {
 }
 
 // Runs of pages [i, j) as iovecs, one per stretch of adjacent memory.
-void write_pages_of(io::Sink& sink, const pipeline::PageBatch& b, size_t i, size_t j, std::vector<iovec>& iov) {
+void pages_of(const pipeline::PageBatch& b, size_t i, size_t j, std::vector<iovec>& iov) {
     iov.clear();
     for (; i < j; ++i) {
         auto* p = const_cast<std::byte*>(b.page[i]);
@@ -50,6 +54,10 @@ void write_pages_of(io::Sink& sink, const pipeline::PageBatch& b, size_t i, size
         else
             iov.push_back({p, kPage});
     }
+}
+
+void write_pages_of(io::Sink& sink, const pipeline::PageBatch& b, size_t i, size_t j, std::vector<iovec>& iov) {
+    pages_of(b, i, j, iov);
     sink.writev(iov);
 }
 
@@ -105,11 +113,16 @@ void V1Encoder::begin(io::Sink& out) {
         if (plan_.kernel_phdr_offset && !plan_.phdrs_at_end()) out.hold(plan_.kernel_phdr_offset, sizeof(Elf64_Phdr));
         if (!plan_.machine_view) out.hold(offsetof(Elf64_Ehdr, e_phnum), sizeof(Elf64_Half));
     }
+    // An encrypted file's chunks of pages are sealed where the pages are
+    // hashed (prepare), while they are in the CPU's cache: what is held lies
+    // in the head, and the p2m note always follows the pages, so no chunk
+    // whole among them is held or the last (EncryptingOutput::seal_ahead).
+    sealer_ = plan_.layout.pages_size ? out.sealer_ahead() : nullptr;
     out.write(plan_.head);
 }
 
 void V1Encoder::prepare(pipeline::PageBatch& b) const {
-    if (!digests()) return;
+    if (!digests() && !sealer_) return;
     if (b.first % format::kDigestChunkPages) throw Error("internal error: batch not on a digest chunk", name_);
     auto* work = dynamic_cast<ChunkDigests*>(b.work.get());
     if (!work) {
@@ -117,24 +130,54 @@ void V1Encoder::prepare(pipeline::PageBatch& b) const {
         work = static_cast<ChunkDigests*>(b.work.get());
     }
     work->digests.clear();
-    // A whole chunk of zero pages takes the digest of zeros computed once:
-    // zero-heavy guests are not hashed byte by byte.
-    for (size_t c = 0; c < b.count; c += format::kDigestChunkPages) {
-        const size_t end = std::min(b.count, c + format::kDigestChunkPages);
-        if (end - c == format::kDigestChunkPages &&
-            std::all_of(b.zero.begin() + static_cast<std::ptrdiff_t>(c), b.zero.begin() + static_cast<std::ptrdiff_t>(end),
-                        [](uint8_t z) { return z; })) {
-            work->digests.push_back(zero_chunk_digest());
-            continue;
-        }
-        // Pages that follow each other in memory go to XXH3 in one call.
-        for (size_t i = c; i < end;) {
-            size_t j = i + 1;
-            while (j < end && b.page[j] == b.page[j - 1] + kPage) ++j;
-            work->hash.update(b.page[i], (j - i) * kPage);
+    // Encrypted: the file's chunks whole among the batch's pages sealed (and
+    // written) as the hashing passes their ends, up to page `to`.
+    const uint64_t at = plan_.layout.pages_offset + b.first * kPage;
+    uint64_t sealed_to = at;
+    if (sealer_) pages_of(b, 0, b.count, work->pages);
+    auto seal_to = [&](size_t to) {
+        if (sealer_) sealed_to = sealer_->seal_ahead(at, work->pages, sealed_to, at + to * kPage, work->sealed);
+    };
+    // The pages [i, end) in steps that end where the encrypted file's chunks
+    // end (or at `end`), each hashed then sealed while in the CPU's cache.
+    auto steps = [&](size_t i, size_t end, auto&& f) {
+        constexpr uint64_t kSealChunk = age::kChunkSize;
+        while (i < end) {
+            const uint64_t o = at + i * kPage;
+            const size_t j = sealer_ ? std::min<size_t>(end, i + std::max<uint64_t>(1, (kSealChunk - o % kSealChunk) / kPage))
+                                     : end;
+            f(i, j);
+            seal_to(j);
             i = j;
         }
-        work->digests.push_back(work->hash.finish_and_reset());
+    };
+    try {
+        for (size_t c = 0; c < b.count; c += format::kDigestChunkPages) {
+            const size_t end = std::min(b.count, c + format::kDigestChunkPages);
+            // A whole chunk of zero pages takes the digest of zeros computed
+            // once: zero-heavy guests are not hashed byte by byte.
+            if (!digests() || (end - c == format::kDigestChunkPages &&
+                               std::all_of(b.zero.begin() + static_cast<std::ptrdiff_t>(c),
+                                           b.zero.begin() + static_cast<std::ptrdiff_t>(end), [](uint8_t z) { return z; }))) {
+                if (digests()) work->digests.push_back(zero_chunk_digest());
+                seal_to(end);
+                continue;
+            }
+            // Pages that follow each other in memory go to XXH3 in one call.
+            steps(c, end, [&](size_t i, size_t j) {
+                while (i < j) {
+                    size_t k = i + 1;
+                    while (k < j && b.page[k] == b.page[k - 1] + kPage) ++k;
+                    work->hash.update(b.page[i], (k - i) * kPage);
+                    i = k;
+                }
+            });
+            work->digests.push_back(work->hash.finish_and_reset());
+        }
+        if (sealer_) sealer_->flush_ahead(work->sealed);
+    } catch (...) {
+        work->sealed = {};  // not written: the pass fails
+        throw;
     }
 }
 

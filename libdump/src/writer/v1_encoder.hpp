@@ -22,6 +22,10 @@
 #include "pipeline/encoder.hpp"
 #include "writer/plan.hpp"
 
+namespace xendump::io {
+class EncryptingOutput;
+}
+
 namespace xendump::writer {
 
 class V1Encoder final : public pipeline::Encoder {
@@ -78,6 +82,7 @@ private:
     size_t keys_room_ = 0;
     bool replanned_ = false;
     BeforeFinish before_finish_;
+    io::EncryptingOutput* sealer_ = nullptr;  // an encrypted file's: its chunks of pages sealed in prepare()
 };
 
 }  // namespace xendump::writer
