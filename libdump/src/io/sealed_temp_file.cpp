@@ -15,8 +15,8 @@ constexpr size_t kBlock = SealedTempFile::kBlock;
 constexpr size_t kSealedBlock = SealedTempFile::kSealedBlock;
 }  // namespace
 
-SealedTempFile::SealedTempFile(const std::string& what)
-    : file_(unnamed_temp_file(what)), what_(what), sealed_(kSealedBlock) {
+SealedTempFile::SealedTempFile(const std::string& what, const std::string& dir)
+    : file_(unnamed_temp_file(what, dir)), what_(what), sealed_(kSealedBlock) {
     age::random_bytes(key_.span());
 }
 

@@ -33,8 +33,9 @@ public:
     static constexpr size_t kBlock = 4096;
     static constexpr size_t kSealedBlock = age::kAeadNonceSize + 8 + kBlock + age::kTagSize;
 
-    // `what` says what the file is for, in errors ("the page digests").
-    explicit SealedTempFile(const std::string& what);
+    // `what` says what the file is for, in errors ("the page digests");
+    // `dir`: where (unnamed_temp_file's; empty: $TMPDIR, else /var/tmp).
+    explicit SealedTempFile(const std::string& what, const std::string& dir = {});
     ~SealedTempFile();
     SealedTempFile(const SealedTempFile&) = delete;
     SealedTempFile& operator=(const SealedTempFile&) = delete;
@@ -45,6 +46,7 @@ public:
     void read(uint64_t offset, void* out, size_t size) const;
 
     const std::string& dir() const noexcept { return file_.dir; }
+    int fd() const noexcept { return file_.fd.get(); }  // for fstat (the blocks it takes)
     uint64_t size() const noexcept { return size_; }  // the end of the furthest byte written
 
 private:
