@@ -224,6 +224,7 @@ void take_dump_result(Sidecar& s, const DumpResult& r, const DumpRequest& reques
         s.pause_usec = r.live->pause_usec;
         s.live_rounds = r.live->rounds;
         s.pages_recopied = r.live->pages_recopied;
+        if (r.live->restarts) s.live_restarts = r.live->restarts;
     } else if (request.live) {
         s.live = "inconsistent";
     }
@@ -239,10 +240,10 @@ void log_dump_end(const Sidecar& s, const fs::path& where) {
 }
 
 // Why a dump is not streamed by Mode=stream ("" when it is): what
-// dump_domain_to_object does not write.
-std::string not_streamed(const std::vector<std::string>& recipients, const DumpRequest& request) {
+// dump_domain_to_object does not write (a consistent live dump it does,
+// from its temporary image once its final round is done: dump/live_image.hpp).
+std::string not_streamed(const std::vector<std::string>& recipients) {
     if (!recipients.empty()) return "an encrypted dump is not streamed to object storage yet";
-    if (request.precopy.on) return "a consistent live dump is rewritten in place, not streamed";
     return {};
 }
 
@@ -369,6 +370,7 @@ LogFields dump_journal_fields(const Sidecar& s, const fs::path& dump) {
     if (s.pause_usec) fields.emplace_back(vocab::kPauseUsec.journal, std::to_string(*s.pause_usec));
     if (s.live_rounds) fields.emplace_back(vocab::kLiveRounds.journal, std::to_string(*s.live_rounds));
     if (s.pages_recopied) fields.emplace_back(vocab::kPagesRecopied.journal, std::to_string(*s.pages_recopied));
+    if (s.live_restarts) fields.emplace_back(vocab::kLiveRestarts.journal, std::to_string(*s.live_restarts));
     if (s.guest_panic) fields.emplace_back(vocab::kGuestPanic.journal, *s.guest_panic);
     if (s.guest_backtrace) fields.emplace_back(vocab::kGuestBacktrace.journal, guest_backtrace_line(*s.guest_backtrace));
     if (auto signature = crash_signature(s)) fields.emplace_back(vocab::kCrashSignature.journal, *signature);
@@ -557,7 +559,7 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
     options.dump_level = how.dump_level;
     options.write.recipients = recipients;
     if (hooks.stream) {
-        const std::string why_not = not_streamed(recipients, request);
+        const std::string why_not = not_streamed(recipients);
         if (why_not.empty()) {
             name.update(0, 0);  // nothing of it in the dump directory (unless the stream fails)
             if (stream_dump(hv, config, request, hooks, options, out)) return out;

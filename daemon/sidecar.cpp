@@ -92,6 +92,7 @@ std::string Sidecar::to_json() const {
     if (pause_usec) j[vocab::kPauseUsec.sidecar] = *pause_usec;
     if (live_rounds) j[vocab::kLiveRounds.sidecar] = *live_rounds;
     if (pages_recopied) j[vocab::kPagesRecopied.sidecar] = *pages_recopied;
+    if (live_restarts) j[vocab::kLiveRestarts.sidecar] = *live_restarts;
     if (guest_log) {
         nlohmann::ordered_json g = nlohmann::ordered_json::object();
         if (guest_log->records) {
@@ -146,6 +147,8 @@ Sidecar Sidecar::from_json(const std::string& text, const std::string& origin) {
         if (j.contains(vocab::kLiveRounds.sidecar)) s.live_rounds = j[vocab::kLiveRounds.sidecar].get<unsigned>();
         if (j.contains(vocab::kPagesRecopied.sidecar))
             s.pages_recopied = j[vocab::kPagesRecopied.sidecar].get<uint64_t>();
+        if (j.contains(vocab::kLiveRestarts.sidecar))
+            s.live_restarts = j[vocab::kLiveRestarts.sidecar].get<unsigned>();
         if (j.contains("guest_log") && j["guest_log"].is_object()) {
             const auto& g = j["guest_log"];
             GuestLog log;

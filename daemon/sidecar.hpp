@@ -70,11 +70,13 @@ struct Sidecar {
     unsigned recipients = 0;
     // A live dump (xen-dumpd --live): "precopy" (consistent) or
     // "inconsistent"; absent for a paused dump. A pre-copy's pause (µs),
-    // rounds and pages copied again (written dumps only).
+    // rounds and pages copied again (written dumps only), and its restarts
+    // (the guest's layout changed; absent when none, as LIVE_RESTARTS=).
     std::optional<std::string> live;
     std::optional<uint64_t> pause_usec;
     std::optional<unsigned> live_rounds;
     std::optional<uint64_t> pages_recopied;
+    std::optional<unsigned> live_restarts;
     // Written dumps only (absent in failed ones and sidecars of older versions):
     std::optional<GuestLog> guest_log;
     std::optional<std::string> guest_panic;  // the log's first crash report line, as dmesg prints it

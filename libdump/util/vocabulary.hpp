@@ -57,10 +57,12 @@ inline constexpr Term kEncrypted{nullptr, "encrypted", "DUMP_ENCRYPTED", nullptr
 inline constexpr Term kRecipients{nullptr, "recipients", "DUMP_RECIPIENTS", nullptr, nullptr};
 // A live dump (issue 35): LIVE= "precopy" (consistent, the guest paused for
 // pause_usec microseconds at the end) or "inconsistent" (never paused);
-// absent for a paused dump. The pre-copy's rounds and pages copied again.
+// absent for a paused dump. The pre-copy's rounds, pages copied again and
+// restarts (its guest's layout changed: absent when none).
 inline constexpr Term kLive{keys::kLive, "live", "DUMP_LIVE", nullptr, nullptr};
 inline constexpr Term kPauseUsec{keys::kPauseUsec, "pause_usec", "DUMP_PAUSE_USEC", nullptr, nullptr};
 inline constexpr Term kLiveRounds{keys::kLiveRounds, "live_rounds", "DUMP_LIVE_ROUNDS", nullptr, nullptr};
 inline constexpr Term kPagesRecopied{keys::kPagesRecopied, "pages_recopied", "DUMP_PAGES_RECOPIED", nullptr, nullptr};
+inline constexpr Term kLiveRestarts{keys::kLiveRestarts, "live_restarts", "DUMP_LIVE_RESTARTS", nullptr, nullptr};
 
 }  // namespace xendump::vocab

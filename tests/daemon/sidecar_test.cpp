@@ -147,6 +147,39 @@ TEST(Sidecar, FormatCompressionAndDumpLevelRoundTrip) {
     EXPECT_FALSE(old.zero_pages.has_value());
 }
 
+// A consistent live dump's record (issue 35): the pause, the rounds, the
+// pages copied again and the restarts, in the sidecar and beside the pause
+// in the journal entry; the restarts only when there were some (as
+// LIVE_RESTARTS=).
+TEST(Sidecar, LiveFieldsRoundTripAndFillTheJournal) {
+    TempDir dir;
+    Sidecar s;
+    s.domain_name = "web01";
+    s.dump_file = "web01-7-20231114T221320Z.core";
+    s.live = "precopy";
+    s.pause_usec = 41210;
+    s.live_rounds = 2;
+    s.pages_recopied = 5120;
+    auto field = [](const LogFields& fields, const std::string& name) -> std::optional<std::string> {
+        for (const auto& [k, v] : fields)
+            if (k == name) return v;
+        return std::nullopt;
+    };
+    EXPECT_EQ(s.to_json().find("live_restarts"), std::string::npos) << "none: absent";
+    EXPECT_FALSE(field(dump_journal_fields(s, dir / s.dump_file), "DUMP_LIVE_RESTARTS"));
+    s.live_restarts = 1;
+    write_sidecar(sidecar_path(dir / s.dump_file), s);
+    const Sidecar r = read_sidecar(sidecar_path(dir / s.dump_file));
+    EXPECT_EQ(r.live_restarts, std::optional<unsigned>(1));
+    EXPECT_EQ(r.pause_usec, std::optional<uint64_t>(41210));
+    EXPECT_NE(r.to_json().find("\"live_restarts\": 1"), std::string::npos) << r.to_json();
+    EXPECT_EQ(r.to_json(), s.to_json());
+    const LogFields fields = dump_journal_fields(r, dir / s.dump_file);
+    EXPECT_EQ(field(fields, "DUMP_PAUSE_USEC"), std::optional<std::string>("41210"));
+    EXPECT_EQ(field(fields, "DUMP_LIVE_ROUNDS"), std::optional<std::string>("2"));
+    EXPECT_EQ(field(fields, "DUMP_LIVE_RESTARTS"), std::optional<std::string>("1"));
+}
+
 TEST(Sidecar, AllOutcomes) {
     for (auto o : {DumpOutcome::ok, DumpOutcome::failed, DumpOutcome::refused, DumpOutcome::cancelled})
         EXPECT_EQ(outcome_from_string(to_string(o)), o);

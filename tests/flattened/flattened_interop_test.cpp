@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "dump_support.hpp"
+#include "reader/spec_of.hpp"
 #include "xendump/dumper.hpp"
 #include "xendump/fd.hpp"
 #include "xendump/kdump.hpp"
@@ -57,14 +58,7 @@ struct Written {
 
 Written write_both(const fs::path& dir, Compression c) {
     DumpReader reader = DumpReader::open(fixture().v1);
-    DumpSpec spec;
-    spec.type = reader.type();
-    spec.guest_width = reader.guest_width();
-    spec.domain = reader.domain();
-    spec.vcpus = reader.vcpus();
-    spec.xen_version = reader.xen_version();
-    spec.shared_info = reader.shared_info();
-    spec.vmcoreinfo = reader.vmcoreinfo();
+    const DumpSpec spec = reader::spec_of(reader);
     KdumpOptions o;
     o.compression = c;
     o.write.guest_kernel = true;

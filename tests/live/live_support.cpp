@@ -51,7 +51,10 @@ std::set<uint64_t> p2m_pfns(const test::sim::Host& host, uint32_t domid) {
 
 Instant check_instant(const std::filesystem::path& dump, const xendump::sim::WriterSpec& w,
                       const std::set<uint64_t>& skip) {
-    DumpReader r = DumpReader::open(dump);
+    return check_instant(DumpReader::open(dump), w, skip);
+}
+
+Instant check_instant(const DumpReader& r, const xendump::sim::WriterSpec& w, const std::set<uint64_t>& skip) {
     Instant out;
     // What the image holds: 0 for a page the writer never wrote.
     std::map<uint64_t, uint64_t> seen;
@@ -76,6 +79,18 @@ Instant check_instant(const std::filesystem::path& dump, const xendump::sim::Wri
     for (const auto& [i, gen] : seen)
         if (gen != last[i]) ++out.torn;
     return out;
+}
+
+void expect_live_record(const DumpReader& dump, const DumpResult& r) {
+    ASSERT_TRUE(r.live);
+    EXPECT_TRUE(r.live->precopy);
+    EXPECT_GT(r.live->pages_recopied, 0u);
+    const KeyValues& kv = dump.domain();
+    EXPECT_EQ(kv.get(keys::kLive).value_or(""), "precopy");
+    EXPECT_EQ(kv.get(keys::kPaused).value_or(""), "0");
+    EXPECT_EQ(kv.get(keys::kLiveRounds).value_or(""), std::to_string(r.live->rounds));
+    EXPECT_EQ(kv.get(keys::kPagesRecopied).value_or(""), std::to_string(r.live->pages_recopied));
+    EXPECT_EQ(kv.get(keys::kPauseUsec).value_or(""), std::to_string(r.live->pause_usec));
 }
 
 uint64_t pages_differing(const std::filesystem::path& a_file, const std::filesystem::path& b_file) {

@@ -13,6 +13,8 @@
 #include "hv/forwarding_hypervisor.hpp"
 #include "sim/sim_writer.hpp"
 #include "sim_test_util.hpp"
+#include "xendump/dumper.hpp"
+#include "xendump/reader.hpp"
 
 namespace xendump::test::live {
 
@@ -41,7 +43,14 @@ struct Instant {
 // `skip`: pfns the writer leaves alone (a PV guest's p2m pages: p2m_pfns).
 Instant check_instant(const std::filesystem::path& dump, const xendump::sim::WriterSpec& w,
                       const std::set<uint64_t>& skip = {});
+// The same of a dump already open (an encrypted one, opened with its identity).
+Instant check_instant(const DumpReader& dump, const xendump::sim::WriterSpec& w, const std::set<uint64_t>& skip = {});
 std::set<uint64_t> p2m_pfns(const test::sim::Host& host, uint32_t domid);
+
+// What a consistent live dump records in every form: LIVE=precopy, PAUSED=0
+// and its pre-copy's LiveStats (the result's) as PAUSE_USEC=, LIVE_ROUNDS=
+// and PAGES_RECOPIED=; `r` must have made rounds.
+void expect_live_record(const DumpReader& dump, const DumpResult& r);
 
 // The pages of two dumps that differ, read pfn by pfn; a failure (and
 // UINT64_MAX) when they do not hold the same pfns on the same frames.

@@ -14,6 +14,7 @@
 
 #include "dump_check.hpp"
 #include "dump_support.hpp"
+#include "live_support.hpp"
 #include "s3_lab.hpp"
 #include "io/sink.hpp"
 #include "kdump/write_kdump.hpp"
@@ -308,6 +309,50 @@ TEST(S3Dump, DumpdStreamsCompactDumpsToS3) {
                 EXPECT_TRUE(pg == pw) << "pfn " << pfn;
             }
         }
+    }
+    EXPECT_TRUE(c.list_multipart_uploads(bucket, "").empty());
+}
+
+}  // namespace
+}  // namespace xendump::test
+
+namespace xendump::test {
+namespace {
+
+// A consistent live dump streamed into an object (issue 35 item 5; the
+// service's Mode=stream takes the same path, dump_domain_to_object): the
+// pre-copy writes its image into a temporary file and the object is made
+// from it after the unpause, v1 or compact. Downloaded, it is one instant
+// of the guest's writer and records the pre-copy; no upload is left open.
+TEST(S3Dump, ConsistentLiveDumpStreamsFromItsImage) {
+    REQUIRE_S3_LAB();
+    s3::Client c(s3_lab().settings());
+    const std::string bucket = new_bucket(c, "live");
+    using live::json;
+    const json d = live::guest(40, "hvm", 4096, 250, "random");
+    sim::Host host(live::host_spec({d}));
+    TempDir dir;
+    for (const char* format : {"v1", "kdump"}) {
+        SCOPED_TRACE(format);
+        const std::string key = std::string("host/live.") + format;
+        const RunResult s = run({"xen-dumpd", "--host", host.host(), "--domain", "40", "--live", "--max-pause",
+                                 "30000", "--format", format, "-q", "-o", "s3://" + bucket + "/" + key},
+                                {"TMPDIR=" + dir.path().string()});
+        ASSERT_EQ(s.exit_code, 0) << s.err;
+        const auto object = c.get_object({bucket, key});
+        const fs::path got = dir / (std::string("got.") + format);
+        std::ofstream(got, std::ios::binary)
+            .write(reinterpret_cast<const char*>(object.data()), static_cast<std::streamsize>(object.size()));
+        const DumpReader reader = DumpReader::open(got);
+        EXPECT_EQ(reader.format(), std::string(format) == "v1" ? FileFormat::v1 : FileFormat::kdump);
+        EXPECT_EQ(reader.domain().get(keys::kLive).value_or(""), "precopy");
+        EXPECT_TRUE(reader.domain().get(keys::kPauseUsec));
+        const live::Instant i = live::check_instant(reader, live::writer_of(d));
+        EXPECT_TRUE(i.consistent()) << i.torn << " torn pages of " << i.pages_checked;
+        EXPECT_GT(i.written, 0u);
+        const json info = live::sim_info(host, 40);
+        EXPECT_FALSE(info.at("logdirty").get<bool>());
+        EXPECT_FALSE(info.at("paused").get<bool>());
     }
     EXPECT_TRUE(c.list_multipart_uploads(bucket, "").empty());
 }

@@ -728,3 +728,50 @@ TEST(S3ServiceStream, StoreStoppedMidStreamThenUploadedWhenBack) {
 
 }  // namespace
 }  // namespace xendump::test
+
+namespace xendump::test {
+namespace {
+
+// An on-demand consistent live dump (xen-dumpd --domain --live, the
+// service's request) with Mode=stream: streamed into the store from its
+// temporary image once the final round is done, its sidecar object saying
+// how long the guest stood still; nothing in the dump directory, the guest
+// running again with log-dirty off.
+TEST(S3ServiceStream, ConsistentLiveDumpGoesStraightIntoTheStore) {
+    REQUIRE_S3_LAB();
+    Fixture f("stream-live", {7, "web01", kUuid, 4096, 0, {}, "hvm", 0, 200});
+    fs::create_directories(f.dumps);
+    f.start(stream_config(f));
+    std::vector<std::string> argv{"xen-dumpd", "--domain", "web01", "--live", "--max-pause", "30000", "--quiet"};
+    const auto common = f.service->common_args();
+    argv.insert(argv.end(), common.begin(), common.end());
+    const RunResult request = run(argv);
+    EXPECT_EQ(request.exit_code, 0) << request.err << f.service->log();
+    ASSERT_TRUE(wait_until([&] { return f.object_names().size() == 2; }, std::chrono::seconds(120)))
+        << f.service->log();
+    ASSERT_EQ(f.service->stop(SIGTERM), 0) << f.service->log();
+    EXPECT_TRUE(dumps_in(f.dumps).empty());
+    EXPECT_TRUE(f.client.list_multipart_uploads(f.bucket, "").empty());
+    const std::string name = f.object_names().at(0);
+    const std::string log = f.service->log();
+    EXPECT_NE(log.find("written to " + f.url_of(name).str()), std::string::npos) << "streamed, not spooled: " << log;
+    const auto object = f.client.get_object(f.url_of(name));
+    const fs::path back = f.tmp / "back.core";
+    std::ofstream(back, std::ios::binary)
+        .write(reinterpret_cast<const char*>(object.data()), static_cast<std::streamsize>(object.size()));
+    const DumpReader reader = DumpReader::open(back);
+    EXPECT_EQ(reader.domain().get(keys::kLive).value_or(""), "precopy");
+    const auto sidecar = f.client.get_object(f.url_of(name + ".json"));
+    const auto j = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(sidecar.data()), sidecar.size()));
+    EXPECT_EQ(j.value("live", ""), "precopy") << j.dump();
+    EXPECT_EQ(std::to_string(j.value("pause_usec", uint64_t{0})), reader.domain().get(keys::kPauseUsec).value_or("?"));
+    const RunResult v = f.ctl({"verify", back.string()});
+    EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+    const RunResult info = run({"xen-dump-sim", "info", f.host.string(), "7", "--json"});
+    const auto i = nlohmann::json::parse(info.out);
+    EXPECT_FALSE(i.at("logdirty").get<bool>());
+    EXPECT_FALSE(i.at("paused").get<bool>());
+}
+
+}  // namespace
+}  // namespace xendump::test

@@ -53,8 +53,11 @@ struct DumpOptions {
     bool live = false;
     // A consistent dump of a running guest (issue 35, --live): log-dirty
     // pre-copy (dump/precopy.hpp), the guest paused only for the last
-    // pages and its vcpu state. v1 files only (not kdump, not a pipe, not
-    // encrypted: the pages are rewritten in place); Error with the reason
+    // pages and its vcpu state. A plaintext v1 file takes the pages
+    // rewritten in place; any other output (kdump, encrypted, a pipe, an
+    // object) is made after the unpause from the v1 image written to a
+    // temporary file (sealed when encrypted; dump/live_image.hpp), its dump
+    // level decided on the image. Error with the reason
     // when the hypervisor refuses log-dirty (a PV guest without shadow
     // paging, log-dirty in use, passed-through devices, a dying domain).
     struct Precopy {
@@ -99,7 +102,10 @@ struct DumpOptions {
     // pages, x86_64 guests; null: none): for what a caller reads of the guest
     // kernel and cannot read back from the file it wrote (xen-dumpd: the log
     // of an encrypted dump). Not called when the write fails; what it throws
-    // fails the dump (the file is written by then).
+    // fails the dump (the file is written by then). A consistent live dump
+    // (precopy) runs its guest again before: it is called with the guest as
+    // the file (or its image) holds it, the paused instant, before the
+    // final form is written from the image.
     std::function<void(const GuestView& guest, const kernel::Vmcoreinfo* vmcoreinfo)> inspect_guest;
 };
 

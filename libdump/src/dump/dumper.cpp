@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "dump/hypervisor_page_source.hpp"
+#include "dump/live_image.hpp"
 #include "dump/precopy.hpp"
 #include "io/object_output.hpp"
 #include "hv/forwarding_hypervisor.hpp"
@@ -267,12 +268,7 @@ void inspect_paused_guest(Prepared& p, const DumpOptions& opt) {
 kernel::PageSelection select_live_pages(const Prepared& p, const DumpOptions& opt, std::vector<std::string>& warnings) {
     const auto live = live_level_input(p, opt);
     kernel::PageSelection sel = kernel::select_pages(live->input, opt.dump_level);
-    for (const auto& l : sel.limits) {
-        std::string w = "dump level " + std::to_string(sel.level) + " instead of " + std::to_string(opt.dump_level) +
-                        ": " + l;
-        if (opt.write.on_warning) opt.write.on_warning(w);
-        warnings.push_back(std::move(w));
-    }
+    dump::level_warnings(sel, opt.dump_level, opt.write, warnings);
     return sel;
 }
 
@@ -311,14 +307,27 @@ private:
     Prepared p_;
 };
 
-// A compact dump of the pages `selection` keeps (null: every page) to a
-// file (published; flattened when asked) or a stream (flattened).
-WriteResult write_compact(const kdump::Destination& to, const DumpSpec& spec, PageSource& src, const WriteOptions& wo,
-                          const kernel::PageSelection* selection, const DumpOptions& options) {
-    KdumpOptions ko{options.compression, wo};
-    ko.flattened = options.flattened;
-    if (selection) return kdump::write_kdump_selection(to, spec, src, *selection, ko);
-    return kdump::write_kdump_every_page(to, spec, src, ko);
+using dump::write_compact;
+
+// A consistent live dump to `target`: its pre-copy's rounds (Precopy::run)
+// after the v1 writer's pass, into the file itself when it is a plaintext v1
+// file, else into an image made into `target` after the unpause
+// (dump/live_image.hpp). `selection`: what the dump level kept, decided on
+// the image. DumpOptions::inspect_guest sees the file's guest.
+WriteResult write_live(Hypervisor& hv, uint32_t domid, const dump::LiveTarget& target, const DumpSpec& spec,
+                       PageSource& src, const DumpOptions& options, dump::Precopy& precopy,
+                       std::optional<kernel::PageSelection>& selection) {
+    const WriteOptions& wo = options.write;
+    const bool pv = spec.type == GuestType::pv;
+    const uint64_t shared_info_frame = pv ? hv.domain_info(domid).value_or(DomainInfo{}).shared_info_frame : 0;
+    const writer::LiveRounds rounds = [&](writer::SlotRewriter& slots, std::span<const uint64_t> unreadable) {
+        return precopy.run(slots, src, unreadable, spec.vcpus, pv, shared_info_frame, wo.on_warning, wo.on_progress);
+    };
+    precopy.pass_begins();
+    if (dump::needs_image(target, options)) return dump::write_through_image(target, spec, src, options, rounds, selection);
+    WriteResult r = writer::write_dump_file_live(*target.to.path, spec, src, wo, rounds);
+    if (options.inspect_guest) dump::inspect_dump(DumpReader::open(*target.to.path), options);
+    return r;
 }
 
 // One attempt of run_dump: discovery, the pass, and a pre-copy's rounds.
@@ -327,18 +336,19 @@ DumpResult dump_once(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt
     const WriteOptions& wo = opt.write;
     PreparedDomain prepared(real_hv, domid, opt, restarts);
     Prepared& p = prepared.get();
+    dump::Precopy* precopy = prepared.precopy();
+    // A pre-copy's level is decided on its image, the paused instant's guest.
     std::optional<kernel::PageSelection> selection;
-    if (opt.dump_level != 0) selection = select_live_pages(p, opt, p.warnings);
+    if (opt.dump_level != 0 && !precopy) selection = select_live_pages(p, opt, p.warnings);
 
     // Guest kernel (issue 9, WriteOptions::guest_kernel): NT_PRSTATUS up
     // front, VMCOREINFO and the KERNEL=/KERNELOFFSET= keys of NT_XEN_DOMAIN
     // found by the pipeline's kernel observer during the single pass
     // (xen-dump-core(5) "NT_XEN_DOMAIN keys" lets writers add keys; "Notes"
     // has readers skip the padding note a pipe keeps in their place).
-    dump::Precopy* precopy = prepared.precopy();
-    WriteResult wr = write(p.spec, *p.source, wo, selection ? &*selection : nullptr, precopy);
+    WriteResult wr = write(p.spec, *p.source, wo, selection, precopy);
     for (auto& w : wr.warnings) p.warnings.push_back(std::move(w));
-    if (opt.inspect_guest) inspect_paused_guest(p, opt);
+    if (opt.inspect_guest && !precopy) inspect_paused_guest(p, opt);  // a pre-copy's: from its file (write_live)
 
     DumpResult r;
     r.domid = domid;
@@ -373,15 +383,8 @@ DumpResult run_dump(Hypervisor& real_hv, uint32_t domid, const DumpOptions& opt,
     if (opt.flattened && !opt.kdump)
         throw Error("the flattened format carries a compact (kdump) file: a v1 file is streamed as it is",
                     object_of(domid));
-    if (opt.precopy.on) {
-        if (opt.live) throw Error("a live dump is either consistent (pre-copy) or inconsistent, not both", object_of(domid));
-        if (opt.kdump)
-            throw Error("a consistent live dump is written in the v1 format only (pre-copy of compact dumps is "
-                        "not built yet); use --format v1 or --live=inconsistent", object_of(domid));
-        if (!wo.recipients.empty())
-            throw Error("a consistent live dump cannot be encrypted yet (its pages are rewritten in place); "
-                        "leave out the recipients or use --live=inconsistent", object_of(domid));
-    }
+    if (opt.precopy.on && opt.live)
+        throw Error("a live dump is either consistent (pre-copy) or inconsistent, not both", object_of(domid));
     // A pre-copy whose guest's layout changed (dump::LayoutChanged) starts
     // over: the unfinished file is gone, log-dirty off, the guest running.
     std::vector<std::string> restart_warnings;
@@ -437,18 +440,9 @@ DumpResult dump_domain_to_file(Hypervisor& hv, uint32_t domid, const std::filesy
                                const DumpOptions& options) {
     DumpResult r = run_dump(hv, domid, options,
                             [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo,
-                                const kernel::PageSelection* selection, dump::Precopy* precopy) {
-        if (precopy) {
-            const bool pv = spec.type == GuestType::pv;
-            const uint64_t shared_info_frame = pv ? hv.domain_info(domid).value_or(DomainInfo{}).shared_info_frame : 0;
-            const writer::LiveRounds rounds = [&](writer::SlotRewriter& slots, std::span<const uint64_t> unreadable) {
-                return precopy->run(slots, src, unreadable, spec.vcpus, pv, shared_info_frame, wo.on_warning,
-                                    wo.on_progress);
-            };
-            precopy->pass_begins();
-            return writer::write_dump_file_live(path, spec, src, wo, rounds);
-        }
-        if (options.kdump) return write_compact(path, spec, src, wo, selection, options);
+                                std::optional<kernel::PageSelection>& selection, dump::Precopy* precopy) {
+        if (precopy) return write_live(hv, domid, dump::LiveTarget{path, true}, spec, src, options, *precopy, selection);
+        if (options.kdump) return write_compact(path, spec, src, wo, selection ? &*selection : nullptr, options);
         return write_dump_file(path, spec, src, wo);
     });
     r.path = path;
@@ -461,18 +455,19 @@ DumpResult dump_domain_to_object(Hypervisor& hv, uint32_t domid, s3::Client& cli
         throw Error("an object holds the compact file itself, not its flattened stream (no -F)", url.str());
     if (!options.write.recipients.empty())
         throw Error(io::kEncryptedNotStreamed, url.str());
-    if (options.precopy.on)
-        throw Error("a consistent live dump is written to a file: its pages are rewritten in place after the "
-                    "first pass (use --live=inconsistent for object storage)", url.str());
     try {
         // Before the pause: a store that refuses the upload costs the guest nothing.
         store::MultipartOutput out(client, url, upload);
         DumpResult r = run_dump(hv, domid, options,
                                 [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo,
-                                    const kernel::PageSelection* selection, dump::Precopy*) {
+                                    std::optional<kernel::PageSelection>& selection, dump::Precopy* precopy) {
+                                    const auto to = kdump::Destination::object_output(out, url.str());
+                                    if (precopy)
+                                        return write_live(hv, domid, dump::LiveTarget{to, true}, spec, src, options,
+                                                          *precopy, selection);
                                     if (options.kdump)
-                                        return write_compact(kdump::Destination::object_output(out, url.str()), spec,
-                                                             src, wo, selection, options);
+                                        return write_compact(to, spec, src, wo, selection ? &*selection : nullptr,
+                                                             options);
                                     return writer::write_v1(-1, true, url.str(), spec, src, wo, {}, nullptr, nullptr,
                                                             &out);
                                 });
@@ -485,14 +480,15 @@ DumpResult dump_domain_to_object(Hypervisor& hv, uint32_t domid, s3::Client& cli
 
 DumpResult dump_domain_to_fd(Hypervisor& hv, uint32_t domid, int fd, bool seekable,
                              const DumpOptions& options) {
-    if (options.precopy.on)
-        throw Error("a consistent live dump is written to a file: its pages are rewritten in place after the "
-                    "first pass (use --live=inconsistent for a pipe)");
     return run_dump(hv, domid, options,
                     [&](const DumpSpec& spec, PageSource& src, const WriteOptions& wo,
-                        const kernel::PageSelection* selection, dump::Precopy*) {
+                        std::optional<kernel::PageSelection>& selection, dump::Precopy* precopy) {
+                        if (precopy)
+                            return write_live(hv, domid, dump::LiveTarget{kdump::Destination::stream(fd), seekable},
+                                              spec, src, options, *precopy, selection);
                         if (options.kdump)
-                            return write_compact(kdump::Destination::stream(fd), spec, src, wo, selection, options);
+                            return write_compact(kdump::Destination::stream(fd), spec, src, wo,
+                                                 selection ? &*selection : nullptr, options);
                         return write_dump(fd, seekable, spec, src, wo);
                     });
 }

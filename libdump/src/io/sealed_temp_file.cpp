@@ -15,8 +15,8 @@ constexpr size_t kBlock = SealedTempFile::kBlock;
 constexpr size_t kSealedBlock = SealedTempFile::kSealedBlock;
 }  // namespace
 
-SealedTempFile::SealedTempFile(const std::string& what)
-    : file_(unnamed_temp_file(what)), what_(what), sealed_(kSealedBlock) {
+SealedTempFile::SealedTempFile(const std::string& what, const std::string& dir)
+    : file_(unnamed_temp_file(what, dir)), what_(what), sealed_(kSealedBlock) {
     age::random_bytes(key_.span());
 }
 
@@ -55,6 +55,24 @@ void SealedTempFile::store(uint64_t block) {
     if (done < kSealedBlock) throw_errno("cannot write " + what_ + " to a temporary file", file_.dir, at + done);
 }
 
+void SealedTempFile::store_run(uint64_t first, uint64_t n, const uint8_t* bytes) {
+    age::Bytes run(n * kSealedBlock);
+    std::array<uint8_t, kRunBlocks * kNonce> nonces{};
+    age::random_bytes(std::span(nonces).first(n * kNonce));
+    for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t number = first + i;
+        uint8_t* sealed = run.data() + i * kSealedBlock;
+        std::memcpy(sealed, nonces.data() + i * kNonce, kNonce);
+        const std::array<std::span<const uint8_t>, 2> plain{
+            std::span(reinterpret_cast<const uint8_t*>(&number), 8), std::span(bytes + i * kBlock, kBlock)};
+        age::aead_seal(key_.span(), std::span<const uint8_t, kNonce>(sealed, kNonce), plain,
+                       std::span(sealed + kNonce, kSealedBlock - kNonce));
+    }
+    const uint64_t at = first * kSealedBlock;
+    const size_t done = util::pwrite_full(file_.fd.get(), run.data(), run.size(), at);
+    if (done < run.size()) throw_errno("cannot write " + what_ + " to a temporary file", file_.dir, at + done);
+}
+
 void SealedTempFile::write(uint64_t offset, const void* data, size_t size) {
     std::lock_guard lock(mutex_);
     const auto* src = static_cast<const uint8_t*>(data);
@@ -62,7 +80,13 @@ void SealedTempFile::write(uint64_t offset, const void* data, size_t size) {
     for (uint64_t at = offset; at < offset + size;) {
         const uint64_t block = at / kBlock, in = at % kBlock;
         const size_t len = static_cast<size_t>(std::min<uint64_t>(kBlock - in, offset + size - at));
-        if (len != kBlock) load(block);  // a block written in part keeps its other bytes
+        if (len == kBlock) {
+            const uint64_t n = std::min<uint64_t>((offset + size - at) / kBlock, kRunBlocks);
+            store_run(block, n, src + (at - offset));
+            at += n * kBlock;
+            continue;
+        }
+        load(block);  // a block written in part keeps its other bytes
         std::memcpy(plain + in, src + (at - offset), len);
         store(block);
         at += len;

@@ -33,8 +33,9 @@ public:
     static constexpr size_t kBlock = 4096;
     static constexpr size_t kSealedBlock = age::kAeadNonceSize + 8 + kBlock + age::kTagSize;
 
-    // `what` says what the file is for, in errors ("the page digests").
-    explicit SealedTempFile(const std::string& what);
+    // `what` says what the file is for, in errors ("the page digests");
+    // `dir`: where (unnamed_temp_file's; empty: $TMPDIR, else /var/tmp).
+    explicit SealedTempFile(const std::string& what, const std::string& dir = {});
     ~SealedTempFile();
     SealedTempFile(const SealedTempFile&) = delete;
     SealedTempFile& operator=(const SealedTempFile&) = delete;
@@ -45,12 +46,23 @@ public:
     void read(uint64_t offset, void* out, size_t size) const;
 
     const std::string& dir() const noexcept { return file_.dir; }
+    int fd() const noexcept { return file_.fd.get(); }  // for fstat (the blocks it takes)
     uint64_t size() const noexcept { return size_; }  // the end of the furthest byte written
 
 private:
     // Callers hold mutex_; plain_ holds the block number, then its bytes.
     void load(uint64_t block) const;
     void store(uint64_t block);
+    // Whole blocks `first`… (n <= kRunBlocks), sealed from `bytes` where they
+    // lie and written with one call: a consistent live dump's image takes
+    // its rounds' pages in runs, the pause's among them. CPU time to write
+    // 12772 pages again in 1 MiB calls (the pause of a 1 GiB guest in the
+    // simulator): a plain file 4.5 ms; sealed a block a pwrite 110 ms,
+    // in runs 45 ms (the sealing itself, some 3 us a page).
+    void store_run(uint64_t first, uint64_t n, const uint8_t* bytes);
+    // 66 KiB of sealed blocks, on the heap only during the call (a buffer
+    // kept would be memory the file's users do not expect to hold).
+    static constexpr uint64_t kRunBlocks = 16;
 
     UnnamedTempFile file_;
     std::string what_;

@@ -169,6 +169,7 @@ void Sink::rewrite_ahead(uint64_t offset, std::span<const std::byte> data) {
     if (!seekable_ || enc_) throw Error("internal error: rewriting bytes ahead of an encrypted or streamed output", name_, offset);
     if (offset < ahead_begin_ || offset > ahead_end_ || data.size() > ahead_end_ - offset)
         throw Error("internal error: rewriting bytes not written ahead", name_, offset);
+    if (obj_) return obj_->rewrite(offset, data);
     const size_t done = util::pwrite_full(fd_, data.data(), data.size(), offset);
     if (done < data.size()) throw_write_failed(name_, offset + done);
 }

@@ -75,7 +75,8 @@ public:
     // The stream later passes over them with skip_written().
     void write_ahead(uint64_t offset, std::span<const std::byte> data);
     // Rewrites bytes that write_ahead() wrote (a plaintext output: Error
-    // otherwise): a live dump's chunk digests re-done after its rounds.
+    // otherwise; an object takes them as ObjectOutput::rewrite): a live
+    // dump's chunk digests re-done after its rounds.
     void rewrite_ahead(uint64_t offset, std::span<const std::byte> data);
     // The next `n` bytes were written by write_ahead(): the position moves
     // past them without writing.

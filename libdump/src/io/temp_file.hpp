@@ -17,7 +17,8 @@ struct UnnamedTempFile {
 };
 
 // Throws Error (errno's text, naming the directory) when none can be made;
-// `what` says what the file is for ("the page digests").
-UnnamedTempFile unnamed_temp_file(const std::string& what);
+// `what` says what the file is for ("the page digests"). `dir`: made there
+// instead (a consistent live dump's image, beside the file it becomes).
+UnnamedTempFile unnamed_temp_file(const std::string& what, const std::string& dir = {});
 
 }  // namespace xendump::io

@@ -19,6 +19,7 @@
 #include "legacy/xc_core.hpp"
 #include "store/multipart_output.hpp"
 #include "pipeline/zero_copy_source.hpp"
+#include "reader/spec_of.hpp"
 #include "util/util.hpp"
 #include "xendump/dump_kernel_log.hpp"
 #include "xendump/error.hpp"
@@ -215,18 +216,11 @@ Plan v1_to_kdump(const fs::path& input, const fs::path* output, const ConvertOpt
     if (!output) return plan;
     auto pages = reader.page_source();
     const SourceIdentity id = identify_source(input, opt.open);
-    DumpSpec spec;
-    spec.type = reader.type();
-    spec.guest_width = reader.guest_width();
-    spec.domain = reader.domain();
+    DumpSpec spec = reader::spec_of(reader);
     spec.domain.set(keys::kSource, "v1:" + input.filename().string());
     spec.domain.set(keys::kLayout, "v1");
     spec.domain.set(keys::kSourceId, id.value());
     spec.domain.set(keys::kWriter, opt.writer_name + " " XENDUMP_VERSION);
-    spec.vcpus = reader.vcpus();
-    spec.xen_version = reader.xen_version();
-    spec.shared_info = reader.shared_info();
-    spec.vmcoreinfo = reader.vmcoreinfo();
     write_converted(input, id, *output, spec, *pages, opt, &reader);
     return plan;
 }

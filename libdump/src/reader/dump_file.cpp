@@ -105,6 +105,9 @@ std::optional<EncryptionInfo> DumpFile::encryption() const {
 
 DumpFile::DumpFile(UniqueFd fd, std::string name) : path_(std::move(name)), fd_(fd.release()) { take_size(); }
 
+DumpFile::DumpFile(std::unique_ptr<io::RandomAccess> in)
+    : path_(in->name()), size_(in->size()), in_(std::move(in)) {}
+
 void DumpFile::take_size() {
     struct stat st{};
     if (fstat(fd_, &st) != 0) {

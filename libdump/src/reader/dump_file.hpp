@@ -63,6 +63,9 @@ public:
     // A regular file already open for reading (its fd now owned), named
     // `name` in errors: a file the library wrote itself (a temporary one).
     DumpFile(UniqueFd fd, std::string name);
+    // Bytes the library keeps itself (a consistent live dump's temporary
+    // image, dump/live_image.hpp), read through `in` as they are (fd() -1).
+    explicit DumpFile(std::unique_ptr<io::RandomAccess> in);
     ~DumpFile();
     DumpFile(const DumpFile&) = delete;
     DumpFile& operator=(const DumpFile&) = delete;

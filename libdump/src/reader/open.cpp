@@ -503,11 +503,15 @@ DumpReader DumpReader::open(const std::filesystem::path& path) { return open(pat
 // plaintext, a flattened one through the file it carries (dump_file.hpp):
 // everything below reads them as it reads a plain one.
 DumpReader DumpReader::open(const std::filesystem::path& path, const OpenOptions& options) {
-    auto impl = std::make_unique<Impl>();
-    impl->path = path;
     // The identity files are read only for an encrypted dump.
     auto file = std::make_shared<DumpFile>(path.string(), DumpFile::identities_of(options));
     file->unflatten();  // a flattened file reads as the file it carries
+    return Impl::open_file(std::move(file));
+}
+
+DumpReader DumpReader::Impl::open_file(std::shared_ptr<const reader::DumpFile> file) {
+    auto impl = std::make_unique<Impl>();
+    impl->path = file->path();
     impl->file = std::move(file);
     if (kdump::KdumpFile::has_signature(*impl->file) || kdump::KdumpFile::signature_near_miss(*impl->file)) {
         Loader(*impl).load_kdump();

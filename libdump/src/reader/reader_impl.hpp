@@ -32,6 +32,11 @@ class KdumpFile;
 #define XENDUMP_READER_IMPL_VISIBILITY __attribute__((visibility("hidden")))
 #endif
 struct XENDUMP_READER_IMPL_VISIBILITY DumpReader::Impl {
+    // DumpReader::open of `file`, opened already (a member: the reader's
+    // constructor is private): for the library's own bytes (DumpFile's
+    // RandomAccess constructor). Not flattened, not encrypted.
+    static DumpReader open_file(std::shared_ptr<const reader::DumpFile> file);
+
     std::filesystem::path path;
     std::shared_ptr<const reader::DumpFile> file;
     FileFormat format = FileFormat::v1;

@@ -9,6 +9,7 @@
 #include "elfcore/entries_only.hpp"
 #include "age/age.hpp"
 #include "io/object_output.hpp"
+#include "io/random_access.hpp"
 #include "io/sink.hpp"
 #include "pipeline/kernel_observer.hpp"
 #include "pipeline/ordered_batches.hpp"
@@ -65,8 +66,9 @@ private:
 // stored and folded in chunk order: the same file for any thread count. What
 // is read is .xen_pages as the file holds it now, so the fold of those
 // digests is a read-back of it (pages_read_back.hpp): the check before
-// publication does not read the pages again.
-PagesReadBack redigest_from_file(int fd, const std::string& name, const WriteOptions& options,
+// publication does not read the pages again. `file`: the bytes written (a
+// file's, or a temporary image's, dump/live_image.hpp).
+PagesReadBack redigest_from_file(const io::RandomAccess& file, const WriteOptions& options,
                                  writer::V1Encoder& encoder, io::Sink& sink) {
     static constexpr uint64_t kChunkPages = format::kDigestChunkPages;
     const writer::DumpPlan& plan = encoder.plan();
@@ -79,7 +81,8 @@ PagesReadBack redigest_from_file(int fd, const std::string& name, const WriteOpt
     };
     auto read = [&](pipeline::PageBatch& b) {
         b.data.resize(b.count * format::kPageSize);
-        pipeline::read_back(fd, b.data.data(), b.data.size(), pages_offset + b.first * format::kPageSize, name);
+        const size_t got = file.read_at(pages_offset + b.first * format::kPageSize, b.data);
+        std::fill(b.data.begin() + static_cast<ptrdiff_t>(got), b.data.end(), std::byte{0});  // a trailing hole
     };
     auto hash = [](pipeline::PageBatch& b) {
         if (!b.work) b.work = std::make_unique<ChunkDigests>();
@@ -108,7 +111,7 @@ PagesReadBack redigest_from_file(int fd, const std::string& name, const WriteOpt
 // The rounds, then what they change: the head (vcpu state), the late keys,
 // the unreadable pages and the digests of every chunk, read back from the
 // file (returned: what was read back, when the file has digests).
-std::optional<PagesReadBack> run_live_rounds(int fd, const std::string& name, const DumpSpec& spec_in,
+std::optional<PagesReadBack> run_live_rounds(const io::RandomAccess& file, const DumpSpec& spec_in,
                                              const WriteOptions& options, const writer::LiveRounds& rounds,
                                              writer::V1Encoder& encoder, io::Sink& sink, pipeline::PassOutcome& pass,
                                              pipeline::FoundNotes& found) {
@@ -131,7 +134,7 @@ std::optional<PagesReadBack> run_live_rounds(int fd, const std::string& name, co
     pass.unreadable_pfns.erase(std::unique(pass.unreadable_pfns.begin(), pass.unreadable_pfns.end()),
                                pass.unreadable_pfns.end());
     if (encoder.plan().nr_chunks == 0) return std::nullopt;  // no digests
-    return redigest_from_file(fd, name, options, encoder, sink);
+    return redigest_from_file(file, options, encoder, sink);
 }
 
 }  // namespace
@@ -139,7 +142,7 @@ std::optional<PagesReadBack> run_live_rounds(int fd, const std::string& name, co
 WriteResult writer::write_v1(int fd, bool seekable, const std::string& name, const DumpSpec& spec_in,
                              PageSource& pages, const WriteOptions& options,
                              std::span<pipeline::PageObserver* const> observers, PagesReadBack* read_back,
-                             const LiveRounds* live, io::ObjectOutput* object) {
+                             const LiveRounds* live, io::ObjectOutput* object, const io::RandomAccess* object_bytes) {
     WriteResult r;
     // NT_PRSTATUS comes from the vcpu contexts, known before the pass.
     std::optional<DumpSpec> with_prstatus;
@@ -151,12 +154,14 @@ WriteResult writer::write_v1(int fd, bool seekable, const std::string& name, con
     // read the pass's again): the file's list, and the result's.
     std::optional<std::vector<uint64_t>> live_unreadable;
     if (live) {
-        if (!seekable || !options.recipients.empty())
-            throw Error("a consistent live dump is written to a plaintext file (its pages are rewritten in place)",
+        if (!(seekable || object) || !options.recipients.empty() || (object && !object_bytes))
+            throw Error("a consistent live dump's image is written to a plaintext file or a sealed temporary one "
+                        "(its pages are rewritten in place)",
                         name);
         encoder.before_finish([&, fd](io::Sink& out, pipeline::PassOutcome& pass, pipeline::FoundNotes& found) {
-            const std::optional<PagesReadBack> final_bytes =
-                run_live_rounds(fd, name, spec_in, options, *live, encoder, out, pass, found);
+            const io::FdRandomAccess file_bytes(fd, ~uint64_t{0}, name);
+            const std::optional<PagesReadBack> final_bytes = run_live_rounds(
+                object ? *object_bytes : file_bytes, spec_in, options, *live, encoder, out, pass, found);
             if (read_back && final_bytes) *read_back = *final_bytes;
             live_unreadable = pass.unreadable_pfns;
         });

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "io/object_output.hpp"
+#include "io/random_access.hpp"
 #include "pipeline/observer.hpp"
 #include "writer/live_rounds.hpp"
 #include "xendump/dump_spec.hpp"
@@ -22,10 +23,11 @@ namespace xendump::writer {
 // the pages the write-behind drops are read back from the file first.
 // `live`: a live dump's rounds, run before the trailer (live_rounds.hpp).
 // `object`: written there instead of `fd` (positional, as a file; not
-// encrypted: Error with recipients).
+// encrypted: Error with recipients); with `live`, `object_bytes` reads its
+// bytes back (the re-digest after the final round).
 WriteResult write_v1(int fd, bool seekable, const std::string& name, const DumpSpec& spec, PageSource& pages,
                      const WriteOptions& options, std::span<pipeline::PageObserver* const> observers = {},
                      PagesReadBack* read_back = nullptr, const LiveRounds* live = nullptr,
-                     io::ObjectOutput* object = nullptr);
+                     io::ObjectOutput* object = nullptr, const io::RandomAccess* object_bytes = nullptr);
 
 }  // namespace xendump::writer
