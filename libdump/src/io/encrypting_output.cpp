@@ -168,7 +168,9 @@ private:
         }
         j.state = Job::done;
         free_.push_back(std::exchange(j.slot, nullptr));
-        work_cv_.notify_one();
+        // A thread is woken only for a job it can take now (a wake-up for
+        // nothing costs two context switches).
+        if (can_take()) work_cv_.notify_one();
     }
 
     // Takes the next job and seals it (positional: and writes it) on this thread.
@@ -288,10 +290,15 @@ bool EncryptingOutput::sealed_ahead(uint64_t index) {
     return ahead_.count(index) != 0;
 }
 
-bool EncryptingOutput::take_ahead(uint64_t index) {
+bool EncryptingOutput::take_ahead(uint64_t index, ReadyRun& ready) {
     if (!positional_) return false;
     std::lock_guard lock(ahead_mutex_);
-    return ahead_.erase(index) != 0;
+    if (ahead_.erase(index) == 0) return false;
+    if (auto it = ready_.find(index); it != ready_.end()) {
+        ready = std::move(it->second);
+        ready_.erase(it);
+    }
+    return true;
 }
 
 uint64_t EncryptingOutput::seal_ahead(uint64_t offset, std::span<const iovec> iov, uint64_t from, uint64_t to,
@@ -333,15 +340,14 @@ uint64_t EncryptingOutput::seal_ahead(uint64_t offset, std::span<const iovec> io
 }
 
 void EncryptingOutput::flush_ahead(AheadRun& run) {
+    std::lock_guard lock(ahead_mutex_);
     if (run.count > 0) {
-        const uint64_t at = run.at, bytes = run.bytes;
+        // Written by put() when it passes over the run's first chunk: one
+        // thread writes the file, in order, as an unencrypted dump's does.
+        ready_.emplace(run.next - run.count, ReadyRun{.at = run.at, .bytes = run.bytes, .sealed = std::move(run.sealed)});
         run.count = 0;
         run.bytes = 0;
-        if (room_) room_(bytes, at);
-        emit_(at, std::span<const uint8_t>(run.sealed->data(), bytes));
-    }
-    if (run.sealed) {
-        std::lock_guard lock(ahead_mutex_);
+    } else if (run.sealed) {
         ahead_free_.push_back(std::move(run.sealed));
     }
 }
@@ -396,13 +402,19 @@ void EncryptingOutput::put(uint64_t offset, std::span<const iovec> iov) {
     for (uint64_t at = offset; at < offset + n;) {
         const uint64_t index = at / kChunk, in = at % kChunk;
         const uint64_t len = std::min(kChunk - in, offset + n - at);
-        if (take_ahead(index)) {
-            // Sealed and written already (seal_ahead()), from these bytes.
+        if (ReadyRun ready; take_ahead(index, ready)) {
+            // Sealed already (seal_ahead()), from these bytes.
             if (len != kChunk || pending_.count(index) || held(index))
                 throw Error("internal error: chunk " + std::to_string(index) +
                                 " of the encrypted file was sealed ahead, but its bytes are not put whole",
                             name_, at);
             mark_sealed(index);
+            if (ready.sealed) {
+                if (room_) room_(ready.bytes, ready.at);
+                emit_(ready.at, std::span<const uint8_t>(ready.sealed->data(), ready.bytes));
+                std::lock_guard lock(ahead_mutex_);
+                ahead_free_.push_back(std::move(ready.sealed));
+            }
             c.pass(len, [](const uint8_t*, uint64_t) {});
         } else if (len == kChunk && !pending_.count(index) && extent_ > (index + 1) * kChunk && !held(index)) {
             // A whole chunk at once: sealed from the caller's bytes where they lie.

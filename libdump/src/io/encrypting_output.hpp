@@ -41,11 +41,14 @@
 //
 // Sealing ahead (seal_ahead(), a positional output only): a caller that
 // knows bytes before it puts them (a v1 batch's pages, on the pipeline's
-// worker that has just hashed them) has their whole chunks sealed and
-// written there and then, on its own thread, while the bytes are still in
-// the CPU's cache; the put() of those bytes later passes over them. The
-// bytes and the places are the same as put() would make: only the thread
-// and the time differ.
+// worker that has just hashed them) has their whole chunks sealed there and
+// then, on its own thread, while the bytes are still in the CPU's cache.
+// The sealed runs wait in memory (flush_ahead()) until the put() of those
+// bytes passes over them and writes them, on its thread: one thread writes
+// the file, in order, as for an unencrypted dump (writers at once on one
+// file wait on each other for its lock). The bytes and the places are the
+// same as put() would make: only the thread and the time of the sealing
+// differ.
 #pragma once
 
 #include <sys/uio.h>
@@ -102,7 +105,8 @@ public:
     // kAheadChunks chunks that follow each other, written at once): kept by
     // the caller of seal_ahead(), one per thread at a time (a pipeline
     // batch's work). Its buffer is the output's, lent while the run is not
-    // empty: there are as many as threads sealing ahead at once.
+    // empty and until put() has written it: as many as runs sealed ahead
+    // of put() (a pipeline's batches in flight).
     struct AheadRun {
         std::unique_ptr<std::vector<uint8_t>> sealed;
         uint64_t at = 0, bytes = 0;  // where the run goes in the file, how many bytes so far
@@ -116,8 +120,9 @@ public:
     // Any thread, at once with the others' calls (but not with finish()):
     // the bytes [offset, offset + size of `iov`) (an iov_base of nullptr:
     // zeros), which put() will be given later, the same bytes; of them the
-    // chunks lying whole in [from, to) are sealed now and written (a run at
-    // a time, through `run`; flush_ahead() writes what is left). Returns
+    // chunks lying whole in [from, to) are sealed now (a run at a time,
+    // through `run`; flush_ahead() hands over what is left), and written by
+    // the put() that passes over them. Returns
     // the end of the last chunk sealed (`from` when none): the `from` of
     // the next call over the same bytes. The caller promises that no
     // hold() or reserve() covers these bytes and that more bytes follow
@@ -170,7 +175,13 @@ private:
     // Chunk `index` was sealed ahead and not put yet; take_ahead(): and is
     // then taken (put() passes over it).
     bool sealed_ahead(uint64_t index);
-    bool take_ahead(uint64_t index);
+    // A run sealed ahead whose first chunk is `index`: written by put()
+    // when it passes over that chunk.
+    struct ReadyRun {
+        uint64_t at = 0, bytes = 0;
+        std::unique_ptr<std::vector<uint8_t>> sealed;
+    };
+    bool take_ahead(uint64_t index, ReadyRun& ready);
 
     age::Encryptor enc_;
     Emit emit_;
@@ -188,6 +199,7 @@ private:
     std::mutex ahead_mutex_;
     std::unordered_set<uint64_t> ahead_;  // chunks sealed ahead that put() has not passed over yet
     std::vector<std::unique_ptr<std::vector<uint8_t>>> ahead_free_;  // AheadRun buffers not lent
+    std::map<uint64_t, ReadyRun> ready_;  // runs sealed ahead, not written yet, by their first chunk
     std::unique_ptr<SealPool> pool_;
 };
 
