@@ -12,6 +12,7 @@
 #include "io/sealed_temp_file.hpp"
 #include "io/sink.hpp"
 #include "io/temp_file.hpp"
+#include "kernel/level_warnings.hpp"
 #include "reader/dump_file.hpp"
 #include "reader/reader_impl.hpp"
 #include "reader/spec_of.hpp"
@@ -211,8 +212,7 @@ WriteResult write_compact(const kdump::Destination& to, const DumpSpec& spec, Pa
 
 void level_warnings(const kernel::PageSelection& sel, unsigned asked, const WriteOptions& wo,
                     std::vector<std::string>& warnings) {
-    for (const auto& l : sel.limits) {
-        std::string w = "dump level " + std::to_string(sel.level) + " instead of " + std::to_string(asked) + ": " + l;
+    for (std::string& w : kernel::level_warnings(sel, asked)) {
         if (wo.on_warning) wo.on_warning(w);
         warnings.push_back(std::move(w));
     }

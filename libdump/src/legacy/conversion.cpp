@@ -12,6 +12,7 @@
 
 #include "io/flattened.hpp"
 #include "kdump/write_kdump.hpp"
+#include "kernel/level_warnings.hpp"
 #include "legacy/byte_source.hpp"
 #include "legacy/layout.hpp"
 #include "legacy/legacy_page_source.hpp"
@@ -151,8 +152,7 @@ kernel::PageSelection select_for_level(const fs::path& input, const DumpReader* 
         sel = kernel::select_pages(dump_level_input(*reader, info ? &*info : nullptr), opt.dump_level);
     }
     if (opt.write.on_warning)
-        for (const auto& l : sel.limits) opt.write.on_warning(input.string() + ": dump level " + std::to_string(sel.level) +
-                                                        " instead of " + std::to_string(opt.dump_level) + ": " + l);
+        for (const std::string& w : kernel::level_warnings(sel, opt.dump_level)) opt.write.on_warning(input.string() + ": " + w);
     return sel;
 }
 
