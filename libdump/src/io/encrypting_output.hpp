@@ -78,7 +78,8 @@ public:
     using Emit = std::function<void(uint64_t offset, std::span<const uint8_t> bytes)>;
     enum class Placing { in_order, positional };
     // Told before `n` bytes are emitted at file offset `at` (the Sink's room
-    // on disk): on the caller's thread, and on seal_ahead()'s.
+    // on disk): on the caller's thread (of put(), reserve(), rewrite(),
+    // finish()), also for what the sealing threads then write.
     using Room = std::function<void(uint64_t n, uint64_t at)>;
     // `threads`: how many threads seal (1: the caller's only; clamped to kMaxWriteThreads).
     EncryptingOutput(std::span<const age::Recipient> recipients, Emit emit, std::string name, unsigned threads = 1,

@@ -45,9 +45,10 @@ Sink::Sink(int fd, bool seekable, bool sparse, std::string name, std::span<const
     : fd_(fd), seekable_(seekable), name_(std::move(name)) {
     if (!recipients.empty()) {
         sparse = false;
-        // A file's sealed chunks are written by the threads that seal them,
-        // at their places (emit() is safe there: it changes nothing of the
-        // Sink when not writing the stream); the room is asked before, here.
+        // A file's sealed chunks are written at their places by the threads
+        // that seal them, or by the caller of put() (runs sealed ahead):
+        // emit() is safe on any thread (it changes nothing of the Sink when
+        // not writing the stream); the room is asked before, here.
         enc_ = std::make_unique<EncryptingOutput>(
             recipients,
             [this](uint64_t at, std::span<const uint8_t> bytes) {

@@ -126,8 +126,8 @@ private:
     void init(bool sparse);
     void write_behind();
     void make_room(uint64_t n);  // before `n` more bytes are written (ask_room)
-    // The same for `n` bytes at file offset `at`, from any thread (an
-    // encrypted file's sealed chunks, sealed ahead on other threads);
+    // The same for `n` bytes at file offset `at` (an encrypted file's sealed
+    // chunks, which the sealing threads may write);
     // `unwritten`: the bytes are counted as written meanwhile until the
     // EncryptingOutput's emit has written them.
     void make_room(uint64_t n, uint64_t at, bool unwritten = false);
