@@ -50,7 +50,9 @@ struct Guest {
     Guest(GuestType type, size_t pages)
         : spec(make_spec(type, 8, 2)), pfns(pfns_with_holes(pages)), source(entries_for(pfns, type)) {
         source.unreadable_pfns = {pfns[3], pfns[pages / 2], pfns[pages - 1]};
-        source.zero_pfns.assign(pfns.begin() + 512, pfns.begin() + 1300);
+        // A whole digest chunk of zeros and more, as far as a small guest has pages.
+        const auto zeros_end = static_cast<std::ptrdiff_t>(std::min<size_t>(1300, pfns.size()));
+        source.zero_pfns.assign(pfns.begin() + std::min<std::ptrdiff_t>(512, zeros_end), pfns.begin() + zeros_end);
         for (size_t i = 2000; i < pages; i += 97) source.zero_pfns.push_back(pfns[i]);
         std::sort(source.zero_pfns.begin(), source.zero_pfns.end());
         source.batch = 700;

@@ -57,7 +57,7 @@ uint64_t cached_pages(const std::filesystem::path& path, uint64_t offset, uint64
 std::vector<std::byte> slurp(const fs::path& p) {
     const std::string s = slurp_text(p);
     std::vector<std::byte> out(s.size());
-    std::memcpy(out.data(), s.data(), s.size());
+    if (!s.empty()) std::memcpy(out.data(), s.data(), s.size());  // an empty vector's data() may be null
     return out;
 }
 
