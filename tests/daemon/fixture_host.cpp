@@ -7,8 +7,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "dump_job.hpp"
 #include "guest_ram.hpp"
+#include "sidecar.hpp"
 #include "test_support.hpp"
+#include "xendump/text.hpp"
 
 namespace xendump::test {
 
@@ -80,7 +83,18 @@ std::filesystem::path FixtureHost::crash_and_wait(uint32_t domid, const std::str
             return false;
         },
         timeout);
-    if (!done) ADD_FAILURE() << "no dump of " << name << ":\n" << (service ? service->log() : std::string());
+    if (!done) {
+        ADD_FAILURE() << "no dump of " << name << ":\n" << (service ? service->log() : std::string());
+        return found;
+    }
+    // The service records a dump (its sidecar) before it logs the dump's
+    // end: wait for that line too, so that callers read a finished log.
+    if (service) {
+        const std::string end = escape_text(
+            daemon::dump_journal_message(daemon::read_sidecar(daemon::sidecar_path(found)), found));
+        if (!wait_until([&] { return service->log().find(end) != std::string::npos; }, timeout))
+            ADD_FAILURE() << "the service did not log the end of " << found << ":\n" << service->log();
+    }
     return found;
 }
 
