@@ -358,7 +358,9 @@ TEST(EncryptingOutput, SameWritesAndBytesForAnyNumberOfThreads) {
         for (unsigned threads : {1u, 2u, 4u, 7u}) {
             SCOPED_TRACE("threads " + std::to_string(threads) + (placing == Placing::positional ? ", positional" : ""));
             const Run n = run(threads, placing);
-            EXPECT_EQ(n.slots, threads > 1 ? (threads + 1) * Out::kSlotsPerThread * Out::kChunksPerJob : Out::kChunksPerJob);
+            // No more sealing threads than the machine has CPUs.
+            const unsigned used = std::min(threads, std::max(1u, std::thread::hardware_concurrency()));
+            EXPECT_EQ(n.slots, used > 1 ? (used + 1) * Out::kSlotsPerThread * Out::kChunksPerJob : Out::kChunksPerJob);
             if (placing == Placing::in_order) {
                 EXPECT_EQ(n.writes, one.writes);
             } else {

@@ -246,7 +246,9 @@ EncryptingOutput::EncryptingOutput(std::span<const age::Recipient> recipients, E
                                    unsigned threads, Placing placing, Room room)
     : enc_(recipients), emit_(std::move(emit)), room_(std::move(room)), name_(std::move(name)),
       positional_(placing == Placing::positional) {
-    threads = std::min(threads, kMaxWriteThreads);
+    // Sealing threads beyond the machine's CPUs would add their slots'
+    // memory, not speed (the file is the same whatever their number).
+    threads = std::min({threads, kMaxWriteThreads, std::max(1u, std::thread::hardware_concurrency())});
     pool_ = std::make_unique<SealPool>(enc_, emit_, room_, placing == Placing::positional, threads > 1 ? threads : 0);
 }
 
@@ -313,30 +315,35 @@ uint64_t EncryptingOutput::seal_ahead(uint64_t offset, std::span<const iovec> io
     if (first >= end) return from;
     Cursor c{iov};
     c.pass(first * kChunk - offset, [](const uint8_t*, uint64_t) {});
-    for (uint64_t index = first; index < end; ++index) {
+    uint64_t index = first;
+    for (; index < end; ++index) {
         if (run.count > 0 && (run.next != index || run.count == kAheadChunks)) flush_ahead(run);
-        if (run.count == 0) run.at = enc_.chunk_offset(index);
-        run.pieces.clear();
-        c.pass(kChunk, [&](const uint8_t* p, uint64_t k) { run.pieces.emplace_back(p ? p : zero_chunk(), k); });
         {
             std::lock_guard lock(ahead_mutex_);
+            // Past the budget, put() seals the rest on its thread.
+            if (ahead_bytes_ + age::kSealedChunkSize > kAheadBudget) break;
+            ahead_bytes_ += age::kSealedChunkSize;
             ahead_.insert(index);
             if (!run.sealed) {
                 if (ahead_free_.empty()) {
-                    run.sealed = std::make_unique<std::vector<uint8_t>>(kAheadChunks * age::kSealedChunkSize);
+                    // Not written until sealed: memory only for what is.
+                    run.sealed = std::make_unique_for_overwrite<uint8_t[]>(kAheadChunks * age::kSealedChunkSize);
                 } else {
                     run.sealed = std::move(ahead_free_.back());
                     ahead_free_.pop_back();
                 }
             }
         }
+        if (run.count == 0) run.at = enc_.chunk_offset(index);
+        run.pieces.clear();
+        c.pass(kChunk, [&](const uint8_t* p, uint64_t k) { run.pieces.emplace_back(p ? p : zero_chunk(), k); });
         // The Encryptor refuses a chunk sealed already (by put(), or ahead twice).
-        enc_.seal(index, run.pieces, false, std::span(run.sealed->data() + run.bytes, age::kSealedChunkSize));
+        enc_.seal(index, run.pieces, false, std::span(run.sealed.get() + run.bytes, age::kSealedChunkSize));
         run.bytes += age::kSealedChunkSize;
         run.next = index + 1;
         ++run.count;
     }
-    return end * kChunk;
+    return index == first ? from : index * kChunk;
 }
 
 void EncryptingOutput::flush_ahead(AheadRun& run) {
@@ -411,8 +418,9 @@ void EncryptingOutput::put(uint64_t offset, std::span<const iovec> iov) {
             mark_sealed(index);
             if (ready.sealed) {
                 if (room_) room_(ready.bytes, ready.at);
-                emit_(ready.at, std::span<const uint8_t>(ready.sealed->data(), ready.bytes));
+                emit_(ready.at, std::span<const uint8_t>(ready.sealed.get(), ready.bytes));
                 std::lock_guard lock(ahead_mutex_);
+                ahead_bytes_ -= ready.bytes;
                 ahead_free_.push_back(std::move(ready.sealed));
             }
             c.pass(len, [](const uint8_t*, uint64_t) {});

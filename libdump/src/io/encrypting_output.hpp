@@ -81,7 +81,8 @@ public:
     // on disk): on the caller's thread (of put(), reserve(), rewrite(),
     // finish()), also for what the sealing threads then write.
     using Room = std::function<void(uint64_t n, uint64_t at)>;
-    // `threads`: how many threads seal (1: the caller's only; clamped to kMaxWriteThreads).
+    // `threads`: how many threads seal (1: the caller's only; clamped to
+    // kMaxWriteThreads and to the machine's CPUs).
     EncryptingOutput(std::span<const age::Recipient> recipients, Emit emit, std::string name, unsigned threads = 1,
                      Placing placing = Placing::in_order, Room room = {});
     ~EncryptingOutput();
@@ -109,19 +110,24 @@ public:
     // empty and until put() has written it: as many as runs sealed ahead
     // of put() (a pipeline's batches in flight).
     struct AheadRun {
-        std::unique_ptr<std::vector<uint8_t>> sealed;
+        std::unique_ptr<uint8_t[]> sealed;
         uint64_t at = 0, bytes = 0;  // where the run goes in the file, how many bytes so far
         uint64_t next = 0;           // the chunk after the run's last
         size_t count = 0;
         std::vector<std::span<const uint8_t>> pieces;  // a chunk's plaintext
     };
     static constexpr size_t kAheadChunks = 16;  // a run sealed ahead: 1 MiB, one write
+    // Sealed ahead and not written yet, at most (the rest is sealed by
+    // put()): with many threads and small batches, the runs waiting for
+    // put() would otherwise add as much again as the pages in flight.
+    static constexpr uint64_t kAheadBudget = 32u << 20;
     // Whether seal_ahead() seals anything: a positional output.
     bool seals_ahead() const noexcept { return positional_; }
     // Any thread, at once with the others' calls (but not with finish()):
     // the bytes [offset, offset + size of `iov`) (an iov_base of nullptr:
     // zeros), which put() will be given later, the same bytes; of them the
-    // chunks lying whole in [from, to) are sealed now (a run at a time,
+    // chunks lying whole in [from, to) are sealed now, while what waits
+    // for put() stays within kAheadBudget (a run at a time,
     // through `run`; flush_ahead() hands over what is left), and written by
     // the put() that passes over them. Returns
     // the end of the last chunk sealed (`from` when none): the `from` of
@@ -180,7 +186,7 @@ private:
     // when it passes over that chunk.
     struct ReadyRun {
         uint64_t at = 0, bytes = 0;
-        std::unique_ptr<std::vector<uint8_t>> sealed;
+        std::unique_ptr<uint8_t[]> sealed;
     };
     bool take_ahead(uint64_t index, ReadyRun& ready);
 
@@ -199,7 +205,8 @@ private:
     bool positional_ = false;
     std::mutex ahead_mutex_;
     std::unordered_set<uint64_t> ahead_;  // chunks sealed ahead that put() has not passed over yet
-    std::vector<std::unique_ptr<std::vector<uint8_t>>> ahead_free_;  // AheadRun buffers not lent
+    uint64_t ahead_bytes_ = 0;            // their sealed bytes not written yet (kAheadBudget)
+    std::vector<std::unique_ptr<uint8_t[]>> ahead_free_;  // AheadRun buffers not lent
     std::map<uint64_t, ReadyRun> ready_;  // runs sealed ahead, not written yet, by their first chunk
     std::unique_ptr<SealPool> pool_;
 };

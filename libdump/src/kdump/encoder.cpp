@@ -5,6 +5,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "io/encrypting_output.hpp"
 #include "kdump/codec.hpp"
 #include "kdump/format.hpp"
 #include "kdump/heads.hpp"
@@ -16,21 +17,35 @@
 
 namespace xendump::kdump {
 
-namespace {
-
 using util::kPage;
 
 // A batch's compressed pages, made in Encoder::prepare on any thread and
 // kept with the batch slot (one compressor context each, reused).
-class Compressed final : public pipeline::BatchWork {
+class CompressedBatch final : public pipeline::BatchWork {
 public:
-    explicit Compressed(Compression c) : compressor(c) {}
+    explicit CompressedBatch(Compression c) : compressor(c) {}
     PageCompressor compressor;
     std::vector<std::byte> bytes;  // the compressed pages, one after the other
     std::vector<uint64_t> at;      // page i's offset in `bytes`
     std::vector<uint32_t> size;    // its compressed size; 0: stored raw (or a zero page)
     std::vector<uint32_t> flag;    // its PageDesc flag
+    // An encrypted file's: the batch's stored forms as write() gives them,
+    // their place (pipeline::BatchPlaces) and the chunks sealed ahead there.
+    std::vector<iovec> pieces;
+    std::optional<uint64_t> place;
+    io::EncryptingOutput::AheadRun sealed;
 };
+
+namespace {
+
+// Page i's bytes as the file stores them (a kept page that is not zeros):
+// compressed, or the page itself when it did not shrink or nothing is
+// compressed (`c` null, or its sizes not made).
+iovec stored_form(const pipeline::PageBatch& b, const CompressedBatch* c, size_t i) {
+    if (c && !c->size.empty() && c->size[i])
+        return {const_cast<std::byte*>(c->bytes.data() + c->at[i]), c->size[i]};
+    return {const_cast<std::byte*>(b.page[i]), kPage};
+}
 
 // The guest kernel's own utsname (init_uts_ns.name), as makedumpfile puts it
 // in the header: located with VMCOREINFO's SYMBOL(init_uts_ns),
@@ -80,12 +95,28 @@ KdumpEncoder::KdumpEncoder(const DumpSpec& spec, const PageSource& stored, const
 
 void KdumpEncoder::begin(io::Sink& out) {
     out.reserve(layout_.data_offset);  // written in finish(); the zero page stays zeros
+    // An encrypted file's chunks of page data are sealed on the workers,
+    // once a batch is compressed and placed (prepare): the note area always
+    // follows the pages, so none of them is the last chunk.
+    sealer_ = out.sealer_ahead();
+    if (sealer_) places_.start(out.offset());
 }
 
 void KdumpEncoder::prepare(pipeline::PageBatch& b) const {
-    if (compression_ == Compression::none) return;  // every page raw
-    if (!b.work) b.work = std::make_unique<Compressed>(compression_);
-    auto& c = static_cast<Compressed&>(*b.work);
+    if (compression_ == Compression::none && !sealer_) return;  // every page raw
+    if (!b.work) b.work = std::make_unique<CompressedBatch>(compression_);
+    auto& c = static_cast<CompressedBatch&>(*b.work);
+    try {
+        if (compression_ != Compression::none) compress(b, c);
+        if (sealer_) seal_ahead(b, c);
+    } catch (...) {
+        c.sealed = {};  // not written: the pass fails
+        if (sealer_) places_.fail();
+        throw;
+    }
+}
+
+void KdumpEncoder::compress(pipeline::PageBatch& b, CompressedBatch& c) const {
     const size_t bound = compress_bound(compression_, kPage);
     c.at.assign(b.count, 0);
     c.size.assign(b.count, 0);
@@ -102,8 +133,30 @@ void KdumpEncoder::prepare(pipeline::PageBatch& b) const {
     }
 }
 
+void KdumpEncoder::seal_ahead(pipeline::PageBatch& b, CompressedBatch& c) const {
+    c.pieces.clear();
+    uint64_t size = 0;
+    for (size_t i = 0; i < b.count; ++i) {
+        if (!b.keep[i] || b.zero[i]) continue;
+        const iovec v = stored_form(b, &c, i);
+        size += v.iov_len;
+        if (!c.pieces.empty() && static_cast<std::byte*>(c.pieces.back().iov_base) + c.pieces.back().iov_len == v.iov_base)
+            c.pieces.back().iov_len += v.iov_len;
+        else
+            c.pieces.push_back(v);
+    }
+    c.place = places_.place(b.first, b.count, size);
+    if (!c.place) return;  // an earlier batch failed: the pass stops
+    sealer_->seal_ahead(*c.place, c.pieces, *c.place, *c.place + size, c.sealed);
+    sealer_->flush_ahead(c.sealed);
+}
+
 void KdumpEncoder::write(pipeline::PageBatch& b, io::Sink& out) {
-    const auto* c = compression_ == Compression::none ? nullptr : static_cast<const Compressed*>(b.work.get());
+    const auto* c = static_cast<const CompressedBatch*>(b.work.get());
+    if (sealer_ && c && c->place && *c->place != out.offset())
+        throw Error("internal error: batch of entry " + std::to_string(b.first) + " placed at " +
+                        std::to_string(*c->place) + ", written at " + std::to_string(out.offset()),
+                    name_);
     const uint64_t first = next_;
     descs_.clear();
     iov_.clear();
@@ -122,15 +175,10 @@ void KdumpEncoder::write(pipeline::PageBatch& b, io::Sink& out) {
             descs_.push_back({layout_.zero_page_offset, static_cast<uint32_t>(kPage), 0, 0});
             continue;
         }
-        const uint32_t size = c ? c->size[i] : 0;
-        if (size) {
-            descs_.push_back({at, size, c->flag[i], 0});
-            iov_.push_back({const_cast<std::byte*>(c->bytes.data() + c->at[i]), size});
-        } else {
-            descs_.push_back({at, static_cast<uint32_t>(kPage), 0, 0});
-            iov_.push_back({const_cast<std::byte*>(b.page[i]), kPage});
-        }
-        at += iov_.back().iov_len;
+        iov_.push_back(stored_form(b, c, i));
+        const auto size = static_cast<uint32_t>(iov_.back().iov_len);
+        descs_.push_back({at, size, size == kPage ? 0 : c->flag[i], 0});
+        at += size;
     }
     out.writev(iov_);
     if (!ranks_) {

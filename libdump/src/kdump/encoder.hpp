@@ -6,6 +6,11 @@
 //              at the layout's data offset;
 //   prepare()  compresses a batch's kept pages that are not zeros, on any of
 //              the pass's threads (each batch slot keeps its own compressor);
+//              for an encrypted file it then waits for the batch before to
+//              be placed, places this one after it (pipeline::BatchPlaces)
+//              and seals the file's chunks that lie whole in it
+//              (io::EncryptingOutput::seal_ahead): the one thread that
+//              writes the file does not seal them;
 //   write()    appends their stored forms in pfn order, puts the batch's
 //              descriptors in place (io::Sink::write_at) and hashes the
 //              uncompressed pages (NT_XEN_DIGEST's chunks);
@@ -35,6 +40,7 @@
 
 #include "elfcore/digest_table.hpp"
 #include "kdump/layout.hpp"
+#include "pipeline/batch_places.hpp"
 #include "pipeline/encoder.hpp"
 #include "stream_hash.hpp"
 #include "xendump/dump_spec.hpp"
@@ -42,6 +48,8 @@
 #include "xendump/page_source.hpp"
 
 namespace xendump::kdump {
+
+class CompressedBatch;  // a batch's work (encoder.cpp)
 
 class KdumpEncoder final : public pipeline::Encoder {
 public:
@@ -68,6 +76,10 @@ public:
     const elfcore::DigestTable& chunk_digests() const noexcept { return chunk_digests_; }
 
 private:
+    void compress(pipeline::PageBatch& b, CompressedBatch& c) const;
+    // Places the batch's stored forms (places_) and seals their whole chunks (sealer_).
+    void seal_ahead(pipeline::PageBatch& b, CompressedBatch& c) const;
+
     const DumpSpec& spec_;
     const PageSource& stored_;
     const PageSource* present_;
@@ -88,6 +100,8 @@ private:
     std::vector<uint64_t> slots_;  // one batch's descriptor slots (ranks_), reused
     std::optional<ChunkedHash> hash_;
     elfcore::DigestTable chunk_digests_;
+    io::EncryptingOutput* sealer_ = nullptr;  // an encrypted file's: chunks of pages sealed in prepare()
+    mutable pipeline::BatchPlaces places_{name_};  // the batches' places, for sealer_
 };
 
 }  // namespace xendump::kdump
