@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -45,21 +46,28 @@ public:
     void finish(uint64_t size) override { grow(size); }
     void cancel_on(const std::atomic<bool>*) override {}
 
-    uint64_t size() const override { return size_; }
+    uint64_t size() const override { return size_.load(); }
     const std::string& name() const override { return name_; }
     size_t read_at(uint64_t offset, std::span<std::byte> out) const override {
-        if (offset >= size_) return 0;
-        const auto n = static_cast<size_t>(std::min<uint64_t>(out.size(), size_ - offset));
+        const uint64_t size = size_.load();
+        if (offset >= size) return 0;
+        const auto n = static_cast<size_t>(std::min<uint64_t>(out.size(), size - offset));
         file_.read(offset, out.data(), n);
         return n;
     }
     int fd() const { return file_.fd(); }
 
 private:
-    void grow(uint64_t end) { size_ = std::max(size_, end); }
+    // The re-digest reads (the pass's reader thread) while the writing
+    // thread rewrites the digests in place: the size is shared.
+    void grow(uint64_t end) {
+        uint64_t size = size_.load();
+        while (end > size && !size_.compare_exchange_weak(size, end)) {
+        }
+    }
     io::SealedTempFile file_;
     std::string name_;
-    uint64_t size_ = 0;
+    std::atomic<uint64_t> size_{0};
 };
 
 // The image, written and then read: a plain or a sealed temporary file.
