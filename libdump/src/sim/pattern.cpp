@@ -11,8 +11,10 @@ namespace xendump::sim {
 // clones are of a function of this file only: GCC gives a target_clones
 // function's resolver the default visibility whatever -fvisibility says, so a
 // clone of fill_pattern_page itself would be exported from libxendump.so.
+// Not under ThreadSanitizer: the resolver, instrumented, runs while ld.so
+// relocates the library, before TSan's runtime is set up, and crashes.
 namespace {
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #endif
 void fill(uint32_t domid, uint64_t pfn, std::byte* page) {
