@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace xendump::age {
 class Recipient;
@@ -27,6 +28,17 @@ namespace xendump::io {
 
 class EncryptingOutput;
 class ObjectOutput;
+
+// Appends the `n` bytes at `p` to `iov` (for Sink::writev), as part of its
+// last element when they follow it in memory: a stretch of adjacent memory
+// is one element.
+inline void append_adjacent(std::vector<iovec>& iov, const void* p, size_t n) {
+    auto* b = static_cast<std::byte*>(const_cast<void*>(p));
+    if (!iov.empty() && static_cast<std::byte*>(iov.back().iov_base) + iov.back().iov_len == b)
+        iov.back().iov_len += n;
+    else
+        iov.push_back({b, n});
+}
 
 // How errors name an output given as a descriptor: "standard output" for
 // fd 1 (xen-dumpd -o -), "fd N" otherwise.

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "io/encrypting_output.hpp"
+#include "io/sink.hpp"
 #include "kdump/codec.hpp"
 #include "kdump/format.hpp"
 #include "kdump/heads.hpp"
@@ -140,10 +141,7 @@ void KdumpEncoder::seal_ahead(pipeline::PageBatch& b, CompressedBatch& c) const 
         if (!b.keep[i] || b.zero[i]) continue;
         const iovec v = stored_form(b, &c, i);
         size += v.iov_len;
-        if (!c.pieces.empty() && static_cast<std::byte*>(c.pieces.back().iov_base) + c.pieces.back().iov_len == v.iov_base)
-            c.pieces.back().iov_len += v.iov_len;
-        else
-            c.pieces.push_back(v);
+        io::append_adjacent(c.pieces, v.iov_base, v.iov_len);
     }
     c.place = places_.place(b.first, b.count, size);
     if (!c.place) return;  // an earlier batch failed: the pass stops

@@ -7,6 +7,7 @@
 #include "elfcore/notes.hpp"
 #include "elfcore/p2m_table.hpp"
 #include "io/encrypting_output.hpp"
+#include "io/sink.hpp"
 #include "stream_hash.hpp"
 #include "util/util.hpp"
 #include "writer/late_notes.hpp"
@@ -47,13 +48,7 @@ XXH128_canonical_t zero_chunk_digest() {
 // Runs of pages [i, j) as iovecs, one per stretch of adjacent memory.
 void pages_of(const pipeline::PageBatch& b, size_t i, size_t j, std::vector<iovec>& iov) {
     iov.clear();
-    for (; i < j; ++i) {
-        auto* p = const_cast<std::byte*>(b.page[i]);
-        if (!iov.empty() && static_cast<std::byte*>(iov.back().iov_base) + iov.back().iov_len == p)
-            iov.back().iov_len += kPage;
-        else
-            iov.push_back({p, kPage});
-    }
+    for (; i < j; ++i) io::append_adjacent(iov, b.page[i], kPage);
 }
 
 void write_pages_of(io::Sink& sink, const pipeline::PageBatch& b, size_t i, size_t j, std::vector<iovec>& iov) {
