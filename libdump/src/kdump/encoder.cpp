@@ -143,10 +143,14 @@ void KdumpEncoder::seal_ahead(pipeline::PageBatch& b, CompressedBatch& c) const 
         size += v.iov_len;
         io::append_adjacent(c.pieces, v.iov_base, v.iov_len);
     }
-    c.place = places_.place(b.first, b.count, size);
-    if (!c.place) return;  // an earlier batch failed: the pass stops
-    sealer_->seal_ahead(*c.place, c.pieces, *c.place, *c.place + size, c.sealed);
-    sealer_->flush_ahead(c.sealed);
+    c.place.reset();
+    // Here, or on the worker that places the batch before this one (before
+    // that batch, and so this one, is written): batch slots live until then.
+    places_.place(b.first, b.count, size, [this, &c, size](uint64_t at) {
+        c.place = at;
+        sealer_->seal_ahead(at, c.pieces, at, at + size, c.sealed);
+        sealer_->flush_ahead(c.sealed);
+    });
 }
 
 void KdumpEncoder::write(pipeline::PageBatch& b, io::Sink& out) {

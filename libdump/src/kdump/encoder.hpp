@@ -6,9 +6,10 @@
 //              at the layout's data offset;
 //   prepare()  compresses a batch's kept pages that are not zeros, on any of
 //              the pass's threads (each batch slot keeps its own compressor);
-//              for an encrypted file it then waits for the batch before to
-//              be placed, places this one after it (pipeline::BatchPlaces)
-//              and seals the file's chunks that lie whole in it
+//              for an encrypted file it then places the batch after the
+//              one before it (pipeline::BatchPlaces: here, or later by the
+//              worker that places the one before) and seals there the
+//              file's chunks that lie whole in it
 //              (io::EncryptingOutput::seal_ahead): the one thread that
 //              writes the file does not seal them;
 //   write()    appends their stored forms in pfn order, puts the batch's

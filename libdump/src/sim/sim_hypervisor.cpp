@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -25,29 +26,46 @@ namespace {
 
 using sim::kPageSize;
 
-// Mapping buffers are reused: a dump maps thousands of batches of the same size.
+// Mapping buffers are reused: a dump maps thousands of batches of the same
+// size, and keeps as many mappings at once as its pipeline has batches in
+// flight (pipeline.hpp: up to 32 MiB of pages). A buffer is not cleared
+// (every page handed out by page_for_write is written whole), and up to
+// kKeptBytes of them are kept: a pool smaller than the batches in flight
+// made half of the mappings a new buffer, zeroed and faulted in page by
+// page, which was a tenth of a 4 GiB dump's CPU (BENCHMARKS.md, #16).
+struct MappingBuffer {
+    std::unique_ptr<std::byte[]> bytes;
+    size_t size = 0;
+};
+
 class BufferPool {
 public:
-    std::vector<std::byte> take(size_t bytes) {
-        std::lock_guard lock(mutex_);
-        for (auto it = free_.begin(); it != free_.end(); ++it) {
-            if (it->capacity() >= bytes) {
-                std::vector<std::byte> b = std::move(*it);
-                free_.erase(it);
-                b.resize(bytes);
-                return b;
+    static constexpr size_t kKeptBytes = 48u << 20;
+    MappingBuffer take(size_t bytes) {
+        {
+            std::lock_guard lock(mutex_);
+            for (auto it = free_.begin(); it != free_.end(); ++it) {
+                if (it->size >= bytes) {
+                    MappingBuffer b = std::move(*it);
+                    free_.erase(it);
+                    kept_ -= b.size;
+                    return b;
+                }
             }
         }
-        return std::vector<std::byte>(bytes);
+        return {std::make_unique_for_overwrite<std::byte[]>(bytes), bytes};
     }
-    void give(std::vector<std::byte> b) {
+    void give(MappingBuffer b) {
         std::lock_guard lock(mutex_);
-        if (free_.size() < 8) free_.push_back(std::move(b));
+        if (kept_ + b.size > kKeptBytes) return;
+        kept_ += b.size;
+        free_.push_back(std::move(b));
     }
 
 private:
     std::mutex mutex_;
-    std::vector<std::vector<std::byte>> free_;
+    std::vector<MappingBuffer> free_;
+    size_t kept_ = 0;
 };
 
 // Read-only memory that reads as zeros, shared by every mapping: a page the
@@ -76,15 +94,15 @@ public:
     SimMapping(std::shared_ptr<BufferPool> pool, size_t count)
         : pool_(std::move(pool)), at_(count, nullptr), errors_(count, 0) {}
     ~SimMapping() override {
-        if (!pages_.empty()) pool_->give(std::move(pages_));
+        if (pages_.bytes) pool_->give(std::move(pages_));
     }
     size_t count() const override { return errors_.size(); }
-    const std::byte* page(size_t i) const override { return at_[i] ? at_[i] : pages_.data() + i * kPageSize; }
+    const std::byte* page(size_t i) const override { return at_[i] ? at_[i] : pages_.bytes.get() + i * kPageSize; }
     int error(size_t i) const override { return errors_[i]; }
     std::byte* page_for_write(size_t i) {
-        if (pages_.empty()) pages_ = pool_->take(count() * kPageSize);
+        if (!pages_.bytes) pages_ = pool_->take(count() * kPageSize);
         at_[i] = nullptr;
-        return pages_.data() + i * kPageSize;
+        return pages_.bytes.get() + i * kPageSize;
     }
     void fail(size_t i, int err) {  // its page reads as zeros
         errors_[i] = err;
@@ -95,7 +113,7 @@ public:
 
 private:
     std::shared_ptr<BufferPool> pool_;
-    std::vector<std::byte> pages_;
+    MappingBuffer pages_;
     std::vector<const std::byte*> at_;  // page i, when not in pages_
     std::vector<int> errors_;
 };
