@@ -32,7 +32,7 @@ using sim::kPageSize;
 // (every page handed out by page_for_write is written whole), and up to
 // kKeptBytes of them are kept: a pool smaller than the batches in flight
 // made half of the mappings a new buffer, zeroed and faulted in page by
-// page, which was a tenth of a 4 GiB dump's CPU (BENCHMARKS.md, #16).
+// page: about 4 % of an encrypted 4 GiB dump's CPU (BENCHMARKS.md, #16).
 struct MappingBuffer {
     std::unique_ptr<std::byte[]> bytes;
     size_t size = 0;
