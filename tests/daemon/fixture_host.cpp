@@ -92,7 +92,7 @@ std::filesystem::path FixtureHost::crash_and_wait(uint32_t domid, const std::str
     if (service) {
         const std::string end = escape_text(
             daemon::dump_journal_message(daemon::read_sidecar(daemon::sidecar_path(found)), found));
-        if (!wait_until([&] { return service->log().find(end) != std::string::npos; }, timeout))
+        if (!service->logged(end, timeout))
             ADD_FAILURE() << "the service did not log the end of " << found << ":\n" << service->log();
     }
     return found;

@@ -119,9 +119,7 @@ TEST(ServiceRoom, DumpThatOutgrowsItsRoomIsRefusedLeavesNothingAndWaitsForRoom) 
     if (!f.start({{7, "web01", kUuid1, kGuestPages}}, "[Dump]\nKeepFree=0\nMaxUse=24M\n"))
         GTEST_SKIP() << "cannot mount tmpfs (not root?)";
     sim({"crash", f.host.string(), "7"});
-    ASSERT_TRUE(wait_until([&] { return f.service->log().find("for want of room") != std::string::npos; },
-                           std::chrono::seconds(60)))
-        << f.service->log();
+    ASSERT_TRUE(f.service->logged("for want of room", std::chrono::seconds(60))) << f.service->log();
     EXPECT_TRUE(dumps_in(f.dumps).empty());
     EXPECT_TRUE(temporaries_in(f.dumps).empty());
     auto sidecars = sidecars_in(f.dumps);

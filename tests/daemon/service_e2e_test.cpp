@@ -188,7 +188,7 @@ TEST(ServiceE2E, MinIntervalSkipsACrashLoop) {
     ASSERT_TRUE(wait_until([&] { return sidecars_in(f.dumps).size() == 1; })) << f.service->log();
     sim({"crash", f.host.string(), "8"});
     sim({"crash", f.host.string(), "9"});
-    ASSERT_TRUE(wait_until([&] { return f.service->log().find("2 skipped so far") != std::string::npos; }))
+    ASSERT_TRUE(f.service->logged("2 skipped so far"))
         << f.service->log();
     EXPECT_EQ(dumps_in(f.dumps).size(), 1u);
 }
@@ -220,7 +220,7 @@ TEST(ServiceE2E, SighupWithBrokenConfigKeepsTheOldOne) {
     Fixture f({{7, "web01", kUuid1}}, "[Dump]\nMaxParallel=2\n");
     std::ofstream(f.service->config_file()) << "[Dump]\nMaxParallel=3\nMaxUse=lots\n";
     f.service->signal(SIGHUP);
-    ASSERT_TRUE(wait_until([&] { return f.service->log().find("keeping the old configuration") != std::string::npos; }))
+    ASSERT_TRUE(f.service->logged("keeping the old configuration"))
         << f.service->log();
     EXPECT_NE(f.service->log().find("xen-dumpd.conf:3:"), std::string::npos) << f.service->log();
     // The service runs on with the old one; xen-dumpctl refuses the file as it is (issue 32.7).

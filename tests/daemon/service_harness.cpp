@@ -341,6 +341,10 @@ std::string ServiceProcess::log() const {
     return ss.str();
 }
 
+bool ServiceProcess::logged(const std::string& text, std::chrono::seconds timeout) const {
+    return wait_until([&] { return log().find(text) != std::string::npos; }, timeout);
+}
+
 std::vector<RawClient> idle_clients(const fs::path& socket, size_t count) {
     std::vector<RawClient> idle;
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);

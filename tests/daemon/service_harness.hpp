@@ -114,6 +114,9 @@ public:
     // and block the service in sd_notify().
     void keep_reading_notifications();
     std::string log() const;                    // stderr so far
+    // Whether log() holds `text` within `timeout` (the service logs some
+    // lines after what a test waits for: a dump's record, an upload's state).
+    bool logged(const std::string& text, std::chrono::seconds timeout = std::chrono::seconds(20)) const;
     const std::filesystem::path& socket() const { return socket_; }
     const std::filesystem::path& config_file() const { return config_; }
     const std::filesystem::path& dump_dir() const { return dump_dir_; }

@@ -297,9 +297,7 @@ TEST(S3Service, StoreDownWhenTheGuestCrashesThenUploadedWhenBack) {
         EXPECT_NE(st.out.find("waiting (1 attempt failed"), std::string::npos) << st.out;
         EXPECT_TRUE(fs::exists(f.dumps / name));
         EXPECT_TRUE(fs::exists(f.state_file(name)));
-        EXPECT_TRUE(wait_until([&] {
-            return f.service->log().find("upload of " + (f.dumps / name).string()) != std::string::npos;
-        })) << f.service->log();
+        EXPECT_TRUE(f.service->logged("upload of " + (f.dumps / name).string())) << f.service->log();
         down.up();
     }
     // Back: a reload tries at once (else the backoff's next attempt would).
@@ -475,10 +473,8 @@ TEST(S3Service, DumpRemovedWhileWaitingDropsItsUpload) {
     fs::remove(f.dumps / name);
     f.service->signal(SIGHUP);
     ASSERT_TRUE(wait_until([&] { return f.uploads().empty(); }, std::chrono::seconds(60))) << f.service->log();
-    EXPECT_TRUE(wait_until([&] {
-        return f.service->log().find("the upload of " + (f.dumps / name).string() + " to object storage is dropped") !=
-               std::string::npos;
-    })) << f.service->log();
+    EXPECT_TRUE(f.service->logged("the upload of " + (f.dumps / name).string() + " to object storage is dropped"))
+        << f.service->log();
     EXPECT_FALSE(fs::exists(f.state_file(name)));
     EXPECT_TRUE(f.object_names().empty());
 }
@@ -716,10 +712,8 @@ TEST(S3ServiceStream, StoreStoppedMidStreamThenUploadedWhenBack) {
     EXPECT_NE(f.uploads().at(0).value("error", "").find("streaming it failed"), std::string::npos)
         << f.uploads().dump();
     // The service records the upload before it logs why (wait for the line).
-    EXPECT_TRUE(wait_until([&] {
-        return f.service->log().find("streaming the dump of web01 (domain 7) to " + f.url_of(name).str() +
-                                     " failed") != std::string::npos;
-    })) << f.service->log();
+    EXPECT_TRUE(f.service->logged("streaming the dump of web01 (domain 7) to " + f.url_of(name).str() + " failed"))
+        << f.service->log();
     const auto local = slurp(f.dumps / name);
     down->up();
     // Back, before the upload's next attempt: no object, complete or not.
