@@ -7,6 +7,8 @@
 // the progress report of a pre-copy round (after its CLEAN, before its
 // copy or the pause), so the change is seen by the next CLEAN while the
 // guest runs, or by the paused round's checks.
+#include <sys/resource.h>
+
 #include <set>
 
 #include <gtest/gtest.h>
@@ -273,6 +275,32 @@ TEST(PrecopyLayout, HighestGfnRaised) {
         expect_verified(file);
         expect_guest_running(host, 100);
     }
+}
+
+// A highest gfn far above the guest's memory (a PV guest's is its own
+// max_pfn: Xen derives it from shared_info): the pre-copy's dirty bitmap
+// covers no more pfns than discovery examines (p2m_size_limit), instead of
+// the 128 GiB that 2^40 pfns would take, and the dump is consistent.
+TEST(PrecopyLayout, ImplausibleHighestGfnBoundsTheBitmap) {
+    uint32_t domid = 130;
+    for (const Guest& g : {kGuests[0], kGuests[3]}) {
+        SCOPED_TRACE(g.name);
+        const json d = guest_of(g, domid);
+        Host host(host_spec({d}, /*shadow_paging=*/true));
+        RaisingMaxGpfn hv(*host.hv);
+        hv.raised = uint64_t{1} << 40;
+        const auto file = host.tmp / "live.core";
+        const DumpResult r = dump_domain_to_file(hv, domid, file, options_for(When::rounds));
+        ASSERT_TRUE(r.live);
+        EXPECT_EQ(r.live->restarts, 0u);
+        EXPECT_TRUE(check_instant(file, writer_of(d)).consistent());
+        expect_verified(file);
+        expect_guest_running(host, domid);
+        ++domid;
+    }
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    EXPECT_LT(usage.ru_maxrss, 1L << 20) << "peak RSS in KiB";
 }
 
 // No change, no restart: a guest that only writes is dumped once, with no

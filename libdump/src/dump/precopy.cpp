@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "p2m/p2m.hpp"
 #include "util/util.hpp"
 #include "xendump/error.hpp"
 
@@ -37,20 +38,25 @@ Precopy::Precopy(Hypervisor& hv, Hypervisor& real_hv, uint32_t domid, const Dump
       record_(options.records, real_hv, domid),
       logdirty_(real_hv, domid) {
     // Xen's CLEAN covers pfns [0, pages): the whole p2m (xg_sr_save.c passes
-    // its p2m_size, maximum gpfn + 1).
-    pages_ = hv_.maximum_gpfn(domid_) + 1;
+    // its p2m_size, maximum gpfn + 1), but no more than discovery examines.
+    // A PV guest's maximum gpfn is its own max_pfn (Xen derives it from
+    // shared_info), so a bitmap sized by it alone would be the guest's to
+    // choose: 2^40 pfns would ask dom0 for 128 GiB.
+    const auto info = real_hv.domain_info(domid);
+    if (!info) throw Error("the domain disappeared before the pre-copy", object_of(domid_));
+    max_gpfn_ = hv_.maximum_gpfn(domid_);
+    pages_ = std::min(max_gpfn_ == ~uint64_t{0} ? max_gpfn_ : max_gpfn_ + 1, p2m_size_limit(*info));
     bitmap_.assign((pages_ + 63) / 64, 0);
     stats_.precopy = true;
     // An HVM guest's emulated devices write through its device model, which
     // must mark those pages too (PV and PVH guests have none).
-    const auto info = real_hv.domain_info(domid);
     const std::filesystem::path socket = qmp_socket_of(domid);
     std::error_code ec;
-    const bool device_model = info && info->hvm && !info->pvh && std::filesystem::exists(socket, ec);
+    const bool device_model = info->hvm && !info->pvh && std::filesystem::exists(socket, ec);
     // Recorded before the device model is told, which is undone harmlessly
     // if it never was; log-dirty only once Xen turned it on for this dump.
-    record_.on(info ? uuid_to_string(info->handle) : std::string(), device_model);
-    if (info && info->hvm && !info->pvh) {
+    record_.on(uuid_to_string(info->handle), device_model);
+    if (info->hvm && !info->pvh) {
         if (device_model)
             device_model_.emplace(socket);
         else if (real_hv.describe() == "xen")
@@ -90,8 +96,8 @@ void Precopy::changed(const std::string& why) const { throw LayoutChanged{why}; 
 void Precopy::check_counts() {
     if (!layout_) return;
     const uint64_t max_gpfn = hv_.maximum_gpfn(domid_);
-    if (max_gpfn != pages_ - 1)
-        changed("its highest gfn went from " + util::hex(pages_ - 1) + " to " + util::hex(max_gpfn));
+    if (max_gpfn != max_gpfn_)
+        changed("its highest gfn went from " + util::hex(max_gpfn_) + " to " + util::hex(max_gpfn));
     const auto info = real_hv_.domain_info(domid_);
     if (!info) throw Error("the domain disappeared during the pre-copy", object_of(domid_));
     if (info->tot_pages != layout_->tot_pages)

@@ -159,7 +159,8 @@ private:
     LogDirtyGuard logdirty_;
     std::optional<DeviceModelDirtyLog> device_model_;  // after logdirty_: off before it
     std::string device_model_warning_;
-    uint64_t pages_ = 0;              // pfns the bitmap covers: maximum gpfn + 1
+    uint64_t max_gpfn_ = 0;           // the hypervisor's, at the start (a change restarts the dump)
+    uint64_t pages_ = 0;              // pfns the bitmap covers: maximum gpfn + 1, at most p2m_size_limit()
     std::vector<uint64_t> bitmap_;    // a bit per pfn
     std::chrono::steady_clock::time_point pass_start_{};
     LiveStats stats_;

@@ -134,6 +134,9 @@ bool for_each_line(std::string_view text, F&& f) {
     size_t pos = 0;
     while (pos < text.size()) {
         const size_t eol = text.find('\n', pos);
+        // The text may be a running guest's page: its last byte, checked
+        // above, may have changed since.
+        if (eol == std::string_view::npos) return false;
         const std::string_view line = text.substr(pos, eol - pos);
         pos = eol + 1;
         if (!std::all_of(line.begin(), line.end(), [](char c) { return c >= 0x20 && c < 0x7f; }))

@@ -16,14 +16,16 @@ void remember_message(xentoollog_logger* logger, xentoollog_level level, int err
     if (level < XTL_WARN) return;
     char buf[512];
     std::vsnprintf(buf, sizeof buf, format, args);
-    self->last_message = buf;
+    std::string message = buf;
     // One line: the caller puts this inside its own message.
-    for (char& c : self->last_message)
+    for (char& c : message)
         if (c == '\n') c = ' ';
     if (errnoval > 0) {
-        self->last_message += ": ";
-        self->last_message += std::strerror(errnoval);
+        char text[256];
+        message += ": ";
+        message += strerror_r(errnoval, text, sizeof text);  // GNU: returns the text
     }
+    self->remember(std::move(message));
 }
 
 void ignore_progress(xentoollog_logger*, const char*, const char*, int, unsigned long,
@@ -35,6 +37,16 @@ void ignore_destroy(xentoollog_logger*) {}
 }  // namespace
 
 QuietLogger::QuietLogger() : base{remember_message, ignore_progress, ignore_destroy} {}
+
+void QuietLogger::remember(std::string message) {
+    std::lock_guard lock(mutex_);
+    last_message_ = std::move(message);
+}
+
+std::string QuietLogger::last_message() const {
+    std::lock_guard lock(mutex_);
+    return last_message_;
+}
 
 void FreeDeleter::operator()(void* p) const noexcept { std::free(p); }
 

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -92,8 +93,11 @@ public:
         buf_.dir = 0;
         buf_.ubuf = reinterpret_cast<void*>(~uintptr_t{0});  // no bounce buffer (HYPERCALL_BUFFER_INIT_NO_BOUNCE)
         buf_.sz = 0;
-        pages_ = static_cast<int>((bytes + XC_PAGE_SIZE - 1) / XC_PAGE_SIZE);
-        if (pages_ == 0) pages_ = 1;
+        const size_t pages = std::max<size_t>(1, (bytes + XC_PAGE_SIZE - 1) / XC_PAGE_SIZE);
+        if (pages > static_cast<size_t>(std::numeric_limits<int>::max()))
+            throw Error("a hypercall buffer of " + std::to_string(bytes) + " bytes is more than libxenctrl can allocate",
+                        "xen");
+        pages_ = static_cast<int>(pages);
         if (!xc__hypercall_buffer_alloc_pages(xch_, &buf_, pages_))
             throw Error("cannot allocate a hypercall buffer of " + std::to_string(pages_) + " pages", "xen",
                         std::nullopt, errno);
@@ -373,7 +377,7 @@ public:
 private:
     std::string open_failure(const char* library) const {
         int saved = errno;
-        if (!logger_.last_message.empty()) return std::string(library) + ": " + logger_.last_message;
+        if (std::string message = logger_.last_message(); !message.empty()) return std::string(library) + ": " + message;
         return std::string(library) + ": " + std::strerror(saved);
     }
 

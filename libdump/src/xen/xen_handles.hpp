@@ -6,6 +6,7 @@
 
 #include <cstdarg>
 #include <memory>
+#include <mutex>
 #include <string>
 
 // Xen's C headers have no extern "C" guards of their own.
@@ -19,13 +20,21 @@ extern "C" {
 namespace xendump::xen {
 
 // Must stay the first member: libxen calls us back with a pointer to `base`.
+// libxen may log from any thread that calls it (the pass's reader maps while
+// the main thread unmaps): the message is kept under a lock.
 struct QuietLogger {
     xentoollog_logger base;
-    std::string last_message;
 
     QuietLogger();
+    void remember(std::string message);
+    std::string last_message() const;
     QuietLogger(const QuietLogger&) = delete;
     QuietLogger& operator=(const QuietLogger&) = delete;
+
+    // Public as `base` is (one access level keeps the struct standard-layout,
+    // which the cast from `base` needs); used through the two methods only.
+    mutable std::mutex mutex_;
+    std::string last_message_;
 };
 
 struct XcCloser {
