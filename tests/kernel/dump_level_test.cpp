@@ -287,19 +287,29 @@ TEST(DumpLevel, WithoutVmcoreinfoOnlyZeroPagesGo) {
     EXPECT_LT(full.keep.count(), kFixturePages);
 }
 
+// A struct page of 99999 bytes, and sections of 8 KiB (a section per two
+// pfns: 12 bytes of dom0's memory per guest pfn; no kernel's are under 16 MiB).
 TEST(DumpLevel, ImpossibleGeometryFallsBackToLevelOne) {
-    std::string text = fixture_vmcoreinfo().text();
-    const std::string line = "SIZE(page)=64\n";
-    const size_t at = text.find(line);
-    ASSERT_NE(at, std::string::npos);
-    text.replace(at, line.size(), "SIZE(page)=99999\n");
-    auto info = kernel::Vmcoreinfo::parse(text);
-    ASSERT_TRUE(info);
-    RamPageSource source(guest_ram());
-    kernel::PageSelection s = kernel::select_pages(ram_input(source, &*info), 31);
-    EXPECT_EQ(s.level, 1u);
-    ASSERT_FALSE(s.limits.empty());
-    EXPECT_THROW(kernel::select_pages(ram_input(source, &*info), 32), xendump::Error);
+    struct Lie {
+        std::string line, lie, why;
+    };
+    for (const auto& [line, lie, why] : {Lie{"SIZE(page)=64\n", "SIZE(page)=99999\n", "only zero pages can be excluded"},
+                                         Lie{"NUMBER(SECTION_SIZE_BITS)=27\n", "NUMBER(SECTION_SIZE_BITS)=13\n",
+                                             "geometry is impossible"}}) {
+        SCOPED_TRACE(lie);
+        std::string text = fixture_vmcoreinfo().text();
+        const size_t at = text.find(line);
+        ASSERT_NE(at, std::string::npos);
+        text.replace(at, line.size(), lie);
+        auto info = kernel::Vmcoreinfo::parse(text);
+        ASSERT_TRUE(info);
+        RamPageSource source(guest_ram());
+        kernel::PageSelection s = kernel::select_pages(ram_input(source, &*info), 31);
+        EXPECT_EQ(s.level, 1u);
+        ASSERT_FALSE(s.limits.empty());
+        EXPECT_NE(s.limits[0].find(why), std::string::npos) << s.limits[0];
+        EXPECT_THROW(kernel::select_pages(ram_input(source, &*info), 32), xendump::Error);
+    }
 }
 
 // The guest's struct page of `pfn`, found as the classifier finds it

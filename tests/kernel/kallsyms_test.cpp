@@ -285,3 +285,125 @@ TEST(KallsymsFixture, RealTablesNeedLittleOfTheWorkLimit) {
     EXPECT_FALSE(without.gave_up);
     EXPECT_LT(without.work, KallsymsOptions{}.work_limit / 8);
 }
+
+// Review finding: a guest's kallsyms_num_syms was believed up to 4,000,000
+// (about 0.6 GiB of dom0's memory once decoded). A table built here with
+// `n` symbols, all named "x" at one address: kallsyms_offsets,
+// relative_base, num_syms, names (each entry: length 2, then the token codes
+// of 'T' and 'x'), u32 markers, a token table of 256 one-character tokens
+// and its index, at 16 MiB; VMCOREINFO lists the tables.
+namespace {
+
+constexpr uint64_t kTablesAt = 16ULL << 20;
+constexpr uint64_t kImageBase = kStartKernelMap + kTablesAt;  // phys_base 0
+
+constexpr uint64_t align8(uint64_t x) { return (x + 7) & ~uint64_t{7}; }
+
+struct SyntheticKallsyms {
+    std::vector<std::byte> bytes;  // from kTablesAt
+    uint64_t base_at = 0, index_at = 0;
+};
+
+SyntheticKallsyms synthetic_kallsyms(uint32_t n) {
+    auto token = [](size_t i) { return static_cast<char>(0x21 + i % 90); };
+    auto code = [](char c) { return static_cast<std::byte>(c - 0x21); };
+    SyntheticKallsyms k;
+    const uint64_t base_at = align8(uint64_t{n} * 4);  // after the offsets, all 0
+    const uint64_t names_at = base_at + 16;
+    const uint64_t markers_at = align8(names_at + uint64_t{n} * 3);
+    const uint64_t nr_markers = (uint64_t{n} + 255) / 256;
+    const uint64_t table_at = align8(markers_at + nr_markers * 4);
+    const uint64_t index_at = table_at + 512;
+    k.bytes.resize(index_at + 512);
+    auto put = [&](uint64_t at, auto v) { std::memcpy(k.bytes.data() + at, &v, sizeof v); };
+    put(base_at, kImageBase);
+    put(base_at + 8, n);
+    for (uint64_t i = 0; i < n; ++i) {
+        k.bytes[names_at + 3 * i] = std::byte{2};
+        k.bytes[names_at + 3 * i + 1] = code('T');
+        k.bytes[names_at + 3 * i + 2] = code('x');
+    }
+    for (uint64_t m = 0; m < nr_markers; ++m) put(markers_at + 4 * m, static_cast<uint32_t>(m * 256 * 3));
+    for (size_t i = 0; i < 256; ++i) {
+        k.bytes[table_at + 2 * i] = static_cast<std::byte>(token(i));
+        put(index_at + 2 * i, static_cast<uint16_t>(2 * i));
+    }
+    k.base_at = kTablesAt + base_at;
+    k.index_at = kTablesAt + index_at;
+    return k;
+}
+
+std::optional<Kallsyms> find_synthetic(uint32_t n) {
+    const SyntheticKallsyms k = synthetic_kallsyms(n);
+    char text[512];
+    std::snprintf(text, sizeof text,
+                  "OSRELEASE=6.1.0-test\nPAGESIZE=4096\nSYMBOL(swapper_pg_dir)=ffffffff82a10000\n"
+                  "SYMBOL(kallsyms_token_index)=%llx\nSYMBOL(kallsyms_relative_base)=%llx\n"
+                  "NUMBER(phys_base)=0\n",
+                  static_cast<unsigned long long>(kStartKernelMap + k.index_at),
+                  static_cast<unsigned long long>(kStartKernelMap + k.base_at));
+    const auto info = Vmcoreinfo::parse(text);
+    if (!info) throw std::runtime_error("synthetic vmcoreinfo does not parse");
+    PageReader reader = [&k](uint64_t pfn, PageSpan out) {
+        std::fill(out.begin(), out.end(), std::byte{0});
+        const uint64_t at = pfn * kPageSize;
+        if (at < kTablesAt || at - kTablesAt >= k.bytes.size()) return false;
+        const uint64_t off = at - kTablesAt;
+        std::memcpy(out.data(), k.bytes.data() + off, std::min<uint64_t>(kPageSize, k.bytes.size() - off));
+        return true;
+    };
+    return find_kallsyms(reader, &*info);
+}
+
+}  // namespace
+
+TEST(KallsymsHostile, SymbolCountIsBelievedUpToTheLimitOnly) {
+    auto small = find_synthetic(1000);
+    ASSERT_TRUE(small) << "the synthetic table is not a kallsyms table";
+    EXPECT_EQ(small->table.size(), 1000u);
+    EXPECT_EQ(small->table.address("x"), kImageBase);
+    auto most = find_synthetic(kMaxKallsymsSymbols);
+    ASSERT_TRUE(most);
+    EXPECT_EQ(most->table.size(), kMaxKallsymsSymbols);
+    EXPECT_FALSE(find_synthetic(kMaxKallsymsSymbols + 1)) << "more symbols than any kernel has were decoded";
+    EXPECT_LE(kMaxKallsymsSymbols, 1'000'000u);
+}
+
+// Review finding: of symbols sharing an address, resolve() walked back over
+// all of them, one by one: a guest's table with a million symbols at one
+// address made each lookup a million steps (a backtrace resolves about 192
+// frames a vcpu). The old walk would take over 10^12 steps here (hours,
+// past meson's timeout); bisection takes about 40 per lookup.
+TEST(SymbolTable, ManySymbolsAtOneAddressResolveToTheFirstByBisection) {
+    constexpr uint64_t kAt = 0xffffffff81000000ULL;
+    std::vector<KernelSymbol> symbols;
+    symbols.reserve(1'000'002);
+    symbols.push_back({"below", kAt - 0x100, 'T'});
+    for (uint32_t i = 0; i < 1'000'000; ++i) symbols.push_back({i == 0 ? "first" : "same", kAt, 't'});
+    symbols.push_back({"above", kAt + 0x1000000, 'T'});
+    std::swap(symbols[0], symbols.back());  // not in address order
+    const SymbolTable t(std::move(symbols));
+    for (uint64_t k = 0; k < 2'000'000; ++k) {
+        auto r = t.resolve(kAt + k % 0x1000000);
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->symbol->name, "first");
+        ASSERT_EQ(r->offset, k % 0x1000000);
+    }
+    EXPECT_EQ(t.describe(kAt + 0x1000001), "above+0x1");
+    EXPECT_EQ(t.describe(kAt - 1), "below+0xff");
+    EXPECT_EQ(t.describe(kAt - 0x101), "0xffffffff80fffeff");
+}
+
+// Names are looked up without a second copy of them: duplicates resolve as
+// before (a global symbol, else the first in kallsyms order).
+TEST(SymbolTable, DuplicateNamesPreferAGlobalThenTheFirst) {
+    const SymbolTable t({{"dup", 0x10, 't'}, {"dup", 0x20, 'T'}, {"dup", 0x30, 'T'}, {"local", 0x40, 'd'},
+                         {"local", 0x50, 'b'}, {"__per_cpu_start", 0x0, 'D'}, {"__per_cpu_end", 0x100, 'D'},
+                         {"runqueues", 0x80, 'D'}});
+    EXPECT_EQ(t.address("dup"), 0x20u);
+    EXPECT_EQ(t.address("local"), 0x40u);
+    EXPECT_EQ(t.address("per_cpu__runqueues"), 0x80u);
+    EXPECT_FALSE(t.find("missing"));
+    EXPECT_FALSE(t.find(""));
+    EXPECT_EQ(t.size(), 8u);
+}

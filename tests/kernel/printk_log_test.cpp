@@ -272,6 +272,28 @@ TEST(PrintkRingbufferHostile, BlocksShorterThanTheirIdAreLeftOut) {
         << joined(log.damage);
 }
 
+// Descriptors that all point at one data block (no kernel writes that: live
+// records never share the ring's bytes): the block is read once, so the
+// log's text is at most the ring's size however many descriptors there are.
+TEST(PrintkRingbufferHostile, DescriptorsSharingABlockAreReadOnce) {
+    Ring ring(6, 12);  // 64 descriptors, a 4 KiB data ring
+    const uint64_t first = ring.add(std::string(1000, 'x'), 1);
+    for (int i = 1; i < 60; ++i) {
+        const uint64_t id = ring.add("r", static_cast<uint64_t>(i));
+        ring.mem.put<uint64_t>(ring.desc(id) + 8, 0);      // begin: the first block's
+        ring.mem.put<uint64_t>(ring.desc(id) + 16, 1008);  // next: its end
+        ring.mem.put<uint16_t>(ring.info(id) + 16, 1000);  // text_len: all of it
+    }
+    const uint64_t last = ring.add("after", 100);  // a block of its own, after the first
+    ASSERT_EQ(last - first, 60u);
+    const PrintkLog log = ring.read();
+    ASSERT_EQ(log.records.size(), 2u);
+    EXPECT_EQ(log.records[0].text, std::string(1000, 'x'));
+    EXPECT_EQ(log.records[1].text, "after");
+    EXPECT_NE(joined(log.damage).find("59 records: text block overlaps an earlier record's"), std::string::npos)
+        << joined(log.damage);
+}
+
 TEST(PrintkRingbufferHostile, MissingRingsGiveAPartialLog) {
     Ring ring(3, 10);
     ring.add("one", 1);

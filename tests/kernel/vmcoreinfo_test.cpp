@@ -9,8 +9,10 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <set>
 #include <string>
 
+#include "changing_page.hpp"
 #include "guest_ram.hpp"
 #include "test_support.hpp"
 
@@ -363,4 +365,96 @@ TEST(VmcoreinfoHostile, OverflowWithoutWitnessIsAmbiguous) {
     EXPECT_TRUE(r->overflowed);
     EXPECT_TRUE(r->ambiguous);
     EXPECT_EQ(r->info.value("CRASHTIME"), "1");  // still ranked first, but not trusted
+}
+
+// Review finding: a live dump lends the running guest's mapping, and the
+// scanner read it once for the checks, again for the hash, again for the
+// parse and again for the text kept (written as the VMCOREINFO note, which
+// crash and makedumpfile read raw): a guest writing between those reads
+// had a text kept that was never validated (an ESC, a NUL, a forged line).
+// The page below changes after each read in turn; whatever is kept must be
+// the text the entries were parsed from, and a valid one.
+namespace {
+
+// The text kept, if any, when the page changes from `before` to `after`
+// after its flip_after-th read; `reads` is how many reads there were.
+struct Kept {
+    std::optional<Vmcoreinfo> scanned, from_page;
+    uint64_t reads = 0;
+};
+
+Kept keep_changing(const std::vector<std::byte>& before, const std::vector<std::byte>& after,
+                   uint64_t flip_after) {
+    Kept k;
+    {
+        test::ChangingPage page(before, after, flip_after);
+        VmcoreinfoScanner s;
+        s.observe(1, page.bytes());
+        k.reads = page.reads();
+        if (auto r = s.result()) k.scanned = r->info;
+    }
+    test::ChangingPage page(before, after, flip_after);
+    if (auto c = vmcoreinfo_from_page(1, page.bytes())) k.from_page = c->info;
+    k.reads = std::max(k.reads, page.reads());
+    return k;
+}
+
+void expect_validated(const std::optional<Vmcoreinfo>& kept, const std::string& before,
+                      const std::string& after, bool after_valid, const std::string& what) {
+    if (!kept) return;  // rejected: fine
+    const std::string& text = kept->text();
+    EXPECT_TRUE(text == before || (after_valid && text == after)) << what << ": kept a text never whole in the page";
+    auto again = Vmcoreinfo::parse(text);
+    ASSERT_TRUE(again) << what << ": kept an invalid text";
+    EXPECT_EQ(again->entries(), kept->entries()) << what << ": the text kept is not the one parsed";
+}
+
+}  // namespace
+
+TEST(VmcoreinfoLive, PageChangingBetweenReadsKeepsOnlyTheTextValidated) {
+    if (!test::ChangingPage::supported()) GTEST_SKIP() << "needs x86-64 Linux single-stepping";
+    auto edited = [](std::string to) {
+        std::string t = kSmall;
+        const std::string from = "KERNELOFFSET=0\n";  // the last line, where the final copy reads last
+        t.replace(t.find(from), from.size(), to);
+        return t;
+    };
+    struct Case {
+        const char* name;
+        std::string after;
+        bool valid;
+    };
+    const Case cases[] = {
+        {"ESC", edited("KERNELOFFSE\x1b=0\n"), false},
+        {"NUL", edited(std::string("KERNELOFFSET=\0\n", 15)), false},
+        {"forged line", edited("KERNELOFFSET=1\n"), true},
+    };
+    for (const auto& c : cases) {
+        for (const bool note : {false, true}) {
+            const auto before = note ? note_page(kSmall) : data_page(kSmall);
+            const auto after = note ? note_page(c.after) : data_page(c.after);
+            const std::string what = std::string(c.name) + (note ? " (note)" : " (data)");
+            const uint64_t reads = keep_changing(before, after, ~uint64_t{0}).reads;
+            ASSERT_GT(reads, 0u) << what;
+            // The first and last reads one by one, and 40 flips spread between:
+            // each pass over the page (checks, hash, parse, keep) takes many
+            // reads, so every boundary between two passes gets a flip near it.
+            std::set<uint64_t> flips;
+            for (uint64_t f = 0; f <= std::min<uint64_t>(reads, 16); ++f) {
+                flips.insert(f);
+                flips.insert(reads - f);
+            }
+            for (uint64_t f = 0; f <= reads; f += std::max<uint64_t>(1, reads / 40)) flips.insert(f);
+            for (const uint64_t flip : flips) {
+                const Kept k = keep_changing(before, after, flip);
+                expect_validated(k.scanned, kSmall, c.after, c.valid, what + ", observe, flip " + std::to_string(flip));
+                expect_validated(k.from_page, kSmall, c.after, c.valid,
+                                 what + ", vmcoreinfo_from_page, flip " + std::to_string(flip));
+            }
+            // Unchanged, the text is found by both.
+            const Kept same = keep_changing(before, before, 0);
+            ASSERT_TRUE(same.scanned && same.from_page) << what;
+            EXPECT_EQ(same.scanned->text(), kSmall) << what;
+        }
+    }
 }

@@ -33,7 +33,7 @@ namespace {
 constexpr uint64_t align8(uint64_t x) { return (x + 7) & ~uint64_t{7}; }
 constexpr size_t kTokens = 256;
 constexpr uint32_t kMinSymbols = 1000;
-constexpr uint32_t kMaxSymbols = 4'000'000;
+constexpr uint32_t kMaxSymbols = kMaxKallsymsSymbols;
 constexpr uint64_t kMaxNamesBytes = 64ULL << 20;
 constexpr uint64_t kMaxTokenTable = 16384;
 // KSYM_NAME_LEN is 512 since Linux 6.1 (128 before), with the type character.

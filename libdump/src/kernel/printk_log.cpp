@@ -123,6 +123,8 @@ void set_level_facility(PrintkRecord& r, const Blob& b, uint64_t after) {
 struct DamageCounts {
     uint64_t missing_descriptor = 0, missing_info = 0, missing_text = 0, bad_block = 0, truncated = 0;
 
+    uint64_t overlapping = 0;
+
     void report(std::vector<std::string>& out) const {
         auto add = [&out](uint64_t n, const char* what) {
             if (n) out.push_back(std::to_string(n) + (n == 1 ? " record: " : " records: ") + what);
@@ -132,7 +134,30 @@ struct DamageCounts {
         add(missing_text, "text not in the dump (left out)");
         add(bad_block, "text block shorter than its id (left out)");
         add(truncated, "text longer than its data block (cut at the block's end)");
+        add(overlapping, "text block overlaps an earlier record's (left out)");
     }
+};
+
+// The data ring's bytes that records' blocks hold, a bit per 8 bytes: in a
+// kernel's ring no two live records share bytes, so a log read through it
+// holds at most the ring's size of text, however many descriptors point at
+// one block (what a guest could do to make the reader's memory its to choose).
+class RingClaims {
+public:
+    explicit RingClaims(uint64_t ring_size) : bits_((ring_size / kBlockIdSize + 63) / 64, 0) {}
+
+    // Claims [begin, next) (next <= the ring's size); false, claiming
+    // nothing, when an earlier block holds any of it.
+    bool claim(uint64_t begin, uint64_t next) {
+        const uint64_t first = begin / kBlockIdSize, end = (next + kBlockIdSize - 1) / kBlockIdSize;
+        for (uint64_t g = first; g < end; ++g)
+            if (bits_[g / 64] >> (g % 64) & 1) return false;
+        for (uint64_t g = first; g < end; ++g) bits_[g / 64] |= uint64_t{1} << (g % 64);
+        return true;
+    }
+
+private:
+    std::vector<uint64_t> bits_;
 };
 
 // Adds `r` unless the text budget is spent; false when it is.
@@ -208,6 +233,7 @@ PrintkLog read_ringbuffer(const Fields& f, const VirtualReader& read, const Prin
     tail = (head - (span - 1)) & kIdMask;
 
     DamageCounts damage;
+    RingClaims claims(size);
     uint64_t text_total = 0;
     Blob desc("prb_desc", desc_size), info("printk_info", info_size);
     for (uint64_t i = 0, id = tail; i < span; ++i, id = (id + 1) & kIdMask) {
@@ -226,6 +252,10 @@ PrintkLog read_ringbuffer(const Fields& f, const VirtualReader& read, const Prin
         if (begin > next) begin = 0;  // wrapped: the block was stored at the ring's start
         if (next - begin < kBlockIdSize) {
             ++damage.bad_block;
+            continue;
+        }
+        if (!claims.claim(begin, next)) {
+            ++damage.overlapping;
             continue;
         }
         if (!read(infos + slot * info_size, info.bytes())) {

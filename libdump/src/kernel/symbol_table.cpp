@@ -3,7 +3,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
+#include <string>
+
+#include "xendump/error.hpp"
 
 namespace xendump::kernel {
 namespace {
@@ -15,23 +19,28 @@ bool is_global(char type) { return std::isupper(static_cast<unsigned char>(type)
 }  // namespace
 
 SymbolTable::SymbolTable(std::vector<KernelSymbol> symbols) : symbols_(std::move(symbols)) {
-    by_name_.reserve(symbols_.size());
+    if (symbols_.size() > UINT32_MAX) throw Error("too many kernel symbols", std::to_string(symbols_.size()));
+    by_name_.resize(symbols_.size());
     by_address_.resize(symbols_.size());
-    for (size_t i = 0; i < symbols_.size(); ++i) {
-        by_address_[i] = i;
-        auto [it, inserted] = by_name_.emplace(symbols_[i].name, i);
-        if (!inserted && !is_global(symbols_[it->second].type) && is_global(symbols_[i].type))
-            it->second = i;
-    }
-    std::stable_sort(by_address_.begin(), by_address_.end(), [this](size_t a, size_t b) {
+    for (uint32_t i = 0; i < symbols_.size(); ++i) by_name_[i] = by_address_[i] = i;
+    // Of equal names, a global symbol first, then kallsyms order: find()
+    // takes the first.
+    std::sort(by_name_.begin(), by_name_.end(), [this](uint32_t a, uint32_t b) {
+        const KernelSymbol &x = symbols_[a], &y = symbols_[b];
+        if (const int c = x.name.compare(y.name); c != 0) return c < 0;
+        if (is_global(x.type) != is_global(y.type)) return is_global(x.type);
+        return a < b;
+    });
+    std::stable_sort(by_address_.begin(), by_address_.end(), [this](uint32_t a, uint32_t b) {
         return symbols_[a].address < symbols_[b].address;
     });
 }
 
 const KernelSymbol* SymbolTable::find(std::string_view name) const {
     auto exact = [this](std::string_view n) -> const KernelSymbol* {
-        auto it = by_name_.find(std::string(n));
-        return it == by_name_.end() ? nullptr : &symbols_[it->second];
+        auto it = std::lower_bound(by_name_.begin(), by_name_.end(), n,
+                                   [this](uint32_t i, std::string_view v) { return symbols_[i].name < v; });
+        return it == by_name_.end() || symbols_[*it].name != n ? nullptr : &symbols_[*it];
     };
     if (const KernelSymbol* s = exact(name)) return s;
     // The per_cpu__ alias only for symbols inside the per-cpu section, when
@@ -62,9 +71,12 @@ std::optional<SymbolTable::Resolved> SymbolTable::resolve(uint64_t address) cons
     // kernel's own lookup picks it (kernel/kallsyms.c get_symbol_pos: the
     // table is sorted with section markers such as __cpuidle_text_start,
     // whose names start with more underscores, after the function).
-    --it;
-    const uint64_t at = symbols_[*it].address;
-    while (it != by_address_.begin() && symbols_[*(it - 1)].address == at) --it;
+    // by_address_ is sorted stably, so that is the first of their equal
+    // range (found by bisection: a guest's table may put millions of
+    // symbols at one address).
+    const uint64_t at = symbols_[*(it - 1)].address;
+    it = std::lower_bound(by_address_.begin(), it, at,
+                          [this](uint32_t i, uint64_t a) { return symbols_[i].address < a; });
     const KernelSymbol& s = symbols_[*it];
     return Resolved{&s, address - s.address};
 }

@@ -134,8 +134,8 @@ bool for_each_line(std::string_view text, F&& f) {
     size_t pos = 0;
     while (pos < text.size()) {
         const size_t eol = text.find('\n', pos);
-        // The text may be a running guest's page: its last byte, checked
-        // above, may have changed since.
+        // A caller may pass a running guest's page (the scanner passes a
+        // copy): its last byte, checked above, may have changed since.
         if (eol == std::string_view::npos) return false;
         const std::string_view line = text.substr(pos, eol - pos);
         pos = eol + 1;
@@ -262,19 +262,24 @@ struct PageText {
     VmcoreinfoForm form;
 };
 
-// The text a page holds in either form (not yet validated), if any.
-std::optional<PageText> text_of_page(std::span<const std::byte> page) {
+// The form a page's first 8 bytes may start, if any: the fast reject, a
+// load and two compares per page.
+std::optional<VmcoreinfoForm> form_of_head(std::span<const std::byte> page) {
     if (page.size() != kPageSize) return std::nullopt;
-    // Fast reject on the first 8 bytes: a load and two compares per page.
     uint64_t head = 0;
     std::memcpy(&head, page.data(), sizeof head);
     uint64_t data_head = 0;
     std::memcpy(&data_head, kFirstKey.data(), sizeof data_head);
-    const bool data_form = head == data_head;
-    const bool note_form = static_cast<uint32_t>(head) == kNoteNameSize;
-    if (!data_form && !note_form) return std::nullopt;
+    if (head == data_head) return VmcoreinfoForm::data;
+    if (static_cast<uint32_t>(head) == kNoteNameSize) return VmcoreinfoForm::note;
+    return std::nullopt;
+}
 
-    if (data_form) {
+// The text a page holds in either form (not yet validated), if any.
+std::optional<PageText> text_of_page(std::span<const std::byte> page) {
+    const auto form = form_of_head(page);
+    if (!form) return std::nullopt;
+    if (*form == VmcoreinfoForm::data) {
         auto text = text_in(page, 0, kPageSize);
         if (!text) return std::nullopt;
         return PageText{*text, VmcoreinfoForm::data};
@@ -295,6 +300,20 @@ std::optional<PageText> text_of_page(std::span<const std::byte> page) {
 
 size_t hash_of(std::string_view text) { return std::hash<std::string_view>{}(text); }
 
+using PageCopy = std::array<std::byte, kPageSize>;
+
+// The page copied once into `copy` when its first 8 bytes may start either
+// form (the same fast reject as text_of_page, on the guest's page); false
+// for any other page. A running guest's page (a live dump lends its
+// mapping) may change between two reads: the checks, the hash, the parse
+// and the text kept must all see the same bytes, so everything after this
+// reads the copy, which text_of_page checks again from its first byte.
+bool copy_candidate(std::span<const std::byte> page, PageCopy& copy) {
+    if (!form_of_head(page)) return false;
+    std::memcpy(copy.data(), page.data(), kPageSize);
+    return true;
+}
+
 // What can be told of a text without reading memory; the least promising
 // text gives way when the scanner is full.
 auto promise(const VmcoreinfoText& t) {
@@ -305,7 +324,9 @@ auto promise(const VmcoreinfoText& t) {
 
 std::optional<VmcoreinfoCandidate> vmcoreinfo_from_page(uint64_t pfn,
                                                         std::span<const std::byte> page) {
-    auto t = text_of_page(page);
+    PageCopy copy;
+    if (!copy_candidate(page, copy)) return std::nullopt;
+    auto t = text_of_page(copy);
     if (!t) return std::nullopt;
     auto info = Vmcoreinfo::parse(t->text);
     if (!info) return std::nullopt;
@@ -346,7 +367,9 @@ void VmcoreinfoScanner::insert(VmcoreinfoText t) {
 
 void VmcoreinfoScanner::observe(uint64_t pfn, std::span<const std::byte> page) {
     ++pages_seen_;
-    auto copy = text_of_page(page);
+    PageCopy bytes;
+    if (!copy_candidate(page, bytes)) return;
+    auto copy = text_of_page(bytes);
     if (!copy) return;
     const size_t hash = hash_of(copy->text);
     if (VmcoreinfoText* known = find(hash, copy->text)) {

@@ -15,13 +15,17 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "xendump/kernel/guest_memory.hpp"
 #include "xendump/kernel/vmcoreinfo.hpp"
 
 namespace xendump::kernel {
+
+// The most symbols a kallsyms table is believed to hold (kallsyms_num_syms):
+// a real kernel has far fewer (Debian's 6.1 about 120,000; kallsyms holds no
+// module symbols), and each one decoded costs dom0 about 100 bytes.
+inline constexpr uint32_t kMaxKallsymsSymbols = 1'000'000;
 
 struct KernelSymbol {
     std::string name;
@@ -53,9 +57,11 @@ public:
     size_t size() const { return symbols_.size(); }
 
 private:
-    std::vector<KernelSymbol> symbols_;             // kallsyms order
-    std::unordered_map<std::string, size_t> by_name_;
-    std::vector<size_t> by_address_;                // indices sorted by address
+    // Indices into symbols_ (no second copy of the names): 4 bytes a
+    // symbol each, as a guest may hand over up to kallsyms' limit.
+    std::vector<KernelSymbol> symbols_;  // kallsyms order
+    std::vector<uint32_t> by_name_;      // sorted by name; of equal names, globals first, then kallsyms order
+    std::vector<uint32_t> by_address_;   // sorted stably by address (kallsyms order among equals)
 };
 
 // Guest-physical addresses where the tables were found.

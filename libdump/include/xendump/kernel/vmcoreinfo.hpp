@@ -93,7 +93,10 @@ struct VmcoreinfoText {
 };
 
 // Fed every page once (any order; the writer gives pfn order). observe()
-// rejects a page on its first 8 bytes: a load and two compares.
+// rejects a page on its first 8 bytes: a load and two compares. A page that
+// passes is copied once and everything else reads the copy: a live dump
+// lends the running guest's mapping, which may change between two reads,
+// and the text kept must be the one validated.
 //
 // Guest memory is hostile: it may hold any number of different texts that
 // pass validation. The scanner therefore keeps at most kMaxTexts different
@@ -136,6 +139,7 @@ private:
 };
 
 // Parses one page as a vmcoreinfo copy (either form); nullopt if it is none.
+// Reads `page` once (into a copy), as observe() does.
 std::optional<VmcoreinfoCandidate> vmcoreinfo_from_page(uint64_t pfn,
                                                         std::span<const std::byte> page);
 
