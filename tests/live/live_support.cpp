@@ -1,7 +1,11 @@
 #include "live_support.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <fstream>
 #include <map>
+#include <stdexcept>
 
 #include <gtest/gtest.h>
 
@@ -117,6 +121,34 @@ json sim_info(const test::sim::Host& host, uint32_t domid) {
     RunResult r = run({"xen-dump-sim", "info", host.dir.string(), std::to_string(domid), "--json"});
     if (r.exit_code != 0) throw std::runtime_error("xen-dump-sim info: " + r.err);
     return json::parse(r.out);
+}
+
+PipeToFile::PipeToFile(const std::filesystem::path& file, std::function<void()> every, uint64_t every_bytes) {
+    if (::pipe(fds_) != 0) throw std::runtime_error("pipe");
+    thread_ = std::thread([this, file, every = std::move(every), every_bytes] {
+        std::ofstream out(file, std::ios::binary);
+        char buf[65536];
+        uint64_t since = 0;
+        for (ssize_t n; (n = ::read(fds_[0], buf, sizeof buf)) > 0;) {
+            out.write(buf, n);
+            since += static_cast<uint64_t>(n);
+            if (every && since >= every_bytes) {
+                every();
+                since = 0;
+            }
+        }
+    });
+}
+
+void PipeToFile::close() {
+    if (fds_[1] >= 0) ::close(fds_[1]);
+    fds_[1] = -1;
+    if (thread_.joinable()) thread_.join();
+}
+
+PipeToFile::~PipeToFile() {
+    close();
+    ::close(fds_[0]);
 }
 
 }  // namespace xendump::test::live

@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -73,6 +75,25 @@ public:
 
 private:
     int paused_ = 0;
+};
+
+// Drains a pipe into a file on a thread (a reader of standard output);
+// `every` (when given) runs on that thread each time another `every_bytes`
+// have been read, while the writer may be blocked on the full pipe.
+class PipeToFile {
+public:
+    explicit PipeToFile(const std::filesystem::path& file, std::function<void()> every = {},
+                        uint64_t every_bytes = 256 << 10);
+    int fd() const { return fds_[1]; }
+    // Closes the writing end and waits for the rest to be read.
+    void close();
+    ~PipeToFile();
+    PipeToFile(const PipeToFile&) = delete;
+    PipeToFile& operator=(const PipeToFile&) = delete;
+
+private:
+    int fds_[2] = {-1, -1};
+    std::thread thread_;
 };
 
 // The writer's writes so far, from xen-dump-sim info --json.

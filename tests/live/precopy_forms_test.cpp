@@ -167,33 +167,6 @@ TEST(PrecopyForms, EncryptedLeavesNoPlaintext) {
     }
 }
 
-// Drains a pipe into a file on a thread (a reader of standard output).
-class PipeToFile {
-public:
-    explicit PipeToFile(const std::filesystem::path& file) {
-        if (::pipe(fds_) != 0) throw std::runtime_error("pipe");
-        thread_ = std::thread([this, file] {
-            std::ofstream out(file, std::ios::binary);
-            char buf[65536];
-            for (ssize_t n; (n = ::read(fds_[0], buf, sizeof buf)) > 0;) out.write(buf, n);
-        });
-    }
-    int fd() const { return fds_[1]; }
-    void close() {
-        if (fds_[1] >= 0) ::close(fds_[1]);
-        fds_[1] = -1;
-        if (thread_.joinable()) thread_.join();
-    }
-    ~PipeToFile() {
-        close();
-        ::close(fds_[0]);
-    }
-
-private:
-    int fds_[2] = {-1, -1};
-    std::thread thread_;
-};
-
 // A pipe (standard output), v1 and compact (its flattened stream), plaintext
 // and encrypted, and a flattened compact file (-F): the stream carries one
 // instant of the writer; the image was in $TMPDIR, sealed when encrypted.

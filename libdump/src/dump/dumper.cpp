@@ -150,7 +150,10 @@ Prepared prepare(Hypervisor& hv, uint32_t domid, const DumpOptions& opt, bool pa
     kv.set(keys::kTime, utc_time(std::chrono::system_clock::now(), "%Y-%m-%dT%H:%M:%SZ"));
     kv.set(keys::kWriter, std::string("xen-dumpd ") + XENDUMP_VERSION);
 
-    p.source = std::make_unique<dump::HypervisorPageSource>(hv, domid, std::move(present), kMapBatchPages);
+    // A guest running while its pages are read without pre-copy: each page
+    // is copied once, so its digest is that of the bytes the file holds.
+    p.source = std::make_unique<dump::HypervisorPageSource>(hv, domid, std::move(present), kMapBatchPages,
+                                                            /*pages_change=*/opt.live);
     return p;
 }
 

@@ -9,8 +9,13 @@ namespace xendump::dump {
 
 using format::kPageSize;
 
-HypervisorPageSource::HypervisorPageSource(Hypervisor& hv, uint32_t domid, PageExtents pages, size_t batch_pages)
-    : hv_(hv), domid_(domid), pages_(std::move(pages)), batch_(batch_pages ? batch_pages : 1024) {}
+HypervisorPageSource::HypervisorPageSource(Hypervisor& hv, uint32_t domid, PageExtents pages, size_t batch_pages,
+                                           bool pages_change)
+    : hv_(hv),
+      domid_(domid),
+      pages_(std::move(pages)),
+      batch_(batch_pages ? batch_pages : 1024),
+      pages_change_(pages_change) {}
 
 namespace {
 

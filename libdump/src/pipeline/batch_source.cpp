@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "pipeline/zero_pages.hpp"
 #include "xendump/error.hpp"
@@ -85,6 +86,20 @@ void fill_all(PageBatch& b, PageSource& source, bool positional) {
     }
 }
 
+// A loan of pages that may change (ZeroCopySource::loans_change): each
+// readable page the batch keeps copied once into its own buffer, and the
+// loan returned at once.
+void keep_own_copy(PageBatch& b) {
+    if (b.data.size() < b.count * kPage) b.data.resize(b.count * kPage);
+    for (size_t i = 0; i < b.count; ++i) {
+        if (!b.keep[i] || b.unreadable[i]) continue;
+        std::byte* copy = b.data.data() + i * kPage;
+        std::memcpy(copy, b.page[i], kPage);
+        b.page[i] = copy;
+    }
+    b.lent.reset();
+}
+
 }  // namespace
 
 void fill_batch(PageBatch& b, PageSource& source, bool positional, const PageSelector* select) {
@@ -100,6 +115,7 @@ void fill_batch(PageBatch& b, PageSource& source, bool positional, const PageSel
         fill_all(b, source, positional);
     else
         fill_kept(b, source);
+    if (b.lent && dynamic_cast<ZeroCopySource&>(source).loans_change()) keep_own_copy(b);
     for (size_t i = 0; i < b.count; ++i)
         if (b.unreadable[i]) b.page[i] = zero_page();
 }

@@ -37,7 +37,8 @@ struct PageBatch {
     std::optional<FileRange> range;         // the pages sit contiguously in this file
     std::unique_ptr<BatchWork> work;        // the encoder's, see Encoder::prepare
 
-    // Where the pages live: a source's loan (a mapping) or bytes read here.
+    // Where the pages live: a source's loan (a mapping) or bytes read here
+    // (also a loan's pages copied, when they may change: loans_change).
     std::unique_ptr<LentPages> lent;
     std::vector<std::byte> data;
     std::vector<PageEntry> kept_entries;  // the kept pages' entries, when only they are read (fill_batch)

@@ -40,6 +40,13 @@ public:
     // pages a selector keeps (PageSelector::by_pfn).
     virtual std::unique_ptr<LentPages> lend_entries(std::span<const PageEntry> /*entries*/) { return nullptr; }
 
+    // Whether a loan's pages may change while lent (a running guest's,
+    // when nothing after the pass settles the file): the pass then copies
+    // each page once into the batch and returns the loan, so that every
+    // stage reading a page (the zero check, the digest, compression,
+    // sealing, the write) reads the same bytes. The default: they do not.
+    virtual bool loans_change() const { return false; }
+
     // When entries [first, first+count) are stored contiguously in a file,
     // where. The default: never.
     virtual std::optional<FileRange> file_range(size_t /*first*/, size_t /*count*/) const { return std::nullopt; }
