@@ -9,6 +9,7 @@
 #include "windowed_check.hpp"
 #include "fake_hypervisor.hpp"
 #include "p2m/p2m.hpp"
+#include "p2m/page_extents.hpp"
 
 namespace xendump::test {
 namespace {
@@ -207,6 +208,88 @@ TEST(Hostile, SharedInfoThatDoesNotMapIsAnError) {
     build_pv_guest(hv, small_guest(P2mLayout::tree));
     hv.domains.at(1).info.shared_info_frame = kOtherDomainMfn;
     EXPECT_NE(error_of(hv, 1).find("shared_info"), std::string::npos);
+}
+
+// The guest's 8192 pages, then a frame list naming one leaf page again and
+// again up to pfn 2^20: the leaf holds 512 distinct plausible frames that do
+// not follow each other, so that every entry would be a stretch of its own.
+// 1 Mi entries for a domain of 8192 frames: the p2m lies.
+PvGuest guest_with_one_leaf_repeated(FakeHypervisor& hv) {
+    PvGuest g = build_pv_guest(hv, small_guest(P2mLayout::tree));
+    constexpr uint64_t kPfns = uint64_t{1} << 20, kFpp = 512;
+    constexpr uint64_t kLeaf = 0x3000000, kLists = kLeaf + 1;
+    hv.own(1, kLeaf, 1 + kPfns / kFpp / kFpp);
+    uint64_t state = 7;
+    for (uint64_t k = 0; k < kFpp; ++k) {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        hv.write_word(kLeaf, k, 8, 1 + (state >> 25));  // below 2^40, never 0
+    }
+    for (uint64_t j = g.p2m_page_mfns.size(); j < kPfns / kFpp; ++j) {
+        const uint64_t list = j < kFpp ? g.frame_list_mfns[0] : kLists + j / kFpp - 1;
+        hv.write_word(g.frame_list_list, j / kFpp, 8, list);
+        hv.write_word(list, j % kFpp, 8, kLeaf);
+    }
+    set_arch_field(hv, g, 8, 0, kPfns);
+    hv.domains.at(1).max_gpfn = kPfns - 1;
+    return g;
+}
+
+// The entries beyond the frames the domain can own are holes: discovery
+// keeps the guest's own 8192 pages (the first plausible entries) and holds
+// no more than 8192 entries, however often the leaf repeats.
+TEST(Hostile, OneLeafRepeatedKeepsNoMoreEntriesThanTheDomainsFrames) {
+    FakeHypervisor hv;
+    const PvGuest g = guest_with_one_leaf_repeated(hv);
+    const DomainInfo info = *hv.domain_info(1);
+    ASSERT_EQ(info.tot_pages, 8192u);
+    for (bool verify : {true, false}) {
+        P2mMap map = discover_checked(hv, info, P2mOptions{.verify_frames = verify});
+        EXPECT_TRUE(same_pages(map.pages, g.expected)) << map.pages.size() << " pages";
+        const std::string w = warning_with(map, "the domain can own");
+        EXPECT_NE(w.find(std::to_string((uint64_t{1} << 20) - 8192) + " p2m entries name frames beyond the 8192 "),
+                  std::string::npos)
+            << w;
+        EXPECT_NE(w.find("first: pfn 0x2000 = "), std::string::npos) << w;
+        EXPECT_EQ(warning_with(map, "already names"), "") << "the leaf's frames were never taken";
+    }
+
+    // The dumper's walk (unverified, kept as stretches): one stretch, not one
+    // per entry of the repeated leaf.
+    P2mWindows windows(hv, info, P2mOptions{.verify_frames = false});
+    FrameDuplicates duplicates;
+    PageExtents present;
+    std::vector<PageEntry> window;
+    uint64_t entries = 0;
+    while (windows.next(window)) {
+        entries += window.size();
+        duplicates.add(window);
+        present.append(window);
+    }
+    duplicates.finish();
+    EXPECT_EQ(entries, 8192u);
+    EXPECT_EQ(duplicates.stretches(), 1u);
+    EXPECT_EQ(present.extents().size(), 1u);
+    EXPECT_EQ(duplicates.dropped_pages(), 0u);
+}
+
+// Linux marks grant-mapped pfns with FOREIGN_FRAME_BIT and the pfns of
+// non-RAM ranges (PCI holes, passed-through devices) with IDENTITY_FRAME_BIT:
+// no frames of the domain's, so many of them never count against its frames.
+TEST(Hostile, ForeignAndIdentityEntriesDoNotCountAgainstTheDomainsFrames) {
+    for (unsigned width : {8u, 4u}) {
+        FakeHypervisor hv;
+        PvGuestSpec spec = small_guest(P2mLayout::both, width);
+        spec.p2m_size = 0x10000;
+        const uint64_t foreign = width == 8 ? uint64_t{1} << 63 : uint64_t{1} << 31;
+        const uint64_t identity = width == 8 ? uint64_t{1} << 62 : uint64_t{1} << 30;
+        for (uint64_t pfn = 0x2000; pfn < 0x10000; ++pfn)
+            spec.p2m_overrides.push_back({pfn, pfn < 0x8000 ? foreign | (0x200000 + pfn) : identity | pfn});
+        const PvGuest g = build_pv_guest(hv, spec);
+        ASSERT_EQ(hv.domain_info(1)->tot_pages, 8192u);
+        P2mMap map = discover_checked(hv, *hv.domain_info(1), P2mOptions{.verify_frames = false});
+        EXPECT_TRUE(same_pages(map.pages, g.expected)) << width;
+        EXPECT_EQ(warning_with(map, "the domain can own"), "") << width;
+    }
 }
 
 // The out-of-core duplicate check against the obvious in-memory one, on

@@ -7,9 +7,12 @@
 // stretch of pages whose pfns and frames both rise by one (an HVM/PVH guest:
 // per run of present gfns; a PV guest's frames come in long stretches);
 // duplicate frames are found from the stretches (FrameDuplicates: about 100
-// bytes per stretch while they are sorted). With the writer's own bound
-// (xendump/writer.hpp), a v1 dump of a usual guest of any size stays under
-// 128 MiB of RSS; what grows is per extent and per run, not per page.
+// bytes per stretch while they are sorted). A PV p2m is believed for no
+// more entries than the domain can own frames (p2m/p2m.hpp), so a hostile
+// one costs no more stretches than the guest has pages. With the writer's
+// own bound (xendump/writer.hpp), a v1 dump of a usual guest of any size
+// stays under 128 MiB of RSS; what grows is per extent and per run, not per
+// page.
 #pragma once
 
 #include <atomic>

@@ -11,13 +11,25 @@ namespace xendump {
 
 using namespace p2m_detail;
 
+namespace {
+constexpr uint64_t kCeiling = uint64_t{1} << 40;  // 52-bit guest physical space
+// The pages Xen lets the domain hold: max_pages, or tot_pages above it.
+uint64_t pages_allowed(const DomainInfo& info) { return std::min(std::max(info.tot_pages, info.max_pages), kCeiling); }
+}  // namespace
+
 uint64_t p2m_size_limit(const DomainInfo& info) {
     constexpr uint64_t kHoleAllowance = uint64_t{1} << 22;  // 16 GiB of pfns
     constexpr uint64_t kFloor = uint64_t{1} << 18;          // 1 GiB of pfns
-    constexpr uint64_t kCeiling = uint64_t{1} << 40;        // 52-bit guest physical space
-    const uint64_t owned = std::min(std::max(info.tot_pages, info.max_pages), kCeiling);
-    return std::clamp(2 * owned + kHoleAllowance, kFloor, kCeiling);
+    return std::clamp(2 * pages_allowed(info) + kHoleAllowance, kFloor, kCeiling);
 }
+
+namespace p2m_detail {
+
+uint64_t domain_frames(const DomainInfo& info) {
+    return pages_allowed(info) + std::min(info.shr_pages, kCeiling);
+}
+
+}  // namespace p2m_detail
 
 namespace {
 
@@ -87,6 +99,7 @@ PvStart start_pv(Hypervisor& hv, const DomainInfo& info, P2mMap& map) {
     uint64_t size = choose_p2m_size(hv, info, arch.max_pfn, map);
     PvStart st{Walk{hv, info.domid, width, size, object, {}, {}, {}}, {}, arch};
     Walk& walk = st.walk;
+    walk.frames_owned = domain_frames(info);
     std::vector<uint64_t>& frames = st.frames;
     if (arch.p2m_cr3 != 0) {
         map.kind = format::P2mKind::linear;

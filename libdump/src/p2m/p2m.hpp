@@ -20,11 +20,13 @@
 //  - work and memory are bounded by what the hypervisor reports (maximum
 //    gpfn, tot_pages, max_pages), never by what the guest writes: p2m_size
 //    is at most p2m_size_limit(info) and the result holds at most one entry
-//    per pfn examined (with verify_frames: per owned page), 16 bytes each,
-//    with no other per-page memory;
+//    per pfn examined and, PV, per frame the domain can own
+//    (max(tot_pages, max_pages) + shr_pages), 16 bytes each, with no other
+//    per-page memory;
 //  - guest oddities that do not stop the dump (invalid or out-of-range
 //    entries, frames the domain does not own, duplicates, unmappable p2m
-//    pages) become holes and one aggregated warning line each;
+//    pages, more entries than the domain can own frames) become holes and
+//    one aggregated warning line each;
 //  - a p2m that cannot be walked at all (nothing published, a structure
 //    page reused at another level of the walk, i.e. a loop, a virtual range
 //    outside the guest's half, no present page at all) ends in an Error

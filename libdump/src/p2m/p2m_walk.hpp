@@ -37,6 +37,13 @@ struct ArchSharedInfo {
 // `page` is the 4096-byte shared_info; `width` 4 or 8.
 ArchSharedInfo parse_arch_shared_info(std::span<const std::byte> page, unsigned width);
 
+// The frames a domain can own: max(tot_pages, max_pages) + shr_pages (Xen
+// refuses to give it more than max_pages; shared pages are left out of
+// tot_pages), at most 2^40. A PV guest's p2m names no more frames that are
+// its own (foreign and identity entries carry Linux's FOREIGN_FRAME_BIT or
+// IDENTITY_FRAME_BIT and are no frames: plausible_frame()).
+uint64_t domain_frames(const DomainInfo& info);
+
 // Reads a little-endian word of `width` bytes at index `i` of a page.
 uint64_t read_word(const std::byte* page, size_t i, unsigned width);
 
@@ -73,6 +80,9 @@ struct Walk {
     std::unordered_map<uint64_t, std::string_view> roles;
     AnomalyCount unmappable_structure;  // tables or frame lists that did not map
     AnomalyCount bad_structure_entry;   // table entries with impossible values
+    // The frames the domain can own (domain_frames()): a p2m entry naming a
+    // frame beyond as many is a lie (EntryReader), never memory of ours.
+    uint64_t frames_owned = UINT64_MAX;
 
     bool plausible_mfn(uint64_t value) const { return plausible_frame(value, width); }
     bool invalid_entry(uint64_t value) const { return invalid_p2m_entry(value, width); }
@@ -108,7 +118,11 @@ inline constexpr size_t kP2mPagesPerChunk = 512;
 
 // The p2m pages' entries a chunk of p2m pages at a time, in pfn order: holes,
 // implausible values and (verify_frames) frames the domain does not own are
-// left out and counted; duplicate frames are not looked at here.
+// left out and counted; duplicate frames are not looked at here. Once as
+// many plausible entries were passed on as the domain can own frames
+// (Walk::frames_owned), the p2m lies: every later one is left out and
+// counted too, so that a guest whose frame list names one leaf page of
+// scattered frames again and again costs no more than its own size.
 class EntryReader {
 public:
     EntryReader(Walk& walk, std::span<const uint64_t> frames, const P2mOptions& options);
@@ -125,7 +139,8 @@ private:
     std::span<const uint64_t> frames_;
     const P2mOptions& options_;
     size_t next_ = 0;
-    AnomalyCount unmappable_, implausible_, not_owned_;
+    uint64_t kept_ = 0;  // plausible entries passed on, at most walk_.frames_owned
+    AnomalyCount unmappable_, implausible_, not_owned_, beyond_owned_;
 };
 
 // Drops every entry whose gmfn a lower pfn already names (in memory).

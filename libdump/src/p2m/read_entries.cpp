@@ -98,6 +98,11 @@ bool EntryReader::read_next(std::vector<PageEntry>& out) {
                     implausible_.add([&] { return "pfn " + hex(pfn) + " = " + hex(value); });
                     continue;
                 }
+                if (kept_ == walk_.frames_owned) {
+                    beyond_owned_.add([&] { return "pfn " + hex(pfn) + " = " + hex(value); });
+                    continue;
+                }
+                ++kept_;
                 out.push_back({pfn, value});
             }
         }
@@ -133,6 +138,11 @@ void EntryReader::add_warnings(std::vector<std::string>& warnings) const {
                                    "treated as holes"));
     if (not_owned_.count)
         warnings.push_back(counted(not_owned_, "pfns name frames the domain does not own", "treated as holes"));
+    if (beyond_owned_.count)
+        warnings.push_back(counted(beyond_owned_,
+                                   "p2m entries name frames beyond the " + std::to_string(walk_.frames_owned) +
+                                       " the domain can own",
+                                   "the p2m lies: treated as holes"));
 }
 
 std::string duplicate_warning(const AnomalyCount& duplicate) {
@@ -145,7 +155,8 @@ void read_p2m_entries(Walk& walk, std::span<const uint64_t> frames, const P2mOpt
     reader.claim_leaves(map.p2m_frames);
     // One allocation of the list's final size for an ordinary guest (growing
     // by doubling would briefly hold three times the list).
-    map.pages.reserve(static_cast<size_t>(std::min<uint64_t>(walk.p2m_size, frames.size() * walk.entries_per_page())));
+    map.pages.reserve(static_cast<size_t>(
+        std::min({walk.p2m_size, frames.size() * walk.entries_per_page(), walk.frames_owned})));
     while (reader.read_next(map.pages)) {
     }
     AnomalyCount duplicate;
