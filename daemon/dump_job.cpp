@@ -333,7 +333,7 @@ bool stream_dump(Hypervisor& hv, const Config& config, const DumpRequest& reques
         try {
             if (dmesg_text) write_file_atomically(dmesg_path(local), *dmesg_text, 0600);
             write_sidecar(sidecar_path(local), s);
-        } catch (const Error& le) {
+        } catch (const std::exception& le) {
             log_message(LogLevel::error, std::string("cannot record the dump: ") + le.what(),
                         dump_journal_fields(s, url.str()));
         }
@@ -536,8 +536,10 @@ DumpJobResult run_dump_job(Hypervisor& hv, const Config& config, const DumpReque
         if (result == DumpOutcome::ok) s.bytes_on_disk = blocks_of(out.path);
         else s.digests = "none";
         try {
+            // Any failure here (a full disk, std::bad_alloc) leaves the
+            // dump's own result as it is: the dump is written.
             write_sidecar(out.sidecar, s);
-        } catch (const Error& e) {
+        } catch (const std::exception& e) {
             log_message(LogLevel::error, std::string("cannot record the dump: ") + e.what(),
                         dump_journal_fields(s, out.path));
         }

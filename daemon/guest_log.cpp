@@ -52,7 +52,7 @@ kernel::PrintkLog read_record(const GuestView& guest, const std::optional<kernel
     out.log.records = log.records.size();
     out.log.partial = log.partial();
     out.log.damage = log.damage;
-    out.panic = kernel::first_crash_line(log);
+    if (auto panic = kernel::first_crash_line(log)) out.panic = bounded_panic_line(std::move(*panic));
     return log;
 }
 
@@ -63,6 +63,25 @@ unsigned mode_of(const std::filesystem::path& dump) {
 }
 
 }  // namespace
+
+std::string bounded_panic_line(std::string line) {
+    if (line.size() <= kPanicLineBytes) return line;
+    const auto* s = reinterpret_cast<const unsigned char*>(line.data());
+    size_t cut = 0;
+    for (size_t next; cut < line.size(); cut = next) {
+        if (s[cut] == '\\')
+            next = cut + (cut + 1 < line.size() && s[cut + 1] == 'x' ? 4 : 2);  // \xNN, \n, \r, \\ (escape_text)
+        else if (s[cut] < 0x80)
+            next = cut + 1;
+        else
+            next = cut + (s[cut] >= 0xF0 ? 4 : s[cut] >= 0xE0 ? 3 : 2);
+        if (next > kPanicLineBytes) break;
+    }
+    const size_t dropped = line.size() - cut;
+    line.resize(cut);
+    line += " [" + std::to_string(dropped) + " more bytes]";
+    return line;
+}
 
 GuestLogRecord record_guest_log(const std::filesystem::path& dump) {
     GuestLogRecord out;

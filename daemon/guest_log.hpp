@@ -25,6 +25,15 @@
 namespace xendump::daemon {
 
 inline constexpr size_t kGuestBacktraceFrames = 16;
+// The most of a panic line (escaped, as dmesg prints it) the records keep:
+// a guest's line may be 64 KiB, four times that escaped, and it goes into
+// the sidecar, the journal and the crash signature.
+inline constexpr size_t kPanicLineBytes = 1024;
+
+// `line` cut to at most kPanicLineBytes, before an escape or a UTF-8
+// character it would split, and marked " [N more bytes]"; as it is when it
+// fits.
+std::string bounded_panic_line(std::string line);
 
 struct GuestLogRecord {
     GuestLog log;                      // for the sidecar

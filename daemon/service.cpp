@@ -301,7 +301,7 @@ DumpJobResult Service::run_job(Job& job) {
     if (result.result == DumpOutcome::ok && !result.streamed && cfg.upload.enabled()) {
         try {
             uploader_->add(result.path, result.stream_error);
-        } catch (const Error& e) {
+        } catch (const std::exception& e) {
             log_message(LogLevel::error,
                         "cannot record the upload of " + result.path.string() + " (the dump stays local): " + e.what(),
                         {{"DUMP_PATH", result.path.string()}});
